@@ -1,0 +1,250 @@
+"""The GEMM family's knobs: one frozen, validated configuration shared by prediction and measurement.
+
+C = alpha * A @ B + beta * C, all row-major; A is M x K, B is K x N, C is M x N.
+
+Variants (the classic optimisation ladder), with the knobs each one reads:
+
+================== ===========================================================================
+``naive_uncoalesced`` one output per thread; threadIdx.x walks rows of C (uncoalesced). bm, bn
+``naive``             one output per thread; threadIdx.x walks columns of C (coalesced). bm, bn
+``smem``              shared-memory tiled, one output per thread. bm, bn, bk (threads = bm*bn)
+``reg1d``             1-D register tiling: each thread a column of tm outputs. bm, bn, bk, tm
+``reg2d``             2-D register tiling: each thread tm x tn outputs. bm, bn, bk, tm, tn
+``warp``              warp tiling: warps own wm x wn, iterated in wmiter x wniter sub-tiles of
+                      (tm x tn per thread). bm, bn, bk, wm, wn, wniter, tm, tn
+================== ===========================================================================
+
+Orthogonal knobs for the shared-memory variants: ``vectorize`` (16-byte global loads and A stored
+transposed in shared memory; reg2d and warp only), ``smem_pad`` (elements of padding per shared
+row), ``pipeline`` ("none", "regs" = register-prefetch double buffering with two shared buffers,
+"cp_async" = a ``stages``-deep asynchronous-copy pipeline, 2..4 stages).
+
+Every rule is checked in ``__post_init__`` and a broken one raises ``ValueError`` naming the field,
+the value and the limit. Hardware limits (threads, registers, shared memory) are checked by
+:func:`check_fits` against a :class:`~tilesim.hardware.HardwareSpec`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, replace
+
+VARIANTS = ("naive_uncoalesced", "naive", "smem", "reg1d", "reg2d", "warp")
+STAGED = ("smem", "reg1d", "reg2d", "warp")
+PIPELINES = ("none", "regs", "cp_async")
+DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+
+
+def _require(cond: bool, field: str, value, rule: str) -> None:
+    if not cond:
+        raise ValueError(f"GemmConfig.{field} = {value!r}: {rule}")
+
+
+@dataclass(frozen=True)
+class GemmConfig:
+    """One GEMM problem and tiling. Sizes in elements; see the module docstring for the knobs."""
+
+    m: int
+    n: int
+    k: int
+    variant: str = "reg2d"
+    bm: int = 128
+    bn: int = 128
+    bk: int = 8
+    tm: int = 8
+    tn: int = 8
+    wm: int = 64
+    wn: int = 64
+    wniter: int = 4
+    vectorize: bool = False
+    smem_pad: int = 0
+    pipeline: str = "none"
+    stages: int = 1
+    dtype: str = "fp32"
+    alpha: float = 1.0
+    beta: float = 0.0
+    regs_per_thread: int | None = None
+
+    def __post_init__(self) -> None:
+        for f in ("m", "n", "k", "bm", "bn", "bk", "tm", "tn", "wm", "wn", "wniter"):
+            v = getattr(self, f)
+            _require(isinstance(v, int) and not isinstance(v, bool) and v > 0, f, v, "must be a positive integer")
+        _require(self.variant in VARIANTS, "variant", self.variant, f"must be one of {', '.join(VARIANTS)}")
+        _require(self.dtype in DTYPE_BYTES, "dtype", self.dtype, f"must be one of {', '.join(DTYPE_BYTES)}")
+        _require(self.pipeline in PIPELINES, "pipeline", self.pipeline, f"must be one of {', '.join(PIPELINES)}")
+        _require(isinstance(self.smem_pad, int) and 0 <= self.smem_pad <= 32, "smem_pad", self.smem_pad, "must be an integer in 0..32")
+        if self.regs_per_thread is not None:
+            _require(isinstance(self.regs_per_thread, int) and self.regs_per_thread > 0,
+                     "regs_per_thread", self.regs_per_thread, "must be a positive integer or None")
+        v = self.variant
+        if v not in STAGED:
+            _require(self.pipeline == "none", "pipeline", self.pipeline, f"variant {v} has no shared-memory pipeline; use 'none'")
+            _require(not self.vectorize, "vectorize", self.vectorize, f"variant {v} has no vectorized form")
+            _require(self.smem_pad == 0, "smem_pad", self.smem_pad, f"variant {v} uses no shared memory")
+        if self.pipeline == "none":
+            _require(self.stages == 1, "stages", self.stages, "must be 1 when pipeline is 'none'")
+        elif self.pipeline == "regs":
+            _require(self.stages == 2, "stages", self.stages, "must be 2 for register-prefetch double buffering")
+        else:
+            _require(2 <= self.stages <= 4, "stages", self.stages, "must be in 2..4 for a cp_async pipeline")
+        if v in ("reg1d",):
+            _require(self.bm % self.tm == 0, "tm", self.tm, f"must divide bm = {self.bm}")
+        if v in ("reg2d", "warp"):
+            _require(self.bm % self.tm == 0, "tm", self.tm, f"must divide bm = {self.bm}")
+            _require(self.bn % self.tn == 0, "tn", self.tn, f"must divide bn = {self.bn}")
+        if self.vectorize:
+            _require(v in ("reg2d", "warp"), "vectorize", True, "applies to variants reg2d and warp only")
+            _require(self.bk % 4 == 0, "bk", self.bk, "must be a multiple of 4 with vectorize (float4 loads)")
+            _require(self.bn % 4 == 0, "bn", self.bn, "must be a multiple of 4 with vectorize")
+            _require(self.k % 4 == 0 and self.n % 4 == 0, "k" if self.k % 4 else "n",
+                     self.k if self.k % 4 else self.n, "must be a multiple of 4 with vectorize (16-byte aligned rows)")
+        if self.pipeline == "cp_async":
+            _require(self.dtype == "fp32" or self.vectorize, "pipeline", self.pipeline, "cp_async needs fp32 or vectorize")
+        if v == "warp":
+            _require(self.bm % self.wm == 0, "wm", self.wm, f"must divide bm = {self.bm}")
+            _require(self.bn % self.wn == 0, "wn", self.wn, f"must divide bn = {self.bn}")
+            _require(self.wn % self.wniter == 0, "wniter", self.wniter, f"must divide wn = {self.wn}")
+            per_iter = self.wm * self.wn
+            denom = 32 * self.tm * self.tn * self.wniter
+            _require(per_iter % denom == 0, "wniter", self.wniter,
+                     f"wm*wn = {per_iter} must be a multiple of 32*tm*tn*wniter = {denom}")
+            wmiter = per_iter // denom
+            _require(self.wm % wmiter == 0, "wm", self.wm, f"must be a multiple of wmiter = {wmiter}")
+            sub_m, sub_n = self.wm // wmiter, self.wn // self.wniter
+            _require(sub_m % self.tm == 0 and sub_n % self.tn == 0, "tm", self.tm,
+                     f"warp sub-tile {sub_m}x{sub_n} must be a multiple of tm x tn = {self.tm}x{self.tn}")
+            _require((sub_m // self.tm) * (sub_n // self.tn) == 32, "tn", self.tn,
+                     f"warp sub-tile {sub_m}x{sub_n} must hold 32 threads of tm x tn = {self.tm}x{self.tn}")
+
+    # ----- derived geometry ---------------------------------------------------------------
+    @property
+    def elem_bytes(self) -> int:
+        return DTYPE_BYTES[self.dtype]
+
+    @property
+    def wmiter(self) -> int:
+        """Warp sub-tile iterations along M (warp variant)."""
+        return (self.wm * self.wn) // (32 * self.tm * self.tn * self.wniter)
+
+    @property
+    def threads(self) -> int:
+        v = self.variant
+        if v in ("naive_uncoalesced", "naive", "smem"):
+            return self.bm * self.bn
+        if v == "reg1d":
+            return (self.bm // self.tm) * self.bn
+        if v == "reg2d":
+            return (self.bm // self.tm) * (self.bn // self.tn)
+        return (self.bm // self.wm) * (self.bn // self.wn) * 32
+
+    @property
+    def outputs_per_thread(self) -> int:
+        return (self.bm * self.bn) // self.threads
+
+    @property
+    def grid(self) -> tuple[int, int, int]:
+        """(blocks along N, blocks along M, 1): blockIdx.x walks columns of C tiles."""
+        return (math.ceil(self.n / self.bn), math.ceil(self.m / self.bm), 1)
+
+    @property
+    def uses_smem(self) -> bool:
+        return self.variant in STAGED
+
+    @property
+    def smem_buffers(self) -> int:
+        return {"none": 1, "regs": 2, "cp_async": self.stages}[self.pipeline]
+
+    @property
+    def smem_a_shape(self) -> tuple[int, int]:
+        """(rows, row stride in elements) of one A buffer: [bk][bm+pad] transposed, else [bm][bk+pad]."""
+        if self.vectorize:
+            return (self.bk, self.bm + self.smem_pad)
+        return (self.bm, self.bk + self.smem_pad)
+
+    @property
+    def smem_b_shape(self) -> tuple[int, int]:
+        return (self.bk, self.bn + self.smem_pad)
+
+    @property
+    def smem_bytes(self) -> int:
+        """Static shared memory per block (all pipeline buffers)."""
+        if not self.uses_smem:
+            return 0
+        ra, sa = self.smem_a_shape
+        rb, sb = self.smem_b_shape
+        return self.smem_buffers * (ra * sa + rb * sb) * self.elem_bytes
+
+    @property
+    def estimated_regs(self) -> int:
+        """Registers per thread: the override if given, else an estimate from the tile.
+
+        Accumulators + A/B fragments + prefetch staging + about 26 for addresses, loop state and
+        indices (a lead, compared with ``nvcc -Xptxas -v`` in the validation records).
+        """
+        if self.regs_per_thread is not None:
+            return self.regs_per_thread
+        v = self.variant
+        base = 26
+        if v in ("naive_uncoalesced", "naive", "smem"):
+            acc, frag = 1, 2
+        elif v == "reg1d":
+            acc, frag = self.tm, 1 + 1
+        elif v == "reg2d":
+            acc, frag = self.tm * self.tn, self.tm + self.tn
+        else:
+            acc = self.wmiter * self.wniter * self.tm * self.tn
+            frag = self.wmiter * self.tm + self.wniter * self.tn
+        staging = 0
+        if self.pipeline == "regs":
+            staging = math.ceil((self.bm * self.bk + self.bk * self.bn) / self.threads)
+        return acc + frag + staging + base
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.m * self.n * self.k
+
+    def with_(self, **changes) -> GemmConfig:
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @property
+    def label(self) -> str:
+        """A short readable name, unique for distinct tilings of one shape."""
+        v = self.variant
+        parts = [v]
+        if v in ("naive_uncoalesced", "naive"):
+            parts.append(f"{self.bm}x{self.bn}")
+        elif v == "smem":
+            parts.append(f"{self.bm}x{self.bn}x{self.bk}")
+        elif v == "reg1d":
+            parts.append(f"{self.bm}x{self.bn}x{self.bk}_t{self.tm}")
+        elif v == "reg2d":
+            parts.append(f"{self.bm}x{self.bn}x{self.bk}_t{self.tm}x{self.tn}")
+        else:
+            parts.append(f"{self.bm}x{self.bn}x{self.bk}_w{self.wm}x{self.wn}i{self.wniter}_t{self.tm}x{self.tn}")
+        if self.vectorize:
+            parts.append("vec")
+        if self.smem_pad:
+            parts.append(f"pad{self.smem_pad}")
+        if self.pipeline != "none":
+            parts.append(f"{self.pipeline}{self.stages}")
+        if self.dtype != "fp32":
+            parts.append(self.dtype)
+        return "_".join(parts)
+
+
+def check_fits(cfg: GemmConfig, hw) -> None:
+    """Raise ``ValueError`` if the configuration cannot launch on ``hw`` (naming field, value, limit)."""
+    if cfg.threads > hw.max_threads_per_block:
+        raise ValueError(f"GemmConfig.threads = {cfg.threads} (from the tile) exceeds max_threads_per_block = "
+                         f"{hw.max_threads_per_block} on {hw.name}")
+    if cfg.threads % hw.warp_size and cfg.variant not in ("naive_uncoalesced", "naive", "smem"):
+        raise ValueError(f"GemmConfig.threads = {cfg.threads} must be a multiple of the warp size {hw.warp_size}")
+    if cfg.smem_bytes > hw.smem_per_block_optin_bytes:
+        raise ValueError(f"GemmConfig.smem_bytes = {cfg.smem_bytes} exceeds smem_per_block_optin_bytes = "
+                         f"{hw.smem_per_block_optin_bytes} on {hw.name}")
+    if cfg.estimated_regs > hw.max_regs_per_thread:
+        raise ValueError(f"GemmConfig.regs_per_thread = {cfg.estimated_regs} (estimated from the tile) exceeds "
+                         f"max_regs_per_thread = {hw.max_regs_per_thread} on {hw.name}")
