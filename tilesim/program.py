@@ -86,29 +86,31 @@ class SharedAccess:
     bytes: int = 0
     instructions: float = 0
     wavefronts: float = 0
+    ideal_wavefronts: float | None = None  # conflict-free count; None means "as many as wavefronts"
 
     def __post_init__(self) -> None:
         _positive("SharedAccess", bytes=self.bytes, instructions=self.instructions, wavefronts=self.wavefronts)
+        if self.ideal_wavefronts is None:
+            object.__setattr__(self, "ideal_wavefronts", self.wavefronts)
 
 
 @dataclass(frozen=True)
 class Compute:
     """Math of a block per k-step (warp-level instruction counts).
 
-    ``dependent_rounds`` is the number of shared-load -> use round trips on one warp's critical
-    path in a step after the compiler's scheduling (each costs a shared-memory latency when no
-    other warp or block can fill it).
+    ``critical_path_cycles`` is the latency of one warp's dependent chain through a step (load ->
+    use round trips, dependent FMAs): a step can never finish faster, however idle the SM is.
     """
 
     ffma: float = 0
     mma: float = 0
     mma_flops: float = 0
     other: float = 0
-    dependent_rounds: float = 0
+    critical_path_cycles: float = 0
 
     def __post_init__(self) -> None:
         _positive("Compute", ffma=self.ffma, mma=self.mma, mma_flops=self.mma_flops, other=self.other,
-                  dependent_rounds=self.dependent_rounds)
+                  critical_path_cycles=self.critical_path_cycles)
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,9 @@ class TileProgram:
 
     ``flops`` is the useful floating-point work of the whole kernel (for rates and rooflines);
     ``min_hbm_bytes`` the compulsory traffic (each input read once, each output written once).
+    ``pipeline_depth`` is how many k-steps' loads may be in flight (1: none ahead; 2: double
+    buffering). ``warp_groups`` is how many groups of warps progress independently through the
+    k-loop (1 when the k-loop has barriers; the warp count for barrier-free kernels).
     """
 
     name: str
@@ -169,6 +174,7 @@ class TileProgram:
     step: KStep
     epilogue: Epilogue
     pipeline_depth: int = 1
+    warp_groups: int = 1
     flops: float = 0.0
     min_hbm_bytes: float = 0.0
     labels: tuple = ()
@@ -178,3 +184,5 @@ class TileProgram:
             raise ValueError(f"TileProgram {self.name}: iterations must be >= 0, got {self.iterations}")
         if not 1 <= self.pipeline_depth <= 8:
             raise ValueError(f"TileProgram {self.name}: pipeline_depth must be in 1..8, got {self.pipeline_depth}")
+        if self.warp_groups < 1:
+            raise ValueError(f"TileProgram {self.name}: warp_groups must be >= 1, got {self.warp_groups}")

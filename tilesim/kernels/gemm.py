@@ -1,0 +1,291 @@
+"""The GEMM family: lowers a :class:`GemmConfig` to the shared :class:`TileProgram` description.
+
+The lowering walks the lane addresses of one block's instructions (global loads, shared stores,
+the inner loop's shared loads, the epilogue's stores) and counts sectors, cache lines and bank
+wavefronts with :mod:`tilesim.kernels.access`. The thread-to-data mappings are the ones the CUDA
+kernels in ``validation/kernels`` use (siboehm's ladder: kernels 1, 2, 3, 4, 5, 6, 10, plus
+register-prefetch and cp.async pipelines).
+
+Modelling choices, stated once:
+
+* The naive kernels run their k-loop in steps of one sector's worth of k (8 fp32 values), and a
+  block's L1 is assumed to keep the sectors it touched within one step (so a row of A is fetched
+  from L2 once per step, not once per k). Naive kernels have no barriers: their warps progress
+  independently (``warp_groups``).
+* Stores are counted per instruction at L2 (partial-sector writes are not merged by L1); loads
+  are counted as the distinct sectors of the block's step.
+* Edge blocks are counted as full tiles (predicated-off lanes are not subtracted).
+"""
+
+from __future__ import annotations
+
+import math
+
+from tilesim.hardware import HardwareSpec
+from tilesim.kernels.access import global_sectors_and_lines, ideal_wavefronts, smem_wavefronts
+from tilesim.kernels.gemm_config import GemmConfig, check_fits
+from tilesim.program import (
+    Compute,
+    Epilogue,
+    GlobalAccess,
+    KStep,
+    Launch,
+    SharedAccess,
+    TileProgram,
+    TileRef,
+)
+
+FFMA_LATENCY_CYCLES = 4  # dependent FFMA issue-to-issue on Volta..Hopper (CUDA tuning guides)
+
+
+def lower(cfg: GemmConfig, hw: HardwareSpec) -> TileProgram:
+    """Describe what one block of this GEMM does, per k-step, for the engine."""
+    check_fits(cfg, hw)
+    if cfg.variant in ("naive", "naive_uncoalesced"):
+        step, iterations, kstep, warp_groups = _naive_step(cfg, hw)
+    else:
+        step, iterations, kstep, warp_groups = _staged_step(cfg, hw)
+    e = cfg.elem_bytes
+    epi = _epilogue(cfg, hw)
+    min_hbm = (cfg.m * cfg.k + cfg.k * cfg.n + cfg.m * cfg.n * (2 if cfg.beta else 1)) * e
+    return TileProgram(
+        name=f"gemm_{cfg.label}",
+        launch=Launch(grid=cfg.grid, threads_per_block=cfg.threads, regs_per_thread=cfg.estimated_regs,
+                      smem_bytes_per_block=cfg.smem_bytes),
+        iterations=iterations,
+        step=step,
+        epilogue=epi,
+        pipeline_depth=cfg.stages if cfg.pipeline != "none" else 1,
+        warp_groups=warp_groups,
+        flops=cfg.flops,
+        min_hbm_bytes=float(min_hbm),
+        labels=(("family", "gemm"), ("config", cfg.label), ("kstep", kstep)),
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+def _warps(cfg: GemmConfig, hw: HardwareSpec) -> int:
+    return math.ceil(cfg.threads / hw.warp_size)
+
+
+def _lanes(warp: int, threads: int, ws: int = 32) -> range:
+    return range(warp * ws, min((warp + 1) * ws, threads))
+
+
+def _naive_step(cfg: GemmConfig, hw: HardwareSpec):
+    e, ws = cfg.elem_bytes, hw.warp_size
+    kstep = max(1, hw.sector_bytes // e)
+    W = _warps(cfg, hw)
+    coalesced = cfg.variant == "naive"
+
+    def rc(tid: int) -> tuple[int, int]:
+        if coalesced:
+            return tid // cfg.bn, tid % cfg.bn  # threadIdx.x walks columns
+        return tid % cfg.bm, tid // cfg.bm  # threadIdx.x walks rows
+
+    l1_wavefronts = 0.0
+    for w in range(W):
+        lanes = [rc(t) for t in _lanes(w, cfg.threads, ws)]
+        _, la = global_sectors_and_lines([(r * cfg.k) * e for r, _ in lanes], e, hw.sector_bytes, 4 * hw.sector_bytes)
+        _, lb = global_sectors_and_lines([c * e for _, c in lanes], e, hw.sector_bytes, 4 * hw.sector_bytes)
+        l1_wavefronts += kstep * (la + lb)
+    # Distinct sectors the block needs from L2 in one step (L1 keeps them within the step).
+    a_sectors = cfg.bm * math.ceil(kstep * e / hw.sector_bytes)
+    b_sectors = kstep * math.ceil(cfg.bn * e / hw.sector_bytes)
+    loads = (
+        GlobalAccess(TileRef("A", ("by", "k"), cfg.bm * kstep * e), cfg.bm * kstep * e,
+                     a_sectors, l1_wavefronts / 2, W * kstep),
+        GlobalAccess(TileRef("B", ("k", "bx"), kstep * cfg.bn * e), kstep * cfg.bn * e,
+                     b_sectors, l1_wavefronts / 2, W * kstep),
+    )
+    ffma = W * kstep
+    crit = (kstep / 4) * hw.l1_latency_cycles + kstep * FFMA_LATENCY_CYCLES
+    step = KStep(loads=loads, compute=Compute(ffma=ffma, other=W * kstep, critical_path_cycles=crit))
+    return step, math.ceil(cfg.k / kstep), kstep, W
+
+
+def _tile_load(cfg, hw, tensor, coords, rows, cols, row_stride_elems, vec, dest, smem_addr):
+    """Loads of a rows x cols tile (row-major in global memory) by all threads, ``vec`` elements each.
+
+    Returns the GlobalAccess and the SharedAccess of staging it (``smem_addr(row, col)`` gives the
+    shared byte address of an element; transposed layouts store ``vec`` scalars).
+    """
+    e, ws, T = cfg.elem_bytes, hw.warp_size, cfg.threads
+    n_elems = rows * cols
+    per_round = T * vec
+    rounds = math.ceil(n_elems / per_round)
+    sectors: set[int] = set()
+    l1 = 0
+    instr = 0
+    st_wave = 0
+    st_ideal = 0
+    st_instr = 0
+    for r in range(rounds):
+        for w in range(math.ceil(T / ws)):
+            idxs = [(r * T + t) * vec for t in _lanes(w, T, ws)]
+            idxs = [i for i in idxs if i < n_elems]
+            if not idxs:
+                continue
+            addrs = [((i // cols) * row_stride_elems + (i % cols)) * e for i in idxs]
+            sectors.update((a + off) // hw.sector_bytes for a in addrs for off in range(0, vec * e, 4))
+            _, lines = global_sectors_and_lines(addrs, vec * e, hw.sector_bytes, 4 * hw.sector_bytes)
+            l1 += lines
+            instr += 1
+            # shared stores of these elements
+            saddrs = [smem_addr(i // cols, i % cols) for i in idxs]
+            if all(isinstance(s, tuple) for s in saddrs):  # transposed: vec scalar stores
+                for q in range(vec):
+                    st_wave += smem_wavefronts([s[q] for s in saddrs], e, hw.smem_banks, hw.smem_bank_width_bytes)
+                    st_ideal += ideal_wavefronts(len(saddrs), e, hw.smem_banks, hw.smem_bank_width_bytes)
+                    st_instr += 1
+            else:
+                st_wave += smem_wavefronts(saddrs, vec * e, hw.smem_banks, hw.smem_bank_width_bytes)
+                st_ideal += ideal_wavefronts(len(saddrs), vec * e, hw.smem_banks, hw.smem_bank_width_bytes)
+                st_instr += 1
+    access = GlobalAccess(TileRef(tensor, coords, n_elems * e), n_elems * e, len(sectors), l1, instr, dest)
+    return access, SharedAccess(bytes=n_elems * e, instructions=st_instr, wavefronts=st_wave, ideal_wavefronts=st_ideal)
+
+
+def _staged_step(cfg: GemmConfig, hw: HardwareSpec):
+    e, ws = cfg.elem_bytes, hw.warp_size
+    W = _warps(cfg, hw)
+    vec = 4 if cfg.vectorize else 1
+    dest = "async" if cfg.pipeline == "cp_async" else "shared"
+    (_, a_stride), (_, b_stride) = cfg.smem_a_shape, cfg.smem_b_shape
+    a_base = 0
+    b_base = cfg.smem_a_shape[0] * a_stride * e
+    if cfg.vectorize:  # A stored transposed: As[k][m]; a float4 of A (4 consecutive k) -> 4 scalars
+        def a_addr(r, c):
+            return tuple(a_base + ((c + q) * a_stride + r) * e for q in range(vec))
+    else:
+        def a_addr(r, c):
+            return a_base + (r * a_stride + c) * e
+    b_vec_ok = (b_stride * e) % (vec * e) == 0
+
+    def b_addr(r, c):
+        if b_vec_ok:
+            return b_base + (r * b_stride + c) * e
+        return tuple(b_base + (r * b_stride + c + q) * e for q in range(vec))
+
+    la, sa = _tile_load(cfg, hw, "A", ("by", "k"), cfg.bm, cfg.bk, cfg.k, vec, dest, a_addr)
+    lb, sb = _tile_load(cfg, hw, "B", ("k", "bx"), cfg.bk, cfg.bn, cfg.n, vec, dest, b_addr)
+    stores = SharedAccess(bytes=sa.bytes + sb.bytes,
+                          instructions=0 if dest == "async" else sa.instructions + sb.instructions,
+                          wavefronts=sa.wavefronts + sb.wavefronts,
+                          ideal_wavefronts=sa.ideal_wavefronts + sb.ideal_wavefronts)
+
+    # Inner loop: shared -> register loads for one dot-k, warp 0's pattern times the warp count.
+    a_reads, b_reads = _fragment_addresses(cfg, ws, a_stride, b_stride, e)
+    lds_instr = lds_wave = lds_ideal = 0
+    for addrs, width in a_reads + b_reads:
+        lds_instr += 1
+        lds_wave += smem_wavefronts(addrs, width, hw.smem_banks, hw.smem_bank_width_bytes)
+        lds_ideal += ideal_wavefronts(len(addrs), width, hw.smem_banks, hw.smem_bank_width_bytes)
+    lds_bytes = sum(len(a) * w for a, w in a_reads + b_reads)
+    smem_loads = SharedAccess(bytes=lds_bytes * W * cfg.bk, instructions=lds_instr * W * cfg.bk,
+                              wavefronts=lds_wave * W * cfg.bk, ideal_wavefronts=lds_ideal * W * cfg.bk)
+    ffma = cfg.bm * cfg.bn * cfg.bk / ws
+    barriers = 2 if cfg.pipeline == "none" else 1
+    other = 2 * (la.instructions + lb.instructions) + 4 * W + barriers * W
+    if cfg.pipeline == "cp_async":
+        other += 2 * W  # commit + wait_group
+    crit = hw.smem_latency_cycles * (1 + barriers) + cfg.bk * FFMA_LATENCY_CYCLES
+    step = KStep(loads=(la, lb), smem_stores=stores, smem_loads=smem_loads,
+                 compute=Compute(ffma=ffma, other=other, critical_path_cycles=crit), barriers=barriers)
+    return step, math.ceil(cfg.k / cfg.bk), cfg.bk, 1
+
+
+def _fragment_addresses(cfg: GemmConfig, ws: int, a_stride: int, b_stride: int, e: int):
+    """Warp 0's shared-load instructions for one dot-k step: lists of (lane byte addresses, width)."""
+    v = cfg.variant
+    T = min(cfg.threads, ws)
+    b_base = cfg.smem_a_shape[0] * a_stride * e
+    kk = 0
+
+    def a_at(row):  # byte address of A[row][kk] in shared memory
+        return ((kk * a_stride + row) if cfg.vectorize else (row * a_stride + kk)) * e
+
+    def b_at(col):
+        return b_base + (kk * b_stride + col) * e
+
+    a_reads: list = []
+    b_reads: list = []
+    lanes = range(T)
+    if v == "smem":
+        a_reads.append(([a_at(t // cfg.bn) for t in lanes], e))
+        b_reads.append(([b_at(t % cfg.bn) for t in lanes], e))
+    elif v == "reg1d":
+        b_reads.append(([b_at(t % cfg.bn) for t in lanes], e))
+        for i in range(cfg.tm):
+            a_reads.append(([a_at((t // cfg.bn) * cfg.tm + i) for t in lanes], e))
+    elif v == "reg2d":
+        cols = cfg.bn // cfg.tn
+        row_of = [t // cols for t in lanes]
+        col_of = [t % cols for t in lanes]
+        _frag_reads(a_reads, [r * cfg.tm for r in row_of], cfg.tm, a_at, e, cfg.vectorize)
+        _frag_reads(b_reads, [c * cfg.tn for c in col_of], cfg.tn, b_at, e, cfg.vectorize)
+    else:  # warp tiling, warp 0
+        sub_m, sub_n = cfg.wm // cfg.wmiter, cfg.wn // cfg.wniter
+        cols = sub_n // cfg.tn
+        for wsm in range(cfg.wmiter):
+            _frag_reads(a_reads, [wsm * sub_m + (t // cols) * cfg.tm for t in lanes], cfg.tm, a_at, e, cfg.vectorize)
+        for wsn in range(cfg.wniter):
+            _frag_reads(b_reads, [wsn * sub_n + (t % cols) * cfg.tn for t in lanes], cfg.tn, b_at, e, cfg.vectorize)
+    return a_reads, b_reads
+
+
+def _frag_reads(out: list, starts: list[int], length: int, at, e: int, vectorize: bool) -> None:
+    """Reads of ``length`` consecutive elements from each lane's start, 16-byte wide when possible."""
+    step = 4 if (vectorize and length % 4 == 0) else 1
+    for i in range(0, length, step):
+        out.append(([at(s + i) for s in starts], step * e))
+
+
+def _output_coords(cfg: GemmConfig, tid: int) -> list[tuple[int, int]]:
+    """The (row, col) outputs of C a thread writes, in instruction order."""
+    v = cfg.variant
+    if v == "naive":
+        return [(tid // cfg.bn, tid % cfg.bn)]
+    if v == "naive_uncoalesced":
+        return [(tid % cfg.bm, tid // cfg.bm)]
+    if v == "smem":
+        return [(tid // cfg.bn, tid % cfg.bn)]
+    if v == "reg1d":
+        return [((tid // cfg.bn) * cfg.tm + i, tid % cfg.bn) for i in range(cfg.tm)]
+    if v == "reg2d":
+        cols = cfg.bn // cfg.tn
+        r0, c0 = (tid // cols) * cfg.tm, (tid % cols) * cfg.tn
+        return [(r0 + i, c0 + j) for i in range(cfg.tm) for j in range(cfg.tn)]
+    warp, lane = divmod(tid, 32)
+    warps_n = cfg.bn // cfg.wn
+    wr, wc = warp // warps_n, warp % warps_n
+    sub_m, sub_n = cfg.wm // cfg.wmiter, cfg.wn // cfg.wniter
+    cols = sub_n // cfg.tn
+    out = []
+    for wsm in range(cfg.wmiter):
+        for wsn in range(cfg.wniter):
+            r0 = wr * cfg.wm + wsm * sub_m + (lane // cols) * cfg.tm
+            c0 = wc * cfg.wn + wsn * sub_n + (lane % cols) * cfg.tn
+            out += [(r0 + i, c0 + j) for i in range(cfg.tm) for j in range(cfg.tn)]
+    return out
+
+
+def _epilogue(cfg: GemmConfig, hw: HardwareSpec) -> Epilogue:
+    """C writes (and reads when beta != 0): per-instruction sectors of warp 0, times the warps."""
+    e, ws = cfg.elem_bytes, hw.warp_size
+    W = _warps(cfg, hw)
+    vec = 4 if (cfg.vectorize and cfg.tn % 4 == 0) else 1
+    per_lane = [_output_coords(cfg, t) for t in range(min(ws, cfg.threads))]
+    n_out = len(per_lane[0])
+    sectors = lines = instr = 0
+    for i in range(0, n_out, vec):
+        addrs = [(pl[i][0] * cfg.n + pl[i][1]) * e for pl in per_lane]
+        s, ln = global_sectors_and_lines(addrs, vec * e, hw.sector_bytes, 4 * hw.sector_bytes)
+        sectors += s
+        lines += ln
+        instr += 1
+    c_bytes = cfg.bm * cfg.bn * e
+    tile = TileRef("C", ("by", "bx"), c_bytes)
+    write = GlobalAccess(tile, c_bytes, sectors * W, lines * W, instr * W)
+    reads = (GlobalAccess(tile, c_bytes, sectors * W, lines * W, instr * W),) if cfg.beta else ()
+    return Epilogue(reads=reads, writes=(write,), instructions=2 * instr * W)

@@ -1,0 +1,76 @@
+"""Results as plain data: the frozen :class:`SimResult` the engine returns."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Interval:
+    """One span of a resident block slot on the representative SM (for timeline plots)."""
+
+    slot: int
+    kind: str  # "load_wait", "compute", "steady", "epilogue"
+    start_s: float
+    end_s: float
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """Counters per level of the hierarchy, summed over the whole kernel (all SMs)."""
+
+    hbm_read_bytes: float
+    hbm_write_bytes: float
+    l2_load_bytes: float  # bytes SMs requested from L2 for loads (sectors x 32)
+    l2_store_bytes: float  # bytes SMs sent to L2 for stores
+    l2_hit_rate: float  # fraction of L2 load bytes served without going to HBM
+    l1_wavefronts: float
+    smem_bytes: float  # shared-memory bytes stored plus loaded
+    smem_wavefronts: float
+    smem_conflict_wavefronts: float  # wavefronts beyond the conflict-free count
+    register_operand_bytes: float  # 3 source operands x 4 bytes per FFMA lane
+    instructions: float  # warp-level instructions issued
+    ffma: float  # warp-level FFMA instructions
+
+    @property
+    def hbm_bytes(self) -> float:
+        return self.hbm_read_bytes + self.hbm_write_bytes
+
+    @property
+    def l2_bytes(self) -> float:
+        return self.l2_load_bytes + self.l2_store_bytes
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """What the engine predicts for one kernel on one GPU. Equal inputs give equal results."""
+
+    kernel: str
+    hardware: str
+    time_s: float
+    bound: str  # the resource with the highest utilization, or "latency" when none is busy
+    utilization: dict  # resource -> busy fraction of the kernel's time
+    traffic: Traffic
+    flops: float
+    blocks: int
+    blocks_per_sm: int
+    occupancy: float  # active warps / max warps per SM
+    occupancy_limiter: str
+    waves: float
+    roofline_s: float  # analytic lower bound (compulsory HBM bytes, FP32 peak)
+    events: int  # simulated k-steps and epilogues (a measure of the engine's work)
+    timeline: tuple[Interval, ...] | None = field(default=None, compare=False)
+
+    @property
+    def tflops(self) -> float:
+        return self.flops / self.time_s / 1e12 if self.time_s > 0 else 0.0
+
+    def to_dict(self, *, with_timeline: bool = False) -> dict[str, Any]:
+        d = asdict(self)
+        d["traffic"]["hbm_bytes"] = self.traffic.hbm_bytes
+        d["traffic"]["l2_bytes"] = self.traffic.l2_bytes
+        d["tflops"] = self.tflops
+        if not with_timeline:
+            d.pop("timeline")
+        return d
