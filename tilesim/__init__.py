@@ -1,3 +1,12 @@
-"""tilesim: a memory-hierarchy simulator for tiled GPU kernels."""
+"""tilesim: a memory-hierarchy simulator for tiled GPU kernels.
+
+>>> from tilesim import simulate, GemmConfig
+>>> r = simulate(GemmConfig(4096, 4096, 4096, "reg2d"), "h200")
+"""
+
+from tilesim.api import lower, resolve_hardware, simulate
+from tilesim.kernels.gemm_config import GemmConfig
+from tilesim.result import SimResult, Traffic
 
 __version__ = "0.1.0"
+__all__ = ["GemmConfig", "SimResult", "Traffic", "lower", "resolve_hardware", "simulate", "__version__"]
