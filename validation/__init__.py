@@ -1,0 +1,1 @@
+"""Validation layer: real CUDA kernels and measurements that check tilesim's predictions."""
