@@ -29,7 +29,6 @@ time. The work therefore grows with the number of distinct phases, not with the 
 
 from __future__ import annotations
 
-import math
 from collections import deque
 
 import simpy
@@ -62,6 +61,16 @@ class _Tally:
     def add(self, other: _Tally, scale: float = 1.0) -> None:
         for k, x in other.v.items():
             self.v[k] += x * scale
+
+
+class _Lane:
+    """A warp group's load pipeline: the completion times of loads issued ahead."""
+
+    __slots__ = ("pending", "issued")
+
+    def __init__(self) -> None:
+        self.pending: deque = deque()
+        self.issued = 0
 
 
 class Engine:
@@ -117,8 +126,9 @@ class Engine:
         v["ffma"] = s.compute.ffma
         return t
 
-    def _projections(self, coords: tuple, first: int, count: int) -> list[tuple]:
-        """Distinct tile coordinates (with "k" left symbolic) over blocks first..first+count-1."""
+    def _projections(self, coords: tuple, first: int, count: int) -> list[tuple[tuple, int]]:
+        """Distinct tile coordinates ("k" left symbolic) over blocks first..first+count-1, with
+        how many of those blocks touch each."""
         key = (coords, first, count)
         got = self._proj_cache.get(key)
         if got is None:
@@ -128,21 +138,27 @@ class Engine:
                 bx, rest = b % gx, b // gx
                 by, bz = rest % gy, rest // gy
                 named = {"bx": bx, "by": by, "bz": bz}
-                seen[tuple(named.get(c, c) if c != "k" else "k" for c in coords)] = None
-            got = list(seen)
+                proj = tuple(named.get(c, c) if c != "k" else "k" for c in coords)
+                seen[proj] = seen.get(proj, 0) + 1
+            got = list(seen.items())
             if len(self._proj_cache) > 4096:
                 self._proj_cache.clear()
             self._proj_cache[key] = got
         return got
 
     def _touch(self, acc: GlobalAccess, first: int, count: int, k: int) -> float:
-        """Look the tiles of one access up in L2 for a block group; return the bytes missed."""
+        """Look the tiles of one access up in L2 for a block group; return the bytes missed.
+
+        Blocks of the group touching the same tile share one fetch when the tile fits in L2;
+        a tile larger than the whole L2 is fetched by every block that touches it.
+        """
         missed = 0.0
         name, size = acc.tile.tensor, acc.tile.tile_bytes
-        for proj in self._projections(acc.tile.coords, first, count):
+        fits = size <= self.cache.capacity_bytes
+        for proj, mult in self._projections(acc.tile.coords, first, count):
             key = (name, tuple(k if c == "k" else c for c in proj))
             if not self.cache.access(key, size):
-                missed += size
+                missed += size if fits else size * mult
         return missed
 
     # ----- processes ----------------------------------------------------------------------------
@@ -195,52 +211,28 @@ class Engine:
             v[key] += it[key] * share
         return done
 
-    def _kloop(self, slot: int, first: int, count: int, share: float, lead: bool, tally: _Tally):
-        """One warp group of a block group through the whole k-loop (a simpy process)."""
+    def _steps(self, slot: int, lane: _Lane, first: int, count: int, share: float, lead: bool,
+               start: int, steps: int, tally: _Tally):
+        """One warp group runs k-steps ``start .. start+steps-1`` (a simpy process)."""
         env = self.env
         n = self.p.iterations
         depth = self.p.pipeline_depth
-        pending: deque = deque()
-        issued = 0
-        ends: list[float] = [env.now]
-        steps: list[_Tally] = []
-        i = 0
-        skipped = False
-        while i < n:
-            step = _Tally()
-            while issued < min(n, i + depth):
-                pending.append(self._issue_loads(issued, first, count, share, lead, step))
-                issued += 1
-            ready = pending.popleft()
+        for i in range(start, start + steps):
+            while lane.issued < min(n, i + depth):
+                lane.pending.append(self._issue_loads(lane.issued, first, count, share, lead, tally))
+                lane.issued += 1
+            ready = lane.pending.popleft()
             t0 = env.now
             if ready > t0:
                 yield env.timeout(ready - t0)
             self._record(slot, "load_wait", t0, env.now)
             t1 = env.now
-            done = self._compute(share, step)
+            done = self._compute(share, tally)
             yield env.timeout(done - t1)
             self._record(slot, "compute", t1, env.now)
             self.events += 1
-            tally.add(step)
-            steps.append(step)
-            ends.append(env.now)
-            i += 1
-            w = depth + 1
-            if not skipped and i >= 3 * w and n - i > 2 * w:
-                a, b = ends[-1] - ends[-1 - w], ends[-1 - w] - ends[-1 - 2 * w]
-                if b > 0 and abs(a - b) <= STEADY_TOL * b:
-                    n_skip = n - i - depth - 1
-                    if n_skip > 0:
-                        per = _Tally()
-                        for st in steps[-w:]:
-                            per.add(st, 1.0 / w)
-                        yield from self._hold(slot, per, a / w, n_skip, tally, count_blocks=1)
-                        i += n_skip
-                        issued += n_skip
-                        skipped = True
-        return tally
 
-    def _hold(self, slot: int, per: _Tally, period_s: float, times: int, tally: _Tally, count_blocks: int):
+    def _hold(self, slot: int, per: _Tally, period_s: float, times: int, tally: _Tally):
         """Stand in for ``times`` repetitions of a settled phase of length ``period_s``."""
         duration = period_s * times
         rates = {c: per.v[c] / period_s for c in CHANNELS if per.v[c] > 0}
@@ -271,8 +263,6 @@ class Engine:
                 done = max(done, ch["hbm"].request(t0, missed))
         ch["l2"].request(t0, wr_bytes)  # stores are posted: the block does not wait for them
         ch["hbm"].request(t0, wr_hbm)
-        for key in ep.writes:
-            self.cache.access((key.tile.tensor, ("w", first)), int(wr_hbm) or 1)
         v = tally.v
         v["issue"] += instr
         v["l1"] += l1
@@ -289,14 +279,41 @@ class Engine:
         self.events += 1
 
     def _group(self, slot: int, first: int, count: int):
-        """A block group: ``count`` blocks (one per SM) from ``first`` in launch order."""
-        tally = _Tally()
+        """A block group: ``count`` blocks (one per SM) from ``first`` in launch order.
+
+        The k-loop runs in windows of ``pipeline_depth + 1`` steps (every warp group finishes a
+        window before the next starts). Once two windows take the same time, the rest of the loop
+        but one window is held as a steady state.
+        """
+        env = self.env
+        n = self.p.iterations
+        window = self.p.pipeline_depth + 1
         share = 1.0 / self.groups
-        procs = [self.env.process(self._kloop(slot, first, count, share, g == 0, _Tally()))
-                 for g in range(self.groups)]
-        results = yield simpy.AllOf(self.env, procs)
-        for r in results.values():
-            tally.add(r)
+        lanes = [_Lane() for _ in range(self.groups)]
+        tally = _Tally()
+        per_step: list[float] = []
+        i = 0
+        held = False
+        while i < n:
+            w = min(window, n - i)
+            t0 = env.now
+            wt = _Tally()
+            yield simpy.AllOf(env, [env.process(self._steps(slot, ln, first, count, share, g == 0, i, w, wt))
+                                    for g, ln in enumerate(lanes)])
+            tally.add(wt)
+            per_step.append((env.now - t0) / w)
+            i += w
+            if not held and len(per_step) >= 3 and w == window:
+                a, b = per_step[-1], per_step[-2]
+                n_hold = n - i - window
+                if b > 0 and abs(a - b) <= STEADY_TOL * b and n_hold > 0:
+                    per = _Tally()
+                    per.add(wt, 1.0 / w)
+                    yield from self._hold(slot, per, a, n_hold, tally)
+                    i += n_hold
+                    for ln in lanes:
+                        ln.issued += n_hold
+                    held = True
         yield from self._epilogue(slot, first, count, tally)
         return tally
 
@@ -325,7 +342,7 @@ class Engine:
                         per = _Tally()
                         per.add(tally)
                         hold = _Tally()
-                        yield from self._hold(slot, per, d1, j, hold, count_blocks=count)
+                        yield from self._hold(slot, per, d1, j, hold)
                         self._scale_and_add(hold, count)
                         history.clear()
 
@@ -372,6 +389,3 @@ def simulate_program(program: TileProgram, hw: HardwareSpec, *, timeline: bool =
         raise ValueError(f"{program.name}: nothing to simulate (no k-steps and no epilogue writes)")
     return Engine(program, hw, timeline=timeline).run()
 
-
-def _unused(x: float) -> float:  # pragma: no cover - keeps math imported for callers' type hints
-    return math.floor(x)
