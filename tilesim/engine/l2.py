@@ -2,7 +2,7 @@
 
 Tiles are identified by (tensor, coordinates). The cache is least-recently-used over *bytes
 brought in*: every miss inserts its tile and advances a byte clock; a tile is resident while
-fewer than ``capacity_bytes`` have been brought in since it was last touched. (This counts the
+it and the bytes brought in since it was last touched fit in ``capacity_bytes``. (This counts the
 stack distance in missed bytes; hits to older tiles do not push a tile down, a documented
 approximation of exact LRU that needs no ordered list.) Steady streams that the engine does not
 simulate access by access advance the clock with :meth:`stream`.
@@ -22,7 +22,7 @@ class L2Cache:
     def access(self, key, size_bytes: int) -> bool:
         """Touch a tile; True on a hit. A miss brings the tile in."""
         last = self._last.get(key)
-        hit = last is not None and self.clock_bytes - last < self.capacity_bytes
+        hit = last is not None and self.clock_bytes - last + size_bytes <= self.capacity_bytes
         if not hit:
             self.clock_bytes += size_bytes
         self._last[key] = self.clock_bytes

@@ -111,6 +111,7 @@ def _tile_load(cfg, hw, tensor, coords, rows, cols, row_stride_elems, vec, dest,
     shared byte address of an element; transposed layouts store ``vec`` scalars).
     """
     e, ws, T = cfg.elem_bytes, hw.warp_size, cfg.threads
+    row_stride_elems = max(row_stride_elems, cols)  # tiles wider than the matrix: rows do not overlap
     n_elems = rows * cols
     per_round = T * vec
     rounds = math.ceil(n_elems / per_round)

@@ -1,0 +1,198 @@
+"""Figures of sweeps, timelines and predictions. Every function RETURNS a matplotlib Figure.
+
+Nothing here saves or shows a figure (the caller does ``fig.savefig(path)``); matplotlib runs on
+the non-interactive Agg backend. Import this module only when plotting: it imports matplotlib.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+BOUND_COLORS = {
+    "hbm": "#d62728",
+    "l2": "#ff7f0e",
+    "l1": "#bcbd22",
+    "smem": "#2ca02c",
+    "fma": "#1f77b4",
+    "issue": "#9467bd",
+    "latency": "#7f7f7f",
+}
+"""Bar colour per bound resource (others fall back to black)."""
+
+KIND_COLORS = {"load_wait": "#d62728", "compute": "#1f77b4", "steady": "#2ca02c", "epilogue": "#ff7f0e"}
+"""Colour per timeline interval kind."""
+
+LEVEL_COLORS = {"HBM": "#d62728", "L2": "#ff7f0e", "smem": "#2ca02c"}
+
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h")
+
+
+def _shape_str(shape) -> str:
+    return "x".join(map(str, shape))
+
+
+def _ok_rows_by_shape(rows) -> dict:
+    by: dict = {}
+    for r in rows:
+        if getattr(r, "result", None) is not None:
+            by.setdefault(tuple(r.shape), []).append(r)
+    if not by:
+        raise ValueError("rows: no simulated rows to plot")
+    return by
+
+
+def sweep_figure(rows: Iterable, *, top: int | None = None, title: str | None = None) -> Figure:
+    """Per shape, horizontal bars of predicted TFLOP/s per configuration, fastest on top.
+
+    Bars are coloured by the bound resource; the dashed black line is each configuration's
+    roofline (analytic lower-bound time turned into TFLOP/s). ``top`` keeps the N fastest per
+    shape. ``rows`` are :class:`~tilesim.sweep.SweepRow`; rejected rows are ignored.
+    """
+    by = _ok_rows_by_shape(rows)
+    panels = []
+    for shape, rs in by.items():
+        rs = sorted(rs, key=lambda r: r.result.time_s)
+        if top:
+            rs = rs[:top]
+        panels.append((shape, rs))
+    heights = [max(1.5, 0.22 * len(rs) + 0.9) for _, rs in panels]
+    fig = Figure(figsize=(10, sum(heights) + 0.6), layout="constrained")
+    axes = fig.subplots(len(panels), 1, squeeze=False, gridspec_kw={"height_ratios": heights})[:, 0]
+    bounds_seen: list[str] = []
+    for ax, (shape, rs) in zip(axes, panels, strict=True):
+        rs = rs[::-1]  # fastest at the top
+        y = list(range(len(rs)))
+        tflops = [r.result.tflops for r in rs]
+        colors = [BOUND_COLORS.get(r.result.bound, "black") for r in rs]
+        for r in rs:
+            if r.result.bound not in bounds_seen:
+                bounds_seen.append(r.result.bound)
+        ax.barh(y, tflops, color=colors, height=0.75)
+        roof = [r.result.flops / r.result.roofline_s / 1e12 if r.result.roofline_s > 0 else float("nan")
+                for r in rs]
+        ax.plot(roof, y, "k--", lw=1.2, marker="|", ms=8)
+        ax.set_yticks(y, [r.label for r in rs], fontsize=7)
+        ax.set_ylim(-0.6, len(rs) - 0.4)
+        ax.set_xlabel("predicted TFLOP/s")
+        ax.set_title(f"{_shape_str(shape)} ({len(rs)} configurations)", fontsize=10)
+        ax.grid(axis="x", alpha=0.3)
+    handles = [Patch(color=BOUND_COLORS.get(b, "black"), label=f"{b}-bound") for b in bounds_seen]
+    handles.append(Line2D([], [], color="k", ls="--", label="roofline (HBM, FP32 peak)"))
+    fig.legend(handles=handles, loc="outside upper center", ncols=min(len(handles), 4), fontsize=8)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def timeline_figure(result) -> Figure:
+    """Per resident block slot of the representative SM, its load_wait/compute/steady/epilogue spans.
+
+    ``result`` is a :class:`~tilesim.result.SimResult` simulated with ``timeline=True``.
+    """
+    if getattr(result, "timeline", None) is None:
+        raise ValueError("result.timeline is None: simulate with timeline=True")
+    slots = sorted({iv.slot for iv in result.timeline})
+    fig = Figure(figsize=(11, 1.2 + 0.45 * max(1, len(slots))), layout="constrained")
+    ax = fig.subplots()
+    kinds_seen: list[str] = []
+    for iv in result.timeline:
+        if iv.kind not in kinds_seen:
+            kinds_seen.append(iv.kind)
+    for slot in slots:
+        for kind in kinds_seen:
+            spans = [((iv.start_s) * 1e6, (iv.end_s - iv.start_s) * 1e6)
+                     for iv in result.timeline if iv.slot == slot and iv.kind == kind]
+            if spans:
+                ax.broken_barh(spans, (slot - 0.4, 0.8), facecolors=KIND_COLORS.get(kind, "gray"))
+    ax.set_yticks(slots, [f"slot {s}" for s in slots])
+    ax.set_xlabel("time (µs)")
+    ax.set_title(f"{result.kernel} on {result.hardware}: block slots of one SM "
+                 f"({result.time_s * 1e3:.3f} ms, {result.bound}-bound)", fontsize=10)
+    fig.legend(handles=[Patch(color=KIND_COLORS.get(k, "gray"), label=k) for k in kinds_seen],
+              loc="outside upper right", fontsize=8, ncols=len(kinds_seen))
+    ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
+def predicted_vs_measured_figure(points: Sequence[tuple[str, str, float, float]], *,
+                                 band: float = 0.15, title: str | None = None) -> Figure:
+    """Log-log scatter of predicted against measured time, with y = x and a +/-``band`` band.
+
+    ``points`` are ``(label, shape_str, predicted_s, measured_s)``; one marker and colour per
+    shape. Times are plotted in milliseconds.
+    """
+    pts = [(lbl, shp, float(p), float(m)) for lbl, shp, p, m in points]
+    if not pts:
+        raise ValueError("points: nothing to plot")
+    bad = [p for p in pts if not (p[2] > 0 and p[3] > 0)]
+    if bad:
+        raise ValueError(f"points: predicted_s and measured_s must be > 0, got {bad[0]!r}")
+    fig = Figure(figsize=(7, 6.5), layout="constrained")
+    ax = fig.subplots()
+    shapes = list(dict.fromkeys(p[1] for p in pts))
+    cmap = matplotlib.colormaps["tab10"]
+    for i, shp in enumerate(shapes):
+        xs = [p[3] * 1e3 for p in pts if p[1] == shp]
+        ys = [p[2] * 1e3 for p in pts if p[1] == shp]
+        ax.scatter(xs, ys, marker=_MARKERS[i % len(_MARKERS)], color=cmap(i % 10), label=shp,
+                   alpha=0.85, edgecolors="none")
+    lo = min(min(p[2], p[3]) for p in pts) * 1e3 / 1.5
+    hi = max(max(p[2], p[3]) for p in pts) * 1e3 * 1.5
+    line = [lo, hi]
+    ax.plot(line, line, "k-", lw=1, label="predicted = measured")
+    ax.fill_between(line, [v * (1 - band) for v in line], [v * (1 + band) for v in line],
+                    color="gray", alpha=0.2, label=f"±{band:.0%}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel("measured time (ms)")
+    ax.set_ylabel("predicted time (ms)")
+    ax.set_title(title or "tilesim prediction vs measurement", fontsize=10)
+    ax.legend(fontsize=8, loc="upper left")
+    ax.grid(which="both", alpha=0.25)
+    return fig
+
+
+def traffic_figure(rows: Iterable) -> Figure:
+    """Bytes moved per level (HBM, L2, shared memory) per configuration, log scale.
+
+    ``rows`` are :class:`~tilesim.sweep.SweepRow` (rejected ones ignored); configurations are
+    named ``label`` (with the shape when rows span several shapes).
+    """
+    by = _ok_rows_by_shape(rows)
+    multi = len(by) > 1
+    rs = [r for shape_rows in by.values() for r in shape_rows]
+    names = [f"{r.label} @ {_shape_str(r.shape)}" if multi else r.label for r in rs]
+    levels = {
+        "HBM": [r.result.traffic.hbm_bytes for r in rs],
+        "L2": [r.result.traffic.l2_bytes for r in rs],
+        "smem": [r.result.traffic.smem_bytes for r in rs],
+    }
+    n = len(rs)
+    fig = Figure(figsize=(10, max(2.5, 0.42 * n + 1.2)), layout="constrained")
+    ax = fig.subplots()
+    h = 0.27
+    for j, (level, vals) in enumerate(levels.items()):
+        ys = [i + (j - 1) * h for i in range(n)]
+        ax.barh(ys, [v if v > 0 else float("nan") for v in vals], height=h,
+                color=LEVEL_COLORS[level], label=level)
+    positive = [v for vals in levels.values() for v in vals if v > 0]
+    ax.set_yticks(range(n), names, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    if positive:
+        ax.set_xlim(min(positive) / 3, max(positive) * 3)
+    ax.set_xlabel("bytes (whole kernel; a missing bar is zero)")
+    ax.set_title("traffic per level of the memory hierarchy", fontsize=10)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.grid(axis="x", which="both", alpha=0.25)
+    return fig
