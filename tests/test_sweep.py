@@ -1,0 +1,245 @@
+"""Scenario loading and expansion, sweeps, best_per_shape, and the plot functions (CPU only)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tilesim import GemmConfig, simulate
+from tilesim.sweep import (
+    KNOBS,
+    Scenario,
+    SweepRow,
+    available_scenarios,
+    best_per_shape,
+    load_scenario,
+    run_sweep,
+    scenarios_dir,
+)
+
+BUILTIN = ("tile_sizes", "naive_vs_tiled", "double_buffering")
+
+
+def _write(tmp_path, text, name="tiny.toml"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_builtin_scenarios_are_listed_and_resolve_by_name():
+    names = available_scenarios()
+    for n in BUILTIN:
+        assert n in names
+        sc = load_scenario(n)
+        assert sc.name == n and sc.path == scenarios_dir() / f"{n}.toml"
+    assert "validation_suite" not in names  # another format, not a sweep scenario
+
+
+@pytest.mark.parametrize("name", BUILTIN)
+def test_builtin_scenarios_have_no_invalid_entries(name):
+    res = run_sweep(name)
+    assert res.skipped == (), [(r.label, r.error) for r in res.skipped]
+    assert len(res.ok) == len(res.rows) > 0
+    assert all(r.result.time_s > 0 for r in res.ok)
+
+
+def test_builtin_scenario_contents():
+    ts = load_scenario("tile_sizes")
+    assert set(ts.shapes) == {(4096, 4096, 4096), (2048, 2048, 2048)}
+    cfgs = {r.cfg for r in ts.expand()}
+    assert any(c.variant == "warp" for c in cfgs)
+    assert {c.vectorize for c in cfgs if c.variant == "reg2d"} == {False, True}
+    ladder = [r.cfg.variant for r in load_scenario("naive_vs_tiled").expand()]
+    assert ladder == ["naive_uncoalesced", "naive", "smem", "reg1d", "reg2d", "reg2d", "warp"]
+    pipes = {(r.cfg.pipeline, r.cfg.stages) for r in load_scenario("double_buffering").expand()}
+    assert pipes == {("none", 1), ("regs", 2), ("cp_async", 2), ("cp_async", 3), ("cp_async", 4)}
+
+
+def test_grid_is_a_cartesian_product_over_base(tmp_path):
+    p = _write(tmp_path, """
+name = "g"
+shapes = [[256, 256, 256], [512, 256, 128]]
+base = { variant = "reg2d", bm = 64, bn = 64 }
+[grid]
+bk = [8, 16]
+tm = [4, 8]
+tn = [4, 8]
+""")
+    sc = load_scenario(p)
+    assert sc.hardware == "h200" and sc.description == ""
+    rows = sc.expand()
+    assert len(rows) == 2 * 2 * 2 * 2 and all(r.cfg is not None for r in rows)
+    first = [r.cfg for r in rows if r.shape == (256, 256, 256)]
+    assert {(c.bk, c.tm, c.tn) for c in first} == {(a, b, c) for a in (8, 16) for b in (4, 8) for c in (4, 8)}
+    assert all(c.bm == 64 and c.bn == 64 and c.variant == "reg2d" for c in first)
+    assert rows[0].shape == (256, 256, 256) and rows[-1].shape == (512, 256, 128)
+
+
+def test_configs_merge_over_base_and_union_with_grid(tmp_path):
+    p = _write(tmp_path, """
+name = "c"
+shapes = [[256, 256, 256]]
+base = { variant = "reg2d", bm = 64, bn = 64, tm = 4, tn = 4 }
+grid = { bk = [8, 16] }
+[[configs]]
+bk = 32
+[[configs]]
+variant = "naive"
+bm = 16
+bn = 16
+""")
+    cfgs = [r.cfg for r in load_scenario(p).expand()]
+    assert [c.bk for c in cfgs[:3]] == [8, 16, 32]
+    assert cfgs[3].variant == "naive" and (cfgs[3].bm, cfgs[3].bn, cfgs[3].tm) == (16, 16, 4)
+
+
+def test_table_valued_grid_axis_moves_coupled_knobs_together(tmp_path):
+    p = _write(tmp_path, """
+name = "t"
+shapes = [[256, 256, 256]]
+base = { variant = "reg2d", bm = 64, bn = 64, tm = 4, tn = 4 }
+[grid]
+pipe = [{ pipeline = "none" }, { pipeline = "regs", stages = 2 }, { pipeline = "cp_async", stages = 3 }]
+bk = [8, 16]
+""")
+    rows = load_scenario(p).expand()
+    assert len(rows) == 6 and not any(r.error for r in rows)
+    assert {(r.cfg.pipeline, r.cfg.stages) for r in rows} == {("none", 1), ("regs", 2), ("cp_async", 3)}
+
+
+def test_base_alone_and_duplicates_run_once(tmp_path):
+    p = _write(tmp_path, """
+name = "b"
+shapes = [[256, 256, 256]]
+base = { variant = "naive", bm = 16, bn = 16 }
+""")
+    assert len(load_scenario(p).expand()) == 1
+    sc = Scenario(name="d", shapes=((256, 256, 256),), base={"variant": "naive", "bm": 16, "bn": 16},
+                  configs=({}, {"bm": 16}))
+    assert len(sc.expand()) == 1
+
+
+def test_invalid_combinations_are_skipped_with_the_reason(tmp_path):
+    p = _write(tmp_path, """
+name = "bad"
+shapes = [[256, 256, 256]]
+base = { variant = "reg2d", bm = 128, bn = 128, bk = 8 }
+grid = { tm = [8, 7] }
+[[configs]]
+variant = "naive"
+bm = 64
+bn = 64
+""")
+    seen = []
+    res = run_sweep(p, on_result=lambda row, done, total: seen.append((row.label, done, total)))
+    assert len(res.rows) == 3 and len(res.ok) == 1 and len(res.skipped) == 2
+    errs = [r.error for r in res.skipped]
+    assert any("GemmConfig.tm = 7" in e and "must divide bm = 128" in e for e in errs)
+    assert any("threads = 4096" in e and "max_threads_per_block" in e for e in errs)
+    assert [d for _, d, _ in seen] == [1, 2, 3] and {t for *_, t in seen} == {3}
+    assert all(r.cfg is None for r in res.skipped)
+    assert "tm=7" in res.skipped[0].label
+
+
+@pytest.mark.parametrize("text, needle", [
+    ('name = "x"\nshapes = [[64, 64, 64]]\nbase = { bogus = 1 }\n', "bogus"),
+    ('name = "x"\nshapes = [[64, 64, 64]]\ngrid = { tmm = [1, 2] }\n', "tmm"),
+    ('name = "x"\nshapes = [[64, 64]]\n', "shapes"),
+    ('name = "x"\nshapes = []\n', "shapes"),
+    ('name = "x"\nshapes = [[64, 64, 64]]\ngrid = { tm = [] }\n', "grid.tm"),
+    ('name = "x"\nshapes = [[64, 64, 64]]\nextra = 1\n', "extra"),
+    ('name = "x"\nshapes = [[64, 64, 64]\n', "invalid TOML"),
+])
+def test_malformed_scenarios_raise_value_error_naming_the_problem(tmp_path, text, needle):
+    p = _write(tmp_path, text)
+    with pytest.raises(ValueError, match=needle):
+        load_scenario(p)
+
+
+def test_unknown_scenario_name_lists_known_ones(tmp_path):
+    with pytest.raises(ValueError, match="tile_sizes"):
+        load_scenario("no_such_scenario")
+    with pytest.raises(ValueError, match="does not exist"):
+        load_scenario(tmp_path / "missing.toml")
+
+
+def test_unknown_hardware_raises():
+    sc = Scenario(name="h", shapes=((64, 64, 64),), base={"variant": "naive", "bm": 16, "bn": 16})
+    with pytest.raises(ValueError, match="unknown hardware"):
+        run_sweep(sc, hardware="gpu9000")
+
+
+def test_hardware_override_is_used():
+    sc = Scenario(name="h", shapes=((256, 256, 256),), base={"variant": "naive", "bm": 16, "bn": 16})
+    res = run_sweep(sc, hardware="a100_sxm4")
+    assert res.hardware == "a100_sxm4" and res.ok[0].result.hardware == "a100_sxm4"
+
+
+def _row(shape, time_s, label="x", error=None):
+    cfg = GemmConfig(*shape, "naive", bm=16, bn=16)
+    if error:
+        return SweepRow(shape=shape, knobs={}, error=error)
+    r = simulate(cfg)
+    from dataclasses import replace
+    return SweepRow(shape=shape, knobs={}, cfg=cfg, result=replace(r, time_s=time_s))
+
+
+def test_best_per_shape_picks_the_fastest_and_ignores_errors():
+    a, b = (256, 256, 256), (512, 512, 512)
+    rows = [_row(a, 3e-3), _row(a, 1e-3), _row(b, 2e-3), _row(a, 0.0, error="nope"), _row(b, 5e-3)]
+    best = best_per_shape(rows)
+    assert list(best) == [a, b]
+    assert best[a].result.time_s == 1e-3 and best[b].result.time_s == 2e-3
+    assert best_per_shape([_row(a, 0.0, error="nope")]) == {}
+
+
+def test_row_to_dict_is_flat_with_the_same_keys_for_ok_and_error_rows(tmp_path):
+    res = run_sweep(Scenario(name="r", shapes=((256, 256, 256),),
+                             base={"variant": "reg2d", "bm": 64, "bn": 64},
+                             grid=(("tm", (4, 7)),)))
+    ok, bad = res.ok[0].to_dict(), res.skipped[0].to_dict()
+    assert list(ok) == list(bad)
+    for key in ("label", "m", "n", "k", *KNOBS, "time_s", "tflops", "bound", "hbm_bytes", "l2_bytes",
+                "l2_hit_rate", "smem_wavefronts", "smem_conflict_wavefronts", "occupancy",
+                "blocks_per_sm", "waves", "error"):
+        assert key in ok
+    assert all(not isinstance(v, (dict, list, tuple)) for v in ok.values())
+    r = res.ok[0].result
+    assert ok["time_s"] == r.time_s and ok["tflops"] == r.tflops and ok["error"] is None
+    assert math.isclose(ok["hbm_bytes"], r.traffic.hbm_read_bytes + r.traffic.hbm_write_bytes)
+    assert bad["time_s"] is None and "tm" in bad["error"] and bad["tm"] == 7
+
+
+def test_by_shape_sorts_fastest_first():
+    res = run_sweep("naive_vs_tiled")
+    rows = res.by_shape()[(4096, 4096, 4096)]
+    times = [r.result.time_s for r in rows]
+    assert times == sorted(times)
+    assert res.best()[(4096, 4096, 4096)] is rows[0]
+
+
+# ----- plots ------------------------------------------------------------------------------------
+def test_plot_functions_return_figures_without_saving(tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    from tilesim import plots
+
+    monkeypatch.chdir(tmp_path)
+    res = run_sweep(Scenario(name="p", shapes=((256, 256, 256), (512, 256, 256)),
+                             base={"variant": "reg2d", "bm": 64, "bn": 64},
+                             grid=(("tm", (4, 8, 7)),)))
+    assert isinstance(plots.sweep_figure(res.rows), Figure)
+    assert isinstance(plots.sweep_figure(res.rows, top=1, title="t"), Figure)
+    assert isinstance(plots.traffic_figure(res.rows), Figure)
+    r = simulate(res.ok[0].cfg, timeline=True)
+    assert isinstance(plots.timeline_figure(r), Figure)
+    pts = [(row.label, row.shape_str, row.result.time_s, row.result.time_s * 1.1) for row in res.ok]
+    assert isinstance(plots.predicted_vs_measured_figure(pts), Figure)
+    assert list(tmp_path.iterdir()) == []  # nothing written
+    with pytest.raises(ValueError, match="timeline"):
+        plots.timeline_figure(simulate(res.ok[0].cfg))
+    with pytest.raises(ValueError, match="rows"):
+        plots.sweep_figure(res.skipped)
+    with pytest.raises(ValueError, match="points"):
+        plots.predicted_vs_measured_figure([("a", "s", 0.0, 1.0)])
