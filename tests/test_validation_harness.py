@@ -1,0 +1,373 @@
+"""CPU tests of the GPU measurement harness (timing policy, suite data, CSV resume, profile TOML,
+ncu CSV parsing). The numbers below are fabricated test inputs, never measurements."""
+
+from __future__ import annotations
+
+import csv
+import math
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tilesim import hardware
+from tilesim.kernels.gemm_config import GemmConfig, check_fits
+from validation import calibrate, ncu, suite
+from validation.metadata import collect_metadata, git_revision
+from validation.timing import Timing, measure_loop, time_gpu
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+# ----- timing ------------------------------------------------------------------------------------
+class FakeClock:
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
+
+
+def test_measure_loop_warmup_flush_and_reps():
+    calls, flushes = [], []
+    clock = FakeClock()
+
+    def one():
+        calls.append(1)
+        clock.t += 0.001
+        return 0.001
+
+    s = measure_loop(one, lambda: flushes.append(1), warmup=3, reps=10, min_reps=5, budget_s=100.0, clock=clock)
+    assert len(s) == 10 and len(calls) == 13 and len(flushes) == 13
+
+
+def test_measure_loop_budget_stops_early_but_not_before_min_reps():
+    clock = FakeClock()
+
+    def slow():
+        clock.t += 1.0
+        return 1.0
+
+    s = measure_loop(slow, None, warmup=0, reps=30, min_reps=20, budget_s=5.0, clock=clock)
+    assert len(s) == 20  # budget long exceeded, min_reps still honoured
+    s = measure_loop(slow, None, warmup=0, reps=3, min_reps=20, budget_s=0.5, clock=clock)
+    assert len(s) == 3  # reps caps min_reps
+
+
+def test_timing_summary_and_validation():
+    t = Timing.from_samples([5.0, 1.0, 3.0, 2.0, 4.0], flushed_l2=True)
+    assert (t.median_s, t.min_s, t.reps, t.flushed_l2) == (3.0, 1.0, 5, True)
+    assert math.isclose(t.p10_s, 1.4) and math.isclose(t.p90_s, 4.6)
+    assert t.samples_s == (5.0, 1.0, 3.0, 2.0, 4.0)
+    with pytest.raises(ValueError, match="samples_s"):
+        Timing.from_samples([], flushed_l2=False)
+    with pytest.raises(ValueError, match="samples_s"):
+        Timing.from_samples([float("nan")], flushed_l2=False)
+
+
+@pytest.mark.parametrize("kw, name", [({"reps": 0}, "reps"), ({"warmup": -1}, "warmup"),
+                                      ({"min_reps": 0}, "min_reps"), ({"budget_s": 0}, "budget_s")])
+def test_time_gpu_validates_before_touching_the_gpu(kw, name):
+    with pytest.raises(ValueError, match=name):
+        time_gpu(lambda: None, **kw)
+
+
+# ----- metadata ------------------------------------------------------------------------------------
+def test_metadata_tolerates_missing_pieces(tmp_path):
+    assert git_revision(tmp_path) == "unknown"
+    meta = collect_metadata()
+    for key in ("device_name", "driver_version", "cuda_runtime_version", "cuda_driver_version",
+                "cupy_version", "nvcc_version", "sm_clock_hz", "sm_clock_max_hz", "mem_clock_hz",
+                "date_utc", "git_revision", "hostname", "python_version"):
+        assert key in meta
+    assert meta["date_utc"].endswith("+00:00")
+
+
+# ----- the suite data ----------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def configs():
+    return suite.load_suite()
+
+
+def test_suite_entries_are_valid_and_fit_h200(configs):
+    hw = hardware.load("h200", calibrated=False)
+    assert len(configs) >= 64
+    for c in configs:
+        check_fits(c, hw)
+    keys = [(c.label, c.m, c.n, c.k) for c in configs]
+    assert len(set(keys)) == len(keys)
+
+
+def test_suite_covers_ladder_and_shapes(configs):
+    shapes = {(c.m, c.n, c.k) for c in configs}
+    assert {(1024, 1024, 1024), (4096, 4096, 4096), (16384, 256, 4096), (3000, 2000, 1000)} <= shapes
+    for shape in shapes:
+        sub = [c for c in configs if (c.m, c.n, c.k) == shape]
+        assert {c.variant for c in sub} >= {"smem", "reg1d", "reg2d", "warp"}
+        reg2d = [c for c in sub if c.variant == "reg2d"]
+        assert len({(c.bm, c.bn) for c in reg2d}) >= 3 and len({c.bk for c in reg2d}) >= 2
+        assert len({(c.tm, c.tn) for c in reg2d}) >= 2
+        warp = [c for c in sub if c.variant == "warp"]
+        assert len({(c.bm, c.bn, c.wm, c.wn) for c in warp}) >= 3
+    assert {c.variant for c in configs} == {"naive_uncoalesced", "naive", "smem", "reg1d", "reg2d", "warp"}
+    assert any(c.vectorize for c in configs) and any(c.smem_pad for c in configs)
+    assert any(c.pipeline == "regs" for c in configs)
+    assert {c.stages for c in configs if c.pipeline == "cp_async"} == {2, 3, 4}
+    naive_big = [c for c in configs if c.variant.startswith("naive") and (c.m, c.n, c.k) == (4096,) * 3]
+    assert len(naive_big) <= 2
+
+
+def _write(tmp_path, text):
+    p = tmp_path / "s.toml"
+    p.write_text(text)
+    return p
+
+
+SHAPE = '[[shape]]\nname = "a"\nm = 64\nn = 64\nk = 64\n'
+
+
+def test_load_suite_rejects_bad_entries(tmp_path):
+    with pytest.raises(ValueError, match="unknown keys"):
+        suite.load_suite(_write(tmp_path, SHAPE + '[[tiling]]\nvariant = "naive"\nbogus = 1\n'))
+    with pytest.raises(ValueError, match="GemmConfig.tm"):
+        suite.load_suite(_write(tmp_path, SHAPE + '[[tiling]]\nvariant = "reg2d"\nbm = 64\ntm = 7\n'))
+    with pytest.raises(ValueError, match="duplicate"):
+        suite.load_suite(_write(tmp_path, SHAPE + '[[tiling]]\nvariant = "naive"\n' * 2))
+    with pytest.raises(ValueError, match="matches no tiling"):
+        suite.load_suite(_write(tmp_path, SHAPE + 'exclude = ["nope"]\n[[tiling]]\nvariant = "naive"\n'))
+    with pytest.raises(ValueError, match="unknown shape names"):
+        suite.load_suite(_write(tmp_path, SHAPE + '[[tiling]]\nvariant = "naive"\nshapes = ["b"]\n'))
+
+
+def test_load_suite_include_exclude(tmp_path):
+    text = (SHAPE + 'exclude = ["naive_16x16"]\n[[shape]]\nname = "b"\nm = 32\nn = 32\nk = 32\n'
+            '[[tiling]]\nvariant = "naive"\nbm = 16\nbn = 16\n'
+            '[[tiling]]\nvariant = "smem"\nbm = 16\nbn = 16\nbk = 16\nshapes = ["a"]\n')
+    got = [(c.label, c.m) for c in suite.load_suite(_write(tmp_path, text))]
+    assert got == [("naive_16x16", 32), ("smem_16x16x16", 64)]
+
+
+def test_select_filters():
+    cs = [GemmConfig(m=64, n=64, k=64, variant="naive", bm=16, bn=16),
+          GemmConfig(m=32, n=32, k=32, variant="naive", bm=16, bn=16),
+          GemmConfig(m=64, n=64, k=64, variant="smem", bm=16, bn=16, bk=16)]
+    assert suite.select(cs, only="smem") == [cs[2]]
+    assert suite.select(cs, shape="32x32x32") == [cs[1]]
+    assert suite.select(cs, limit=2) == cs[:2]
+    with pytest.raises(ValueError, match="shape"):
+        suite.select(cs, shape="32x32")
+
+
+# ----- CSV rows and resume -------------------------------------------------------------------------------
+def test_csv_columns_have_units_and_knobs():
+    cols = suite.CSV_COLUMNS
+    for c in ("m", "n", "k", "label", "variant", "bm", "stages", "status", "message", "median_s",
+              "p10_s", "p90_s", "min_s", "reps", "flushed_l2", "tflops", "rel_err", "regs_per_thread",
+              "static_smem_bytes", "local_bytes", "sm_clock_hz", "timestamp_utc"):
+        assert c in cols
+    assert len(set(cols)) == len(cols)
+    row = suite.config_row(GemmConfig(m=64, n=64, k=64))
+    assert set(row) <= set(cols) and row["label"] == "reg2d_128x128x8_t8x8"
+    assert suite.cublas_row(8, 8, 8)["variant"] == "cublas"
+
+
+def test_row_writer_appends_and_resume_skips_final(tmp_path):
+    path = tmp_path / "times.csv"
+    cols = suite.CSV_COLUMNS
+    with suite.RowWriter(path, cols) as w:
+        w.write({"m": 1, "n": 2, "k": 3, "label": "a", "status": "ok", "median_s": 1e-3})
+        w.write({"m": 1, "n": 2, "k": 3, "label": "b", "status": "error", "message": "boom"})
+    with path.open("a") as fh:
+        fh.write('1,2,3,"c,torn')  # an interrupted write
+    assert suite.read_done(path) == {("a", 1, 2, 3)}
+    with suite.RowWriter(path, cols) as w:  # reopening appends after repairing the torn line
+        w.write({"m": 1, "n": 2, "k": 3, "label": "b", "status": "wrong", "rel_err": 0.5})
+    rows = list(csv.DictReader(path.open(newline="")))
+    assert [r["label"] for r in rows if r["status"]] == ["a", "b", "b"]
+    assert suite.read_done(path) == {("a", 1, 2, 3), ("b", 1, 2, 3)}
+    with pytest.raises(ValueError, match="header"):
+        suite.RowWriter(path, ("x", "y"))
+
+
+def test_suite_main_without_gpu_exits_2():
+    try:
+        import cupy  # noqa: F401
+        pytest.skip("cupy is installed; the no-GPU path is not reachable here")
+    except ImportError:
+        pass
+    for mod in ("validation.suite", "validation.calibrate"):
+        p = subprocess.run([sys.executable, "-m", mod, "--out", "/nonexistent/x"], cwd=REPO,
+                           capture_output=True, text=True)
+        assert p.returncode == 2, p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1
+
+
+# ----- the calibrated profile ------------------------------------------------------------------------------
+def _fake_results():
+    """Fabricated calibration results (test input only)."""
+    vals = {"sm_clock_hz": 1.9e9, "hbm_bytes_per_s": 4.0e12, "hbm_latency_cycles": 600.0,
+            "l2_bytes_per_s": 1.1e13, "l2_latency_cycles": 250.0, "l1_bytes_per_clk_per_sm": 100.0,
+            "l1_latency_cycles": 33.0, "smem_latency_cycles": 30.0, "fp32_lanes_per_sm": 110.5,
+            "issue_warp_instr_per_clk_per_sm": 3.9, "launch_overhead_s": 2.5e-6}
+    fields = {k: {"value": v, "benchmark": f"bench_{k}", "n": 25, "p10": v * 0.99, "p90": v * 1.01,
+                  "unit": "u"} for k, v in vals.items()}
+    meta = {"date_utc": "2000-01-01T00:00:00+00:00", "device_name": "Test \"GPU\"", "git_revision": "abc"}
+    return {"meta": meta, "fields": fields}
+
+
+def test_write_profile_round_trips_through_hardware_load(tmp_path):
+    res = _fake_results()
+    calibrate.write_profile(res, tmp_path / "h200.toml")
+    hw = hardware.load("h200", calibration_dir=tmp_path)
+    assert hw.calibrated == frozenset(calibrate.PROFILE_FIELDS)
+    assert hw.calibration_date == "2000-01-01T00:00:00+00:00"
+    for name, e in res["fields"].items():
+        assert getattr(hw, name) == pytest.approx(e["value"])
+        src = hw.source_of(name)
+        assert src.startswith(f"calibration: bench_{name}, 2000-01-01") and "median of 25 runs" in src
+    base = hardware.load("h200", calibrated=False)
+    assert hw.smem_banks == base.smem_banks and hw.smem_bank_width_bytes == base.smem_bank_width_bytes
+
+
+def test_write_profile_rejects_bad_input(tmp_path):
+    res = _fake_results()
+    res["fields"]["smem_banks"] = dict(res["fields"]["sm_clock_hz"])
+    with pytest.raises(ValueError, match="smem_banks"):
+        calibrate.write_profile(res, tmp_path / "x.toml")
+    res = _fake_results()
+    res["fields"]["sm_clock_hz"]["value"] = float("inf")
+    with pytest.raises(ValueError):
+        calibrate.write_profile(res, tmp_path / "x.toml")
+    res = _fake_results()
+    del res["meta"]["date_utc"]
+    with pytest.raises(ValueError, match="date"):
+        calibrate.write_profile(res, tmp_path / "x.toml")
+
+
+def test_summarize():
+    s = calibrate.summarize([3, 1, 2])
+    assert (s["median"], s["min"], s["max"], s["n"]) == (2.0, 1.0, 3.0, 3)
+    with pytest.raises(ValueError):
+        calibrate.summarize([])
+
+
+def test_microbench_source_defines_every_kernel():
+    src = calibrate.KERNEL_SRC.read_text()
+    for name in ("copy_f4", "read_l2", "read_l1", "read_smem", "chase_global", "chase_smem",
+                 "fma_chains", "issue_mix", "empty_kernel", "clock_probe"):
+        assert f"void {name}(" in src or f"void __launch_bounds__(MB_THREADS) {name}(" in src
+    assert f"#define MB_THREADS {calibrate.MB_THREADS}" in src
+
+
+# ----- ncu -------------------------------------------------------------------------------------------------
+NCU_SAMPLE = '''==PROF== Connected to process 4242 (/usr/bin/python3.12)
+KERNEL_NAME=gemm_test
+==PROF== Profiling "gemm_test" - 0: 0%....50%....100% - 9 passes
+==PROF== Disconnected from process 4242
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","dram__bytes_read.sum","dram__bytes_write.sum","gpu__time_duration.sum","l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum","launch__registers_per_thread","lts__t_sector_hit_rate.pct","sm__cycles_elapsed.avg.per_second","smsp__inst_executed.sum","l1tex__t_bytes.sum"
+"","","","","","","","","","","","byte","Kbyte","usecond","","register/thread","%","cycle/nsecond","inst","Mbyte"
+"0","4242","python3.12","127.0.0.1","gemm_test","1","7","(256, 1, 1)","(32, 32, 1)","0","9.0","1,048,576","2.5","12.25","0","128","87.5","1.5","123,456","n/a"
+'''
+
+
+def test_parse_ncu_csv_sample():
+    recs = ncu.parse_ncu_csv(NCU_SAMPLE)
+    assert len(recs) == 1
+    r = recs[0]
+    assert r["kernel_name"] == "gemm_test"
+    assert r["dram__bytes_read.sum_bytes"] == 1048576
+    assert r["dram__bytes_write.sum_bytes"] == pytest.approx(2500)
+    assert r["gpu__time_duration.sum_s"] == pytest.approx(12.25e-6)
+    assert r["launch__registers_per_thread_count"] == 128
+    assert r["lts__t_sector_hit_rate.pct_pct"] == 87.5
+    assert r["sm__cycles_elapsed.avg.per_second_hz"] == pytest.approx(1.5e9)
+    assert r["smsp__inst_executed.sum_count"] == 123456
+    assert r["l1tex__t_bytes.sum_bytes"] is None  # "n/a"
+    assert r["lts__t_bytes.sum_bytes"] is None  # metric absent
+    assert set(r) - {"kernel_name"} == set(ncu.METRIC_COLUMNS)
+
+
+def test_parse_ncu_csv_errors_and_units():
+    with pytest.raises(ValueError, match="header"):
+        ncu.parse_ncu_csv("==PROF== nothing profiled\n")
+    with pytest.raises(ValueError):
+        ncu.convert(1.0, "byte", "s")
+    assert ncu.convert(2.0, "msecond", "s") == pytest.approx(2e-3)
+    assert ncu.convert(1.0, "Gbyte", "bytes") == 1e9
+
+
+def test_ncu_command_and_target_round_trip():
+    cfg = GemmConfig(m=64, n=64, k=64, variant="smem", bm=16, bn=16, bk=16)
+    cmd = ncu.ncu_command(cfg, "^k$")
+    joined = " ".join(cmd)
+    for flag in ("--clock-control none", "--cache-control all", "--target-processes all", "--csv",
+                 "--page raw", "--kernel-name regex:^k$", "--launch-skip 1", "--launch-count 1",
+                 "-m validation.ncu --target"):
+        assert flag in joined
+    assert cmd[cmd.index("--metrics") + 1].split(",") == list(ncu.METRICS)
+    assert ncu.config_from_json(cmd[-1]) == cfg
+    assert {"label", "m", "n", "k"} <= set(ncu.CSV_COLUMNS)
+
+
+# ----- GPU (skipped without cupy or a device) -------------------------------------------------------------------
+def _gpu():
+    cp = pytest.importorskip("cupy")
+    try:
+        if cp.cuda.runtime.getDeviceCount() < 1:
+            pytest.skip("no CUDA device")
+    except Exception:
+        pytest.skip("no usable CUDA device")
+    return cp
+
+
+@pytest.mark.gpu
+def test_time_gpu_on_device():
+    cp = _gpu()
+    x = cp.ones(1 << 20, dtype=cp.float32)
+    t = time_gpu(lambda: x.__imul__(1.0), warmup=2, reps=25, min_reps=20)
+    assert t.reps >= 20 and t.flushed_l2 and 0 < t.min_s <= t.median_s <= t.p90_s
+
+
+@pytest.mark.gpu
+def test_microbench_compiles_on_device():
+    cp = _gpu()
+    mod = cp.RawModule(code=calibrate.KERNEL_SRC.read_text())
+    assert mod.get_function("empty_kernel") is not None
+
+
+def test_counters_columns_are_unique():
+    assert len(set(ncu.CSV_COLUMNS)) == len(ncu.CSV_COLUMNS)
+    assert Counter(c.split("_")[-1] for c in ncu.METRIC_COLUMNS)["bytes"] == 4
+
+
+def test_run_suite_flow_with_fake_measurements(tmp_path, monkeypatch):
+    """run_suite's bookkeeping (rows, statuses, cuBLAS rows, resume, context loss) without a GPU."""
+    cs = [GemmConfig(m=64, n=64, k=64, variant="naive", bm=16, bn=16),
+          GemmConfig(m=64, n=64, k=64, variant="smem", bm=16, bn=16, bk=16),
+          GemmConfig(m=32, n=32, k=32, variant="smem", bm=16, bn=16, bk=16)]
+    seen = []
+
+    def fake_measure(cfg, timing_kw, flusher=None):
+        seen.append(cfg.label)
+        if cfg.variant == "naive":
+            return {"status": "wrong", "message": "fake", "rel_err": 1.0}
+        if cfg.m == 32:
+            raise suite.ContextLost("fake illegal address")
+        return {"status": "ok", "median_s": 1e-3, "reps": 20, "flushed_l2": False}
+
+    monkeypatch.setattr(suite, "measure_config", fake_measure)
+    monkeypatch.setattr(suite, "measure_cublas", lambda m, n, k, kw, fl=None: {"status": "ok", "median_s": 2e-3})
+    with pytest.raises(suite.ContextLost):
+        suite.run_suite(cs, tmp_path, progress=False, flush_l2=False)
+    rows = list(csv.DictReader((tmp_path / "times.csv").open(newline="")))
+    assert [(r["label"], r["status"]) for r in rows] == [
+        ("naive_16x16", "wrong"), ("smem_16x16x16", "ok"), ("smem_16x16x16", "launch_error")]
+    assert (tmp_path / "metadata.json").exists()
+    seen.clear()
+    path = suite.run_suite(cs, tmp_path, progress=False, flush_l2=False)  # resume: only cuBLAS left
+    assert seen == []
+    rows = list(csv.DictReader(path.open(newline="")))
+    assert [r["label"] for r in rows[3:]] == ["cublas", "cublas"]
+    assert {(r["m"], r["variant"]) for r in rows[3:]} == {("64", "cublas"), ("32", "cublas")}

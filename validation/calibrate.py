@@ -1,0 +1,488 @@
+"""Microbenchmarks that measure what the simulator's hardware model needs (never the validation GEMMs).
+
+CUDA kernels live in ``validation/kernels/microbench.cu`` (compiled with ``cupy.RawModule``).
+Each benchmark repeats at least ``MIN_RUNS`` times and keeps the spread. ``run_calibration()``
+returns the raw results (JSON-ready); ``write_profile()`` writes the calibrated TOML profile read by
+``tilesim.hardware.load`` (``tilesim/hardware/calibrated/<gpu>.toml``).
+
+Benchmarks and the HardwareSpec fields they give:
+
+=========================== =========================================================================
+``clock_probe``             ``sm_clock_hz``: clock64 cycles / %globaltimer ns, every SM spinning
+``hbm_copy``                ``hbm_bytes_per_s``: float4 device copy, bytes read + written, 1-4 GiB
+``l2_read``                 ``l2_bytes_per_s``: ld.global.cg reads of a 16-25 MiB L2-resident buffer
+``l1_read``                 ``l1_bytes_per_clk_per_sm``: ld.global.ca re-reads of a 32 KiB slice/block
+``smem_read``               (raw only) shared-memory bytes per clock per SM, float4 conflict-free
+``smem_chase``              ``smem_latency_cycles``: one-thread pointer chase in shared memory
+``l1_chase``                ``l1_latency_cycles``: chase over 16 KiB, 128 B stride, ld.global.ca
+``l2_chase``                ``l2_latency_cycles``: chase over 8 MiB, 128 B stride, ld.global.cg
+``hbm_chase``               ``hbm_latency_cycles``: chase over 1 GiB, 2 KiB stride, cold lines
+``fma_chains``              ``fp32_lanes_per_sm`` (effective) = FLOP/s / (2 * sm_count * clock)
+``issue_mix``               ``issue_warp_instr_per_clk_per_sm``: FFMA + LOP3 2:1 mix
+``launch_empty``            ``launch_overhead_s``: empty kernel timed with events, one per pair
+=========================== =========================================================================
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from validation.timing import _percentile
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+KERNEL_SRC = Path(__file__).resolve().parent / "kernels" / "microbench.cu"
+DEFAULT_OUT = REPO_ROOT / "validation" / "results" / "h200"
+DEFAULT_PROFILE = REPO_ROOT / "tilesim" / "hardware" / "calibrated" / "h200.toml"
+
+MIN_RUNS = 20
+RUNS = 25
+MB_THREADS = 256  # must match microbench.cu
+FMA_FLOP_PER_ITER = 256  # fma_chains: 16 chains x 8 FMA x 2 FLOP per thread per iteration
+ISSUE_INSTR_PER_ITER = 96  # issue_mix: 64 FFMA + 32 LOP3 warp instructions per warp per iteration
+
+#: HardwareSpec fields a calibration writes (smem banks/width are deliberately not among them).
+PROFILE_FIELDS = ("sm_clock_hz", "hbm_bytes_per_s", "hbm_latency_cycles", "l2_bytes_per_s",
+                  "l2_latency_cycles", "l1_bytes_per_clk_per_sm", "l1_latency_cycles",
+                  "smem_latency_cycles", "fp32_lanes_per_sm", "issue_warp_instr_per_clk_per_sm",
+                  "launch_overhead_s")
+
+
+def summarize(values: Sequence[float]) -> dict:
+    """Median, p10, p90, min, max and count of per-run values (raises ValueError if empty)."""
+    vals = sorted(float(v) for v in values)
+    if not vals:
+        raise ValueError("summarize: values must not be empty")
+    return {"median": _percentile(vals, 50), "p10": _percentile(vals, 10),
+            "p90": _percentile(vals, 90), "min": vals[0], "max": vals[-1], "n": len(vals)}
+
+
+def _field(benchmark: str, unit: str, per_run: Sequence[float], **extra) -> dict:
+    s = summarize(per_run)
+    return {"benchmark": benchmark, "unit": unit, "value": s["median"], **s,
+            "runs": [float(v) for v in per_run], **extra}
+
+
+# ----- GPU side --------------------------------------------------------------------------------------
+class _Bench:
+    """Holds CuPy, the compiled microbenchmark module and device facts."""
+
+    def __init__(self, runs: int = RUNS):
+        import cupy as cp  # noqa: PLC0415
+
+        self.cp = cp
+        self.runs = max(runs, MIN_RUNS)
+        self.mod = cp.RawModule(code=KERNEL_SRC.read_text())
+        props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+        self.sm_count = int(props["multiProcessorCount"])
+        self.l2_bytes = int(props["l2CacheSize"])
+        self.stream = cp.cuda.get_current_stream()
+
+    def fn(self, name: str):
+        return self.mod.get_function(name)
+
+    def gate(self) -> None:
+        """Enqueue a one-block spin of about 100 us so that the next launch is queued before the
+        start event fires (the host's launch latency then stays out of the event time)."""
+        cp = self.cp
+        if not hasattr(self, "_gate_out"):
+            self._gate_out = cp.zeros(2, dtype=cp.int64)
+        self.fn("clock_probe")((1,), (32,), (cp.int64(200_000), self._gate_out))
+
+    def event_times(self, launch, runs: int | None = None, warmup: int = 2, gate: bool = True) -> list[float]:
+        """Seconds per call of ``launch`` (CUDA events around each call, no L2 flush, gated)."""
+        from validation.timing import time_gpu  # noqa: PLC0415
+
+        n = runs or self.runs
+        t = time_gpu(launch, warmup=warmup, reps=n, min_reps=n, flush_l2=False, budget_s=60.0,
+                     before=self.gate if gate else None)
+        return list(t.samples_s)
+
+    def free(self) -> None:
+        self.cp.get_default_memory_pool().free_all_blocks()
+
+
+def bench_clock(b: _Bench) -> dict:
+    """SM clock with every SM busy: clock64 cycles over %globaltimer nanoseconds, per block."""
+    cp = b.cp
+    k = b.fn("clock_probe")
+    blocks = b.sm_count * 4
+    out = cp.zeros(2 * blocks, dtype=cp.int64)
+    spin = 10_000_000  # about 5 ms at 2 GHz
+    k((blocks,), (128,), (cp.int64(spin), out))
+    per_run = []
+    nvml = []
+    from validation.timing import read_sm_clock_hz  # noqa: PLC0415
+
+    for _ in range(b.runs):
+        k((blocks,), (128,), (cp.int64(spin), out))
+        nvml.append(read_sm_clock_hz())  # read while the kernel runs (launch is asynchronous)
+        b.stream.synchronize()
+        d = out.get().reshape(-1, 2)
+        hz = sorted(c / (ns * 1e-9) for c, ns in d if ns > 0)
+        per_run.append(_percentile(hz, 50))
+    return _field("clock_probe", "Hz", per_run, blocks=blocks, spin_cycles=spin,
+                  nvml_sm_clock_hz_during=[v for v in nvml if v is not None])
+
+
+def bench_launch(b: _Bench) -> dict:
+    """Empty kernel. ``events``: one launch between two events while the GPU is kept busy by a
+    preceding spin (GPU-side cost, the value used); ``events_ungated``: the same from an idle GPU
+    (includes the host's launch latency); ``back_to_back``: 1000 launches queued behind a spin,
+    GPU time / 1000; ``host``: host wall time per launch."""
+    cp = b.cp
+    k = b.fn("empty_kernel")
+
+    def launch():
+        k((1,), (32,), ())
+
+    nrep = max(b.runs, 100)
+    per_event = b.event_times(launch, runs=nrep, warmup=20)
+    ungated = b.event_times(launch, runs=nrep, warmup=20, gate=False)
+    n = 1000
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    gate_out = cp.zeros(2, dtype=cp.int64)
+    spin = b.fn("clock_probe")
+    b2b, host = [], []
+    for _ in range(b.runs):
+        b.stream.synchronize()
+        spin((1,), (32,), (cp.int64(40_000_000), gate_out))  # about 20 ms: covers the host's enqueueing
+        t0 = time.perf_counter()
+        start.record(b.stream)
+        for _ in range(n):
+            launch()
+        end.record(b.stream)
+        host.append((time.perf_counter() - t0) / n)
+        end.synchronize()
+        b2b.append(cp.cuda.get_elapsed_time(start, end) * 1e-3 / n)
+    return {"events": _field("launch_empty", "s", per_event),
+            "events_ungated": _field("launch_empty_ungated", "s", ungated),
+            "back_to_back": _field("launch_back_to_back", "s", b2b, launches_per_run=n),
+            "host": _field("launch_host", "s", host, launches_per_run=n)}
+
+
+def bench_hbm(b: _Bench, sizes_gib: Sequence[int] = (1, 2, 4)) -> dict:
+    """Device-to-device float4 copy; bandwidth counts bytes read + written; the best size is the value."""
+    cp = b.cp
+    k = b.fn("copy_f4")
+    blocks = b.sm_count * 8
+    by_size = {}
+    for gib in sizes_gib:
+        nbytes = gib << 30
+        src = cp.ones(nbytes // 4, dtype=cp.float32)
+        dst = cp.empty_like(src)
+        n_vec = nbytes // 16
+        secs = b.event_times(lambda s=src, d=dst, nv=n_vec: k((blocks,), (MB_THREADS,), (s, d, cp.uint64(nv))))
+        by_size[f"{gib}GiB"] = _field("hbm_copy", "B/s", [2 * nbytes / t for t in secs],
+                                      buffer_bytes=nbytes, blocks=blocks)
+        del src, dst
+        b.free()
+    best = max(by_size, key=lambda key: by_size[key]["value"])
+    return {"by_size": by_size, "best": {**by_size[best], "size": best}}
+
+
+def bench_l2(b: _Bench, units: Sequence[int] = (2, 3)) -> dict:
+    """ld.global.cg reads of an L2-resident buffer (units of 4 x blocks x 256 float4 = 8.25 MiB at 132 SMs)."""
+    cp = b.cp
+    k = b.fn("read_l2")
+    blocks = b.sm_count * 4
+    unit_vec = 4 * blocks * MB_THREADS
+    out = cp.zeros(blocks * MB_THREADS, dtype=cp.float32)
+    by_size = {}
+    for u in units:
+        n_vec = u * unit_vec
+        nbytes = n_vec * 16
+        if nbytes > b.l2_bytes // 2:
+            continue
+        buf = cp.ones(n_vec * 4, dtype=cp.float32)
+        passes = max(1, math.ceil(4e9 / nbytes))
+        secs = b.event_times(lambda bb=buf, nv=n_vec, p=passes: k((blocks,), (MB_THREADS,), (bb, cp.uint64(nv), cp.int32(p), out)))
+        by_size[f"{nbytes / 2**20:.2f}MiB"] = _field("l2_read", "B/s", [nbytes * passes / t for t in secs],
+                                                     buffer_bytes=nbytes, passes=passes, blocks=blocks)
+        del buf
+        b.free()
+    best = max(by_size, key=lambda key: by_size[key]["value"])
+    return {"by_size": by_size, "best": {**by_size[best], "size": best}}
+
+
+def _per_sm_per_clk(bytes_per_run: float, secs: Sequence[float], sm_count: int, clock_hz: float) -> list[float]:
+    return [bytes_per_run / (t * clock_hz * sm_count) for t in secs]
+
+
+def bench_l1(b: _Bench, clock_hz: float) -> dict:
+    """Each block (2 per SM) re-reads its own 32 KiB slice with ld.global.ca: bytes per clock per SM."""
+    cp = b.cp
+    k = b.fn("read_l1")
+    blocks, iters = b.sm_count * 2, 2000
+    slice_bytes = 8 * MB_THREADS * 16
+    buf = cp.ones(blocks * slice_bytes // 4, dtype=cp.float32)
+    out = cp.zeros(blocks * MB_THREADS, dtype=cp.float32)
+    secs = b.event_times(lambda bb=buf: k((blocks,), (MB_THREADS,), (bb, cp.int32(iters), out)))
+    total = float(blocks) * iters * slice_bytes
+    r = _field("l1_read", "B/clk/SM", _per_sm_per_clk(total, secs, b.sm_count, clock_hz),
+               blocks=blocks, iters=iters, slice_bytes=slice_bytes, clock_hz_used=clock_hz)
+    del buf
+    b.free()
+    return r
+
+
+def bench_smem_bw(b: _Bench, clock_hz: float) -> dict:
+    """Conflict-free float4 shared-memory reads, 2 blocks of 256 threads per SM: bytes per clock per SM."""
+    cp = b.cp
+    k = b.fn("read_smem")
+    blocks, iters = b.sm_count * 2, 4000
+    out = cp.zeros(blocks * MB_THREADS, dtype=cp.float32)
+    secs = b.event_times(lambda: k((blocks,), (MB_THREADS,), (cp.int32(iters), out)))
+    total = float(blocks) * iters * 8 * MB_THREADS * 16
+    return _field("smem_read", "B/clk/SM", _per_sm_per_clk(total, secs, b.sm_count, clock_hz),
+                  blocks=blocks, iters=iters, clock_hz_used=clock_hz)
+
+
+def _global_chain(cp, nbytes: int, stride: int):
+    """A uint64 buffer where word i*stride/8 holds the address of word ((i+1) mod lines)*stride/8."""
+    lines = nbytes // stride
+    buf = cp.zeros(nbytes // 8, dtype=cp.uint64)
+    base = int(buf.data.ptr)
+    idx = cp.arange(lines, dtype=cp.int64)
+    buf[idx * (stride // 8)] = (base + ((idx + 1) % lines) * stride).astype(cp.uint64)
+    cp.cuda.get_current_stream().synchronize()
+    return buf, base, lines
+
+
+def bench_chase(b: _Bench, name: str, nbytes: int, stride: int, mode: int, steps: int,
+                warm_steps: int, fresh_lines: bool, warm_launch_steps: int = 0) -> dict:
+    """One-thread pointer chase; cycles per load from clock64. ``fresh_lines`` starts each run
+    where the previous stopped (so no line is revisited); otherwise every run starts at line 0."""
+    cp = b.cp
+    k = b.fn("chase_global")
+    buf, base, lines = _global_chain(cp, nbytes, stride)
+    cyc = cp.zeros(1, dtype=cp.int64)
+    sink = cp.zeros(1, dtype=cp.uint64)
+    if warm_launch_steps:
+        k((1,), (1,), (cp.uint64(base), cp.int32(0), cp.int32(warm_launch_steps), cp.int32(mode), cyc, sink))
+    if fresh_lines:  # evict whatever building the chain left in L2
+        from validation.timing import L2Flusher  # noqa: PLC0415
+
+        L2Flusher(cp)()
+        b.stream.synchronize()
+    per_run = []
+    pos = 0
+    for _ in range(b.runs):
+        start = base + (pos % lines) * stride
+        k((1,), (1,), (cp.uint64(start), cp.int32(warm_steps), cp.int32(steps), cp.int32(mode), cyc, sink))
+        per_run.append(float(cyc.get()[0]) / steps)
+        if fresh_lines:
+            pos += steps + warm_steps + 1
+    del buf
+    b.free()
+    return _field(name, "cycles", per_run, buffer_bytes=nbytes, stride_bytes=stride, steps=steps,
+                  warm_steps=warm_steps, load="ld.global.ca" if mode == 0 else "ld.global.cg")
+
+
+def bench_smem_chase(b: _Bench) -> dict:
+    """One-thread pointer chase through 16 KiB of shared memory (byte offsets, 132 B stride)."""
+    cp = b.cp
+    k = b.fn("chase_smem")
+    words, stride_words = 4096, 33
+    idx = cp.arange(words, dtype=cp.uint32)
+    chain = ((idx + stride_words) % words) * 4
+    cyc = cp.zeros(1, dtype=cp.int64)
+    sink = cp.zeros(1, dtype=cp.uint32)
+    steps = 10000
+    per_run = []
+    chain = chain.astype(cp.uint32)
+    for _ in range(b.runs):
+        k((1,), (256,), (chain, cp.int32(steps), cyc, sink))
+        per_run.append(float(cyc.get()[0]) / steps)
+    return _field("smem_chase", "cycles", per_run, words=words, stride_words=stride_words, steps=steps)
+
+
+def _clock_runs(clk) -> float:
+    d = clk.get().reshape(-1, 2)
+    return _percentile(sorted(c / (ns * 1e-9) for c, ns in d if ns > 0), 50)
+
+
+def bench_fma(b: _Bench) -> dict:
+    """16 independent FFMA chains per thread, 64 warps per SM; lanes = FLOP/s / (2 * SMs * clock)."""
+    cp = b.cp
+    k = b.fn("fma_chains")
+    blocks, iters = b.sm_count * 8, 2000
+    threads = blocks * MB_THREADS
+    out = cp.zeros(threads, dtype=cp.float32)
+    clk = cp.zeros(2 * blocks, dtype=cp.int64)
+    args = (cp.float32(0.999), cp.float32(0.001), cp.int32(iters), out, clk)
+    k((blocks,), (MB_THREADS,), args)
+    lanes, rates, clocks = [], [], []
+    for _ in range(b.runs):
+        t = b.event_times(lambda: k((blocks,), (MB_THREADS,), args), runs=1, warmup=0)[0]
+        hz = _clock_runs(clk)
+        flops = float(threads) * iters * FMA_FLOP_PER_ITER
+        rates.append(flops / t)
+        clocks.append(hz)
+        lanes.append(flops / t / (2.0 * b.sm_count * hz))
+    return {"lanes": _field("fma_chains", "lanes/SM", lanes, blocks=blocks, iters=iters),
+            "flops_per_s": _field("fma_chains", "FLOP/s", rates),
+            "clock_hz_during": _field("fma_chains", "Hz", clocks)}
+
+
+def bench_issue(b: _Bench) -> dict:
+    """FFMA + LOP3 (2:1) independent chains: warp instructions per clock per SM (loop overhead not counted)."""
+    cp = b.cp
+    k = b.fn("issue_mix")
+    blocks, iters = b.sm_count * 8, 2000
+    out = cp.zeros(blocks * MB_THREADS, dtype=cp.float32)
+    clk = cp.zeros(2 * blocks, dtype=cp.int64)
+    u = cp.uint32
+    args = (cp.float32(0.999), cp.float32(0.001), u(0x12345678), u(0x9ABCDEF0), u(0x0F0F0F0F),
+            u(0x33CC33CC), cp.int32(iters), out, clk)
+    k((blocks,), (MB_THREADS,), args)
+    per_run, clocks = [], []
+    warps = blocks * MB_THREADS // 32
+    for _ in range(b.runs):
+        t = b.event_times(lambda: k((blocks,), (MB_THREADS,), args), runs=1, warmup=0)[0]
+        hz = _clock_runs(clk)
+        clocks.append(hz)
+        per_run.append(float(warps) * iters * ISSUE_INSTR_PER_ITER / (t * hz * b.sm_count))
+    return {"rate": _field("issue_mix", "warp instr/clk/SM", per_run, blocks=blocks, iters=iters,
+                           instr_per_iter=ISSUE_INSTR_PER_ITER),
+            "clock_hz_during": _field("issue_mix", "Hz", clocks)}
+
+
+def run_calibration(runs: int = RUNS) -> dict:
+    """Run every microbenchmark on the current GPU; return raw results and the profile fields.
+
+    The result has ``meta`` (collect_metadata), ``benchmarks`` (every measurement, per-run values
+    included) and ``fields`` (HardwareSpec field -> {value, benchmark, n, p10, p90, unit, ...}).
+    """
+    from validation.metadata import collect_metadata  # noqa: PLC0415
+
+    t0 = time.perf_counter()
+    b = _Bench(runs)
+    bm: dict = {}
+    bm["clock_probe"] = bench_clock(b)
+    clock_hz = bm["clock_probe"]["value"]
+    bm["launch"] = bench_launch(b)
+    bm["hbm_copy"] = bench_hbm(b)
+    bm["l2_read"] = bench_l2(b)
+    bm["l1_read"] = bench_l1(b, clock_hz)
+    bm["smem_read"] = bench_smem_bw(b, clock_hz)
+    bm["smem_chase"] = bench_smem_chase(b)
+    bm["l1_chase"] = bench_chase(b, "l1_chase", 16 << 10, 128, mode=0, steps=10000, warm_steps=256,
+                                 fresh_lines=False)
+    bm["l2_chase"] = bench_chase(b, "l2_chase", 8 << 20, 128, mode=1, steps=10000, warm_steps=0,
+                                 fresh_lines=False, warm_launch_steps=(8 << 20) // 128 + 1)
+    bm["hbm_chase"] = bench_chase(b, "hbm_chase", 1 << 30, 2048, mode=1, steps=4000, warm_steps=0,
+                                  fresh_lines=True)
+    bm["fma"] = bench_fma(b)
+    bm["issue"] = bench_issue(b)
+    fields = {
+        "sm_clock_hz": bm["clock_probe"],
+        "hbm_bytes_per_s": bm["hbm_copy"]["best"],
+        "hbm_latency_cycles": bm["hbm_chase"],
+        "l2_bytes_per_s": bm["l2_read"]["best"],
+        "l2_latency_cycles": bm["l2_chase"],
+        "l1_bytes_per_clk_per_sm": bm["l1_read"],
+        "l1_latency_cycles": bm["l1_chase"],
+        "smem_latency_cycles": bm["smem_chase"],
+        "fp32_lanes_per_sm": bm["fma"]["lanes"],
+        "issue_warp_instr_per_clk_per_sm": bm["issue"]["rate"],
+        "launch_overhead_s": bm["launch"]["events"],
+    }
+    fields = {k: {kk: vv for kk, vv in v.items() if kk != "runs"} for k, v in fields.items()}
+    meta = collect_metadata()
+    meta["calibration_wall_s"] = time.perf_counter() - t0
+    meta["runs_per_benchmark"] = b.runs
+    return {"meta": meta, "benchmarks": bm, "fields": fields,
+            "derived": {"smem_bytes_per_clk_per_sm": bm["smem_read"]["value"]}}
+
+
+# ----- the profile TOML ----------------------------------------------------------------------------------
+def _toml_str(s: str) -> str:
+    return json.dumps(str(s), ensure_ascii=False)
+
+
+def _toml_num(v) -> str:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ValueError(f"profile value {v!r} must be a number")
+    if isinstance(v, float) and not math.isfinite(v):
+        raise ValueError(f"profile value {v!r} must be finite")
+    return repr(v) if isinstance(v, int) else repr(float(v))
+
+
+def source_text(entry: dict, date: str) -> str:
+    """``calibration: <benchmark>, <date>, median of N runs (p10..p90)``."""
+    return (f"calibration: {entry['benchmark']}, {date}, median of {entry['n']} runs "
+            f"({entry['p10']:.4g}..{entry['p90']:.4g})")
+
+
+def write_profile(results: dict, path: str | Path) -> Path:
+    """Write the calibrated profile TOML (``[meta]`` then one ``[field] value/source`` table each).
+
+    ``results`` is what :func:`run_calibration` returns: ``meta`` (date_utc, device_name,
+    git_revision) and ``fields``. Only fields in :data:`PROFILE_FIELDS` are accepted (ValueError
+    otherwise); each must have value, benchmark, n, p10, p90, with value > 0.
+    """
+    meta = results.get("meta", {})
+    fields = results.get("fields", {})
+    if not fields:
+        raise ValueError("write_profile: results['fields'] is empty")
+    unknown = [f for f in fields if f not in PROFILE_FIELDS]
+    if unknown:
+        raise ValueError(f"write_profile: fields {unknown} are not calibrated fields ({', '.join(PROFILE_FIELDS)})")
+    date = str(meta.get("date_utc") or "")
+    if not date:
+        raise ValueError("write_profile: results['meta']['date_utc'] is missing")
+    lines = ["# Calibrated hardware profile, written by validation/calibrate.py from measurements.",
+             "# Do not edit by hand: rerun `python -m validation.calibrate` on the GPU.",
+             "[meta]", f"date = {_toml_str(date)}",
+             f"device = {_toml_str(meta.get('device_name') or 'unknown')}",
+             f"git_revision = {_toml_str(meta.get('git_revision') or 'unknown')}", ""]
+    for name in PROFILE_FIELDS:
+        if name not in fields:
+            continue
+        e = fields[name]
+        missing = [k for k in ("value", "benchmark", "n", "p10", "p90") if k not in e]
+        if missing:
+            raise ValueError(f"write_profile: field {name} lacks {missing}")
+        if not (isinstance(e["value"], (int, float)) and e["value"] > 0):
+            raise ValueError(f"write_profile: field {name} value = {e['value']!r} must be > 0")
+        lines += [f"[{name}]", f"value = {_toml_num(e['value'])}", f"source = {_toml_str(source_text(e, date))}"]
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m validation.calibrate", description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=str(DEFAULT_OUT), help="directory for calibration.json")
+    ap.add_argument("--profile", default=str(DEFAULT_PROFILE), help="calibrated profile TOML to write")
+    ap.add_argument("--no-profile", action="store_true", help="only write calibration.json")
+    ap.add_argument("--runs", type=int, default=RUNS, help=f"runs per benchmark (>= {MIN_RUNS})")
+    args = ap.parse_args(argv)
+    from validation.suite import gpu_available  # noqa: PLC0415
+
+    why = gpu_available()
+    if why:
+        print(f"validation.calibrate: needs CuPy and an NVIDIA GPU: {why}", file=sys.stderr)
+        return 2
+    results = run_calibration(args.runs)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "calibration.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    print(f"wrote {out / 'calibration.json'} in {results['meta']['calibration_wall_s']:.1f} s")
+    if not args.no_profile:
+        print(f"wrote {write_profile(results, args.profile)}")
+    for name, e in results["fields"].items():
+        print(f"  {name:34s} {e['value']:.4g} {e['unit']}  (p10 {e['p10']:.4g}, p90 {e['p90']:.4g}, n={e['n']})")
+    print(f"  {'smem_bytes_per_clk_per_sm (raw only)':34s} {results['derived']['smem_bytes_per_clk_per_sm']:.4g}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,214 @@
+// Microbenchmarks for the hardware model (validation/calibrate.py). Never the validation GEMMs.
+// Loads that must not be hoisted, merged or removed are inline PTX marked volatile.
+// All kernels are extern "C" so that cupy.RawModule finds them by name.
+
+extern "C" {
+
+// ---- HBM: device-to-device copy, float4, grid-stride ----------------------------------------------
+__global__ void copy_f4(const float4* __restrict__ src, float4* __restrict__ dst, unsigned long long n) {
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + 3 * stride < n; i += 4 * stride) {  // four loads in flight per thread
+        float4 a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
+        dst[i] = a; dst[i + stride] = b; dst[i + 2 * stride] = c; dst[i + 3 * stride] = d;
+    }
+    for (; i < n; i += stride) dst[i] = src[i];
+}
+
+// Bandwidth kernels use blocks of exactly MB_THREADS threads (compile-time, so offsets are immediates).
+#define MB_THREADS 256
+
+// ---- L2: repeated reads of a buffer resident in L2, bypassing L1 (ld.global.cg) ------------------
+// n_vec (float4) must be a multiple of 4 * gridDim.x * MB_THREADS. Each pass reads the whole buffer.
+__global__ void __launch_bounds__(MB_THREADS) read_l2(const float4* __restrict__ buf,
+                                                      unsigned long long n_vec, int passes, float* out) {
+    unsigned long long stride = (unsigned long long)gridDim.x * MB_THREADS;
+    unsigned long long tid = (unsigned long long)blockIdx.x * MB_THREADS + threadIdx.x;
+    float acc = 0.f;
+    for (int p = 0; p < passes; ++p) {
+        for (unsigned long long j = tid; j < n_vec; j += 4 * stride) {
+#pragma unroll
+            for (int u = 0; u < 4; ++u) {
+                float4 v;
+                const float4* ptr = buf + j + u * stride;
+                asm volatile("ld.global.cg.v4.f32 {%0,%1,%2,%3}, [%4];"
+                             : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(ptr));
+                acc += v.x;
+            }
+        }
+    }
+    if (acc == -12345.f) out[tid] = acc;
+}
+
+// ---- L1: each block re-reads its own 32 KiB slice (L1-resident, ld.global.ca) --------------------
+#define L1_SLICE_VEC (8 * MB_THREADS)  // float4 per block = 32 KiB
+__global__ void __launch_bounds__(MB_THREADS) read_l1(const float4* __restrict__ buf, int iters, float* out) {
+    const float4* ptr = buf + (unsigned long long)blockIdx.x * L1_SLICE_VEC + threadIdx.x;
+    float acc = 0.f;
+    for (int it = 0; it < iters; ++it) {
+#pragma unroll
+        for (int u = 0; u < 8; ++u) {
+            float4 v;
+            asm volatile("ld.global.ca.v4.f32 {%0,%1,%2,%3}, [%4];"
+                         : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(ptr + u * MB_THREADS));
+            acc += v.x;
+        }
+    }
+    if (acc == -12345.f) out[blockIdx.x * MB_THREADS + threadIdx.x] = acc;
+}
+
+// ---- shared memory bandwidth: conflict-free float4 reads (4 wavefronts per warp instruction) ----
+#define SMEM_VEC (8 * MB_THREADS)  // 32 KiB per block
+__global__ void __launch_bounds__(MB_THREADS) read_smem(int iters, float* out) {
+    __shared__ float4 s[SMEM_VEC];
+    for (int i = threadIdx.x; i < SMEM_VEC; i += MB_THREADS) { float4 t; t.x = i; t.y = i + 1; t.z = i + 2; t.w = i + 3; s[i] = t; }
+    __syncthreads();
+    unsigned addr = (unsigned)__cvta_generic_to_shared(s + threadIdx.x);
+    float acc = 0.f;
+    for (int it = 0; it < iters; ++it) {
+#pragma unroll
+        for (int u = 0; u < 8; ++u) {
+            float4 v;
+            asm volatile("ld.shared.v4.f32 {%0,%1,%2,%3}, [%4];"
+                         : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(addr + 16u * u * MB_THREADS));
+            acc += v.x;
+        }
+    }
+    if (acc == -12345.f) out[blockIdx.x * MB_THREADS + threadIdx.x] = acc;
+}
+
+// ---- latency: pointer chases, one thread, cycles from clock64 -------------------------------------
+// Global chase: each visited 8-byte word holds the address of the next one. mode 0 = ld.global.ca
+// (L1 allowed), 1 = ld.global.cg (L2, bypass L1). 1 + warm_steps untimed steps, then `steps` timed
+// ones. Writes the timed cycles and the final pointer.
+__global__ void chase_global(unsigned long long start, int warm_steps, int steps, int mode,
+                             long long* cycles_out, unsigned long long* sink) {
+    unsigned long long p = start;
+    long long t0, t1;
+    if (mode == 0) {
+        // untimed warm-up steps (at least one, so the first timed load is not the first instruction)
+        for (int s = 0; s <= warm_steps; ++s) asm volatile("ld.global.ca.u64 %0, [%0];" : "+l"(p));
+        t0 = clock64();
+        for (int s = 0; s < steps; ++s) asm volatile("ld.global.ca.u64 %0, [%0];" : "+l"(p));
+        t1 = clock64();
+    } else {
+        for (int s = 0; s <= warm_steps; ++s) asm volatile("ld.global.cg.u64 %0, [%0];" : "+l"(p));
+        t0 = clock64();
+        for (int s = 0; s < steps; ++s) asm volatile("ld.global.cg.u64 %0, [%0];" : "+l"(p));
+        t1 = clock64();
+    }
+    cycles_out[0] = t1 - t0;
+    sink[0] = p;
+}
+
+// Shared-memory chase: the block copies a chain of byte offsets (relative to the shared array)
+// into shared memory, then thread 0 follows it.
+#define CHASE_WORDS 4096  // 16 KiB
+__global__ void chase_smem(const unsigned* __restrict__ chain, int steps, long long* cycles_out,
+                           unsigned* sink) {
+    __shared__ unsigned s[CHASE_WORDS];
+    for (int i = threadIdx.x; i < CHASE_WORDS; i += blockDim.x) s[i] = chain[i];
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    unsigned sbase = (unsigned)__cvta_generic_to_shared(s);
+    unsigned p = sbase;
+    asm volatile("ld.shared.u32 %0, [%0];" : "+r"(p));
+    long long t0 = clock64();
+    for (int st = 0; st < steps; ++st) asm volatile("ld.shared.u32 %0, [%0];" : "+r"(p));
+    long long t1 = clock64();
+    cycles_out[0] = t1 - t0;
+    sink[0] = p;
+}
+
+// Thread 0 of each block records (clock64 delta, globaltimer delta in ns) into clk[2*block..].
+__device__ __forceinline__ unsigned long long global_ns() {
+    unsigned long long g;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g));
+    return g;
+}
+
+// ---- FP32 FMA rate: 16 independent FFMA chains per thread; 256 FLOP per thread per iteration ----
+__global__ void fma_chains(float a, float b, int iters, float* out, long long* clk) {
+    long long c0 = clock64();
+    unsigned long long g0 = global_ns();
+    float x[16];
+#pragma unroll
+    for (int c = 0; c < 16; ++c) x[c] = threadIdx.x * 0.001f + c;
+    for (int it = 0; it < iters; ++it) {
+#pragma unroll
+        for (int r = 0; r < 8; ++r) {
+#pragma unroll
+            for (int c = 0; c < 16; ++c) x[c] = fmaf(x[c], a, b);
+        }
+    }
+    float acc = 0.f;
+#pragma unroll
+    for (int c = 0; c < 16; ++c) acc += x[c];
+    if (acc == -12345.f) out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+    if (threadIdx.x == 0) {
+        clk[2 * blockIdx.x] = clock64() - c0;
+        clk[2 * blockIdx.x + 1] = (long long)(global_ns() - g0);
+    }
+}
+
+// ---- issue rate: FFMA (FMA pipe) and LOP3 (integer ALU pipe) 2:1, 16 + 8 independent chains ----
+// Per iteration: 64 FFMA + 32 LOP3 = 96 warp instructions per warp (ISSUE_INSTR_PER_ITER in
+// calibrate.py). Each LOP3 is a 3-input majority and consecutive ones on a chain use different
+// operands (5 distinct inputs), so no two can merge into one LOP3.
+__global__ void issue_mix(float a, float b, unsigned y, unsigned z, unsigned w, unsigned v,
+                          int iters, float* out, long long* clk) {
+    long long c0 = clock64();
+    unsigned long long g0 = global_ns();
+    float f[16];
+    unsigned q[8];
+#pragma unroll
+    for (int c = 0; c < 16; ++c) f[c] = threadIdx.x + c;
+#pragma unroll
+    for (int c = 0; c < 8; ++c) q[c] = threadIdx.x * 7u + c;
+    for (int it = 0; it < iters; ++it) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+#pragma unroll
+            for (int c = 0; c < 8; ++c) {
+                f[2 * c] = fmaf(f[2 * c], a, b);
+                asm volatile("lop3.b32 %0, %0, %1, %2, 0xE8;" : "+r"(q[c]) : "r"(y), "r"(z));
+                f[2 * c + 1] = fmaf(f[2 * c + 1], a, b);
+            }
+#pragma unroll
+            for (int c = 0; c < 8; ++c) {
+                f[2 * c] = fmaf(f[2 * c], b, a);
+                asm volatile("lop3.b32 %0, %0, %1, %2, 0xE8;" : "+r"(q[c]) : "r"(w), "r"(v));
+                f[2 * c + 1] = fmaf(f[2 * c + 1], b, a);
+            }
+        }
+    }
+    float acc = 0.f;
+    unsigned qa = 0;
+#pragma unroll
+    for (int c = 0; c < 16; ++c) acc += f[c];
+#pragma unroll
+    for (int c = 0; c < 8; ++c) qa ^= q[c];
+    if (acc == -12345.f || qa == 0xDEADBEEFu) out[blockIdx.x * blockDim.x + threadIdx.x] = acc + qa;
+    if (threadIdx.x == 0) {
+        clk[2 * blockIdx.x] = clock64() - c0;
+        clk[2 * blockIdx.x + 1] = (long long)(global_ns() - g0);
+    }
+}
+
+// ---- launch overhead: an empty kernel ---------------------------------------------------------------
+__global__ void empty_kernel() {}
+
+// ---- SM clock under load: every block spins for `spin_cycles`, recording clock64 and globaltimer ---
+__global__ void clock_probe(long long spin_cycles, long long* out) {
+    long long c0 = clock64();
+    unsigned long long g0 = global_ns();
+    long long c = c0;
+    while (c - c0 < spin_cycles) c = clock64();
+    unsigned long long g1 = global_ns();
+    if (threadIdx.x == 0) {
+        out[2 * blockIdx.x] = c - c0;
+        out[2 * blockIdx.x + 1] = (long long)(g1 - g0);
+    }
+}
+
+}  // extern "C"
