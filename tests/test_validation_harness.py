@@ -213,6 +213,8 @@ def _fake_results():
             "issue_warp_instr_per_clk_per_sm": 3.9, "launch_overhead_s": 2.5e-6}
     fields = {k: {"value": v, "benchmark": f"bench_{k}", "n": 25, "p10": v * 0.99, "p90": v * 1.01,
                   "unit": "u"} for k, v in vals.items()}
+    fields["ffma_rate_by_warps"] = {"value": [[4, 1.5], [8, 2.5], [32, 3.9]], "benchmark": "bench_ffma_rate_by_warps",
+                                    "n": 25, "p10": 1.4, "p90": 4.0, "unit": "u"}
     meta = {"date_utc": "2000-01-01T00:00:00+00:00", "device_name": "Test \"GPU\"", "git_revision": "abc"}
     return {"meta": meta, "fields": fields}
 
@@ -223,7 +225,11 @@ def test_write_profile_round_trips_through_hardware_load(tmp_path):
     hw = hardware.load("h200", calibration_dir=tmp_path)
     assert hw.calibrated == frozenset(calibrate.PROFILE_FIELDS)
     assert hw.calibration_date == "2000-01-01T00:00:00+00:00"
+    assert hw.ffma_rate_by_warps == ((4, 1.5), (8, 2.5), (32, 3.9))
+    assert hw.ffma_rate_at(6) == pytest.approx(2.0)
     for name, e in res["fields"].items():
+        if name == "ffma_rate_by_warps":
+            continue
         assert getattr(hw, name) == pytest.approx(e["value"])
         src = hw.source_of(name)
         assert src.startswith(f"calibration: bench_{name}, 2000-01-01") and "median of 25 runs" in src

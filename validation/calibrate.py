@@ -44,13 +44,14 @@ MIN_RUNS = 20
 RUNS = 25
 MB_THREADS = 256  # must match microbench.cu
 FMA_FLOP_PER_ITER = 256  # fma_chains: 16 chains x 8 FMA x 2 FLOP per thread per iteration
+FMA_OUTER_FFMA_PER_ITER = 32  # fma_outer: acc[8][4] += a[i] * b[j] per thread per iteration
 ISSUE_INSTR_PER_ITER = 96  # issue_mix: 64 FFMA + 32 LOP3 warp instructions per warp per iteration
 
 #: HardwareSpec fields a calibration writes (smem banks/width are deliberately not among them).
 PROFILE_FIELDS = ("sm_clock_hz", "hbm_bytes_per_s", "hbm_latency_cycles", "l2_bytes_per_s",
                   "l2_latency_cycles", "l1_bytes_per_clk_per_sm", "l1_latency_cycles",
                   "smem_latency_cycles", "fp32_lanes_per_sm", "issue_warp_instr_per_clk_per_sm",
-                  "launch_overhead_s")
+                  "launch_overhead_s", "ffma_rate_by_warps")
 
 
 def summarize(values: Sequence[float]) -> dict:
@@ -353,6 +354,38 @@ def bench_issue(b: _Bench) -> dict:
             "clock_hz_during": _field("issue_mix", "Hz", clocks)}
 
 
+def bench_fma_by_warps(b: _Bench, warps_list: Sequence[int] = (4, 8, 12, 16, 24, 32)) -> dict:
+    """FFMA rate (warp instructions per clock per SM) of an outer-product update, one block per SM
+    with ``warps`` warps: how well few resident warps keep the FMA pipes busy."""
+    cp = b.cp
+    k = b.fn("fma_outer")
+    smem = 200 * 1024  # one block per SM
+    k.max_dynamic_shared_size_bytes = smem
+    iters = 4000
+    out_rows = {}
+    for warps in warps_list:
+        threads = 32 * warps
+        blocks = b.sm_count
+        out = cp.zeros(blocks * threads, dtype=cp.float32)
+        clk = cp.zeros(2 * blocks, dtype=cp.int64)
+        args = (cp.float32(1.0001), cp.int32(iters), out, clk)
+        k((blocks,), (threads,), args, shared_mem=smem)
+        rates = []
+
+        def launch(threads=threads, args=args):
+            k((blocks,), (threads,), args, shared_mem=smem)
+
+        for _ in range(MIN_RUNS):
+            t = b.event_times(launch, runs=1, warmup=0)[0]
+            hz = _clock_runs(clk)
+            rates.append(float(warps) * iters * FMA_OUTER_FFMA_PER_ITER / (t * hz))
+        out_rows[str(warps)] = _field("fma_outer", "FFMA warp instr/clk/SM", rates, warps_per_sm=warps, iters=iters)
+    return {"by_warps": out_rows,
+            "value": [[int(w), out_rows[w]["value"]] for w in out_rows],
+            "benchmark": "fma_outer (one block per SM)", "n": MIN_RUNS,
+            "p10": min(r["p10"] for r in out_rows.values()), "p90": max(r["p90"] for r in out_rows.values())}
+
+
 def run_calibration(runs: int = RUNS) -> dict:
     """Run every microbenchmark on the current GPU; return raw results and the profile fields.
 
@@ -380,6 +413,10 @@ def run_calibration(runs: int = RUNS) -> dict:
                                   fresh_lines=True)
     bm["fma"] = bench_fma(b)
     bm["issue"] = bench_issue(b)
+    try:
+        bm["fma_by_warps"] = bench_fma_by_warps(b)
+    except Exception as exc:  # a failed extra benchmark must not lose the others
+        bm["fma_by_warps"] = {"error": repr(exc)}
     fields = {
         "sm_clock_hz": bm["clock_probe"],
         "hbm_bytes_per_s": bm["hbm_copy"]["best"],
@@ -393,6 +430,8 @@ def run_calibration(runs: int = RUNS) -> dict:
         "issue_warp_instr_per_clk_per_sm": bm["issue"]["rate"],
         "launch_overhead_s": bm["launch"]["events"],
     }
+    if "value" in bm["fma_by_warps"]:
+        fields["ffma_rate_by_warps"] = bm["fma_by_warps"]
     fields = {k: {kk: vv for kk, vv in v.items() if kk != "runs"} for k, v in fields.items()}
     meta = collect_metadata()
     meta["calibration_wall_s"] = time.perf_counter() - t0
@@ -407,6 +446,8 @@ def _toml_str(s: str) -> str:
 
 
 def _toml_num(v) -> str:
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_num(x) for x in v) + "]"
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise ValueError(f"profile value {v!r} must be a number")
     if isinstance(v, float) and not math.isfinite(v):
@@ -449,7 +490,10 @@ def write_profile(results: dict, path: str | Path) -> Path:
         missing = [k for k in ("value", "benchmark", "n", "p10", "p90") if k not in e]
         if missing:
             raise ValueError(f"write_profile: field {name} lacks {missing}")
-        if not (isinstance(e["value"], (int, float)) and e["value"] > 0):
+        if isinstance(e["value"], list):
+            if not all(isinstance(p, list) and len(p) == 2 and p[1] > 0 for p in e["value"]):
+                raise ValueError(f"write_profile: field {name} value must be [[x, y > 0], ...]")
+        elif not (isinstance(e["value"], (int, float)) and e["value"] > 0):
             raise ValueError(f"write_profile: field {name} value = {e['value']!r} must be > 0")
         lines += [f"[{name}]", f"value = {_toml_num(e['value'])}", f"source = {_toml_str(source_text(e, date))}"]
     p = Path(path)

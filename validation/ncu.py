@@ -20,6 +20,7 @@ import argparse
 import csv
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -43,6 +44,20 @@ METRICS = {
     "smsp__inst_executed.sum": "count",
     "sm__cycles_elapsed.avg.per_second": "hz",
 }
+#: diagnostics (issue activity, stall reasons, theoretical occupancy); TILESIM_NCU_EXTRA=0 drops them
+EXTRA_METRICS = {
+    "smsp__issue_active.avg.pct_of_peak_sustained_active": "pct",
+    "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active": "pct",
+    "sm__maximum_warps_per_active_cycle_pct": "pct",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": "count",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": "count",
+    "lts__t_sectors_srcunit_tex_op_read.sum": "count",
+    **{f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio": "count" for r in (
+        "short_scoreboard", "long_scoreboard", "mio_throttle", "math_pipe_throttle", "wait",
+        "not_selected", "barrier", "dispatch_stall", "lg_throttle", "no_instruction")},
+}
+if os.environ.get("TILESIM_NCU_EXTRA", "1") != "0":
+    METRICS.update(EXTRA_METRICS)
 METRIC_COLUMNS = tuple(f"{m}_{u}" for m, u in METRICS.items())
 CSV_COLUMNS = ("label", "m", "n", "k", "variant", "status", "message", "kernel_name", *METRIC_COLUMNS,
                "timestamp_utc")

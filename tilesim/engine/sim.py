@@ -88,7 +88,7 @@ class Engine:
         line_bytes = 4 * hw.sector_bytes
         self.ch = {
             "issue": Channel("issue", hw.issue_warp_instr_per_clk_per_sm * clk, "warp instructions"),
-            "fma": Channel("fma", hw.fp32_lanes_per_sm / hw.warp_size * clk, "FFMA warp instructions"),
+            "fma": Channel("fma", hw.ffma_rate_at(self.occ.active_warps_per_sm) * clk, "FFMA warp instructions"),
             "smem": Channel("smem", clk, "wavefronts"),
             "l1": Channel("l1", hw.l1_bytes_per_clk_per_sm / line_bytes * clk, "wavefronts"),
             "l2": Channel("l2", hw.l2_bytes_per_s, "bytes"),

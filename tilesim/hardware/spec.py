@@ -33,6 +33,9 @@ class HardwareSpec:
     warp_size: int
     fp32_lanes_per_sm: int  # FP32 FMA lanes: one FFMA per lane per clock
     issue_warp_instr_per_clk_per_sm: float  # warp schedulers x 1 instruction per clock
+    # FFMA warp instructions per clock per SM that N resident warps sustain: ((warps, rate), ...),
+    # interpolated linearly and held flat beyond the ends
+    ffma_rate_by_warps: tuple
     tensor_flops_per_s: float  # dense fp16/bf16 tensor-core rate, whole chip
     # --- registers -----------------------------------------------------------------------
     regs_per_sm: int
@@ -76,7 +79,10 @@ class HardwareSpec:
             if f.name in _META_FIELDS or f.type in ("str",):
                 continue
             v = getattr(self, f.name)
-            if isinstance(v, (int, float)) and not v > 0:
+            if isinstance(v, tuple):
+                if not v or not all(len(p) == 2 and p[0] > 0 and p[1] > 0 for p in v):
+                    raise ValueError(f"hardware {self.name!r}: field {f.name} must be ((x > 0, y > 0), ...), got {v!r}")
+            elif isinstance(v, (int, float)) and not v > 0:
                 raise ValueError(f"hardware {self.name!r}: field {f.name} must be > 0, got {v!r}")
 
     # Derived quantities (never stored, so they cannot disagree with the data).
@@ -93,6 +99,23 @@ class HardwareSpec:
     @property
     def max_warps_per_block(self) -> int:
         return self.max_threads_per_block // self.warp_size
+
+    def ffma_rate_at(self, warps: float) -> float:
+        """FFMA warp instructions per clock per SM with ``warps`` resident warps (never above the
+        FP32 lanes' peak)."""
+        pts = sorted(self.ffma_rate_by_warps)
+        peak = self.fp32_lanes_per_sm / self.warp_size
+        if warps <= pts[0][0]:
+            r = pts[0][1]
+        elif warps >= pts[-1][0]:
+            r = pts[-1][1]
+        else:
+            r = pts[-1][1]
+            for (x0, y0), (x1, y1) in zip(pts, pts[1:], strict=False):
+                if x0 <= warps <= x1:
+                    r = y0 + (y1 - y0) * (warps - x0) / (x1 - x0)
+                    break
+        return min(r, peak)
 
     def cycles_to_s(self, cycles: float) -> float:
         return cycles / self.sm_clock_hz
@@ -116,7 +139,10 @@ def _read_table(path: Path) -> tuple[dict[str, Any], dict[str, str], dict[str, A
             raise ValueError(f"{path.name}: unknown field {key!r}; known fields: {', '.join(DATA_FIELDS)}")
         if not isinstance(entry, dict) or "value" not in entry or "source" not in entry:
             raise ValueError(f"{path.name}: field {key!r} must be a table with 'value' and 'source'")
-        values[key] = entry["value"]
+        val = entry["value"]
+        if isinstance(val, list):
+            val = tuple(tuple(x) if isinstance(x, list) else x for x in val)
+        values[key] = val
         sources[key] = str(entry["source"])
     return values, sources, meta
 

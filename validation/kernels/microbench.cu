@@ -212,3 +212,40 @@ __global__ void clock_probe(long long spin_cycles, long long* out) {
 }
 
 }  // extern "C"
+
+// ---- FFMA issue rate against resident warps: an outer-product update acc[8][4] += a[i] * b[j]
+// (the register pattern of a register-tiled GEMM, without any memory access). Launched with
+// one block per SM (large dynamic shared memory, unused) and blockDim = 32 x warps, so the rate
+// depends on how many warps each scheduler has to choose from. 32 FFMA per thread per iteration.
+extern "C" __global__ void fma_outer(float s, int iters, float* out, long long* clk) {
+    extern __shared__ float pad_smem[];
+    long long c0 = clock64();
+    unsigned long long g0 = global_ns();
+    float a[8], b[4], acc[8][4];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) a[i] = threadIdx.x * 0.001f + i;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) b[j] = s + j * 0.5f;
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] = 0.f;
+    for (int it = 0; it < iters; ++it) {
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+#pragma unroll
+            for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) b[j] = b[j] * 0.9999f;  // new operands each round, like new fragments
+    }
+    float t = 0.f;
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) t += acc[i][j];
+    if (t == -12345.f) out[blockIdx.x * blockDim.x + threadIdx.x] = t + pad_smem[0];
+    if (threadIdx.x == 0) {
+        clk[2 * blockIdx.x] = clock64() - c0;
+        clk[2 * blockIdx.x + 1] = (long long)(global_ns() - g0);
+    }
+}
