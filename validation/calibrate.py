@@ -372,7 +372,7 @@ def bench_fma_by_warps(b: _Bench, warps_list: Sequence[int] = (4, 8, 12, 16, 24,
         k((blocks,), (threads,), args, shared_mem=smem)
         rates = []
 
-        def launch(threads=threads, args=args):
+        def launch(threads=threads, args=args, blocks=blocks):
             k((blocks,), (threads,), args, shared_mem=smem)
 
         for _ in range(MIN_RUNS):
