@@ -11,5 +11,5 @@ if [ "${SKIP_CALIBRATION:-0}" != 1 ]; then
   python3 -m validation.calibrate --out "$R" --profile tilesim/hardware/calibrated/h200.toml 2>&1 | tail -40
   cp "$R/calibration.json" tilesim/hardware/calibrated/h200.toml "$OUT/" 2>/dev/null
 fi
-python3 -m validation.suite --out "$R" --no-progress "$@" 2>&1 | tail -150
+timeout "${SUITE_TIMEOUT:-470}" python3 -m validation.suite --out "$R" --no-progress "$@" 2>&1 | tail -120
 cp "$R/times.csv" "$R/metadata.json" "$OUT/" 2>/dev/null
