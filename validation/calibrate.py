@@ -232,6 +232,24 @@ def bench_l1(b: _Bench, clock_hz: float) -> dict:
     return r
 
 
+def bench_l1_scatter(b: _Bench, clock_hz: float) -> dict:
+    """L1-resident loads where each lane touches a different 128-byte line: lines per clock per SM
+    (the L1's rate for uncoalesced hits)."""
+    cp = b.cp
+    k = b.fn("read_l1_scatter")
+    blocks, iters = b.sm_count * 2, 500
+    slice_bytes = 8 * MB_THREADS * 16
+    buf = cp.ones(blocks * slice_bytes // 4, dtype=cp.float32)
+    out = cp.zeros(blocks * MB_THREADS, dtype=cp.float32)
+    secs = b.event_times(lambda bb=buf: k((blocks,), (MB_THREADS,), (bb, cp.int32(iters), out)))
+    lines = float(blocks) * (MB_THREADS // 32) * iters * 8 * 32
+    r = _field("l1_scatter", "lines/clk/SM", [lines / (t * clock_hz * b.sm_count) for t in secs],
+               blocks=blocks, iters=iters, clock_hz_used=clock_hz)
+    del buf
+    b.free()
+    return r
+
+
 def bench_smem_bw(b: _Bench, clock_hz: float) -> dict:
     """Conflict-free float4 shared-memory reads, 2 blocks of 256 threads per SM: bytes per clock per SM."""
     cp = b.cp
@@ -404,6 +422,7 @@ def run_calibration(runs: int = RUNS) -> dict:
     bm["l2_read"] = bench_l2(b)
     bm["l1_read"] = bench_l1(b, clock_hz)
     bm["smem_read"] = bench_smem_bw(b, clock_hz)
+    bm["l1_scatter"] = bench_l1_scatter(b, clock_hz)
     bm["smem_chase"] = bench_smem_chase(b)
     bm["l1_chase"] = bench_chase(b, "l1_chase", 16 << 10, 128, mode=0, steps=10000, warm_steps=256,
                                  fresh_lines=False)
@@ -437,7 +456,8 @@ def run_calibration(runs: int = RUNS) -> dict:
     meta["calibration_wall_s"] = time.perf_counter() - t0
     meta["runs_per_benchmark"] = b.runs
     return {"meta": meta, "benchmarks": bm, "fields": fields,
-            "derived": {"smem_bytes_per_clk_per_sm": bm["smem_read"]["value"]}}
+            "derived": {"smem_bytes_per_clk_per_sm": bm["smem_read"]["value"],
+                        "l1_scatter_lines_per_clk_per_sm": bm["l1_scatter"]["value"]}}
 
 
 # ----- the profile TOML ----------------------------------------------------------------------------------
@@ -523,7 +543,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.no_profile:
         print(f"wrote {write_profile(results, args.profile)}")
     for name, e in results["fields"].items():
-        print(f"  {name:34s} {e['value']:.4g} {e['unit']}  (p10 {e['p10']:.4g}, p90 {e['p90']:.4g}, n={e['n']})")
+        val = e["value"] if isinstance(e["value"], list) else f"{e['value']:.4g}"
+        print(f"  {name:34s} {val} {e.get('unit', '')}  (p10 {e['p10']:.4g}, p90 {e['p90']:.4g}, n={e['n']})")
     print(f"  {'smem_bytes_per_clk_per_sm (raw only)':34s} {results['derived']['smem_bytes_per_clk_per_sm']:.4g}")
     return 0
 

@@ -25,20 +25,33 @@ def utc_now_iso() -> str:
     return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()
 
 
+REVISION_FILE = ".device_git_revision"
+
+
+def _revision_file(repo: Path) -> str:
+    """The revision written beside a working-tree copy that travels without its .git (device runs)."""
+    f = repo / REVISION_FILE
+    return f.read_text().strip() if f.exists() else "unknown"
+
+
 def git_revision(repo: Path = REPO_ROOT) -> str:
-    """``git rev-parse HEAD`` plus ``-dirty`` when ``git status --porcelain`` is non-empty; ``"unknown"`` without git."""
+    """``git rev-parse HEAD`` plus ``-dirty`` when ``git status --porcelain`` is non-empty.
+
+    Without git (or outside a checkout), the content of ``.device_git_revision`` in the repo root,
+    which ``validation/device_run.sh``'s caller writes before sending the tree; else ``"unknown"``.
+    """
     exe = shutil.which("git")
-    if exe is None:
-        return "unknown"
+    if exe is None or not (repo / ".git").exists():
+        return _revision_file(repo)
     try:
         rev = subprocess.run([exe, "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True,
                              timeout=10, check=True).stdout.strip()
         status = subprocess.run([exe, "status", "--porcelain"], cwd=repo, capture_output=True,
                                 text=True, timeout=30, check=True).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
+        return _revision_file(repo)
     if not rev:
-        return "unknown"
+        return _revision_file(repo)
     return f"{rev}-dirty" if status else rev
 
 

@@ -49,8 +49,9 @@ __global__ void __launch_bounds__(MB_THREADS) read_l1(const float4* __restrict__
 #pragma unroll
         for (int u = 0; u < 8; ++u) {
             float4 v;
+            // the address depends on the iteration so that ptxas cannot hoist the load
             asm volatile("ld.global.ca.v4.f32 {%0,%1,%2,%3}, [%4];"
-                         : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(ptr + u * MB_THREADS));
+                         : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(ptr + ((u + it) & 7) * MB_THREADS));
             acc += v.x;
         }
     }
@@ -70,8 +71,28 @@ __global__ void __launch_bounds__(MB_THREADS) read_smem(int iters, float* out) {
         for (int u = 0; u < 8; ++u) {
             float4 v;
             asm volatile("ld.shared.v4.f32 {%0,%1,%2,%3}, [%4];"
-                         : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(addr + 16u * u * MB_THREADS));
+                         : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                         : "r"(addr + 16u * (unsigned)((u + it) & 7) * MB_THREADS));
             acc += v.x;
+        }
+    }
+    if (acc == -12345.f) out[blockIdx.x * MB_THREADS + threadIdx.x] = acc;
+}
+
+// ---- L1 scattered hits: every lane of a warp reads a different 128-byte line of an L1-resident
+// 32 KiB slice (one float each), so each warp instruction touches 32 lines: lines per clock.
+__global__ void __launch_bounds__(MB_THREADS) read_l1_scatter(const float* __restrict__ buf, int iters, float* out) {
+    const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+    const float* base = buf + (unsigned long long)blockIdx.x * (L1_SLICE_VEC * 4);
+    float acc = 0.f;
+    for (int it = 0; it < iters; ++it) {
+#pragma unroll
+        for (int u = 0; u < 8; ++u) {
+            // line index: 32 lanes x 8 rows = 256 lines of 128 B = the 32 KiB slice
+            const unsigned line = lane * 8u + (unsigned)((u + it + warp) & 7);
+            float v;
+            asm volatile("ld.global.ca.f32 %0, [%1];" : "=f"(v) : "l"(base + line * 32u));
+            acc += v;
         }
     }
     if (acc == -12345.f) out[blockIdx.x * MB_THREADS + threadIdx.x] = acc;
