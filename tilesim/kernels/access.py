@@ -5,9 +5,9 @@ count what the memory system must do for it, the way the hardware splits a reque
 
 * global memory: distinct 32-byte sectors (what L2 sees) and distinct 128-byte lines (L1 data-stage
   wavefronts);
-* shared memory: wavefronts = the number of passes the 32 banks need. Accesses wider than 4 bytes
-  are served in phases (8-byte: two half-warps, 16-byte: four quarter-warps); within a phase each
-  bank serves one 4-byte word per wavefront, and lanes reading the same word are broadcast.
+* shared memory: wavefronts = the number of passes the 32 banks need: each bank serves one
+  4-byte word per wavefront, and lanes reading the same word are broadcast; 16-byte accesses are
+  served per half-warp.
 """
 
 from __future__ import annotations
@@ -27,23 +27,33 @@ def global_sectors_and_lines(addresses: Iterable[int], width_bytes: int, sector_
     return len(sectors), len(lines)
 
 
+#: lanes served together per access width: 16-byte accesses are served per half-warp
+LANES_PER_PHASE = {4: 32, 8: 32, 16: 16}
+
+
 def smem_wavefronts(addresses: Sequence[int | None], width_bytes: int, banks: int = 32,
                     bank_width_bytes: int = 4) -> int:
-    """Shared-memory wavefronts for one warp instruction; ``None`` marks an inactive lane."""
-    if width_bytes not in (4, 8, 16):
+    """Shared-memory wavefronts for one warp instruction; ``None`` marks an inactive lane.
+
+    Within a phase each bank serves one distinct 4-byte word per wavefront, and lanes reading the
+    same word share it (broadcast): a phase costs the largest number of distinct words any bank
+    must serve. 4- and 8-byte accesses are one phase of 32 lanes; 16-byte accesses are two phases
+    of 16 lanes (:data:`LANES_PER_PHASE`; chosen against Nsight Compute's wavefront counts of
+    the register-tiled kernels on the H200, see validation/results/h200/counters.csv).
+    """
+    if width_bytes not in LANES_PER_PHASE:
         raise ValueError(f"width_bytes must be 4, 8 or 16, got {width_bytes}")
-    lanes_per_phase = {4: 32, 8: 16, 16: 8}[width_bytes]
+    per = LANES_PER_PHASE[width_bytes]
     total = 0
-    for p in range(0, len(addresses), lanes_per_phase):
+    for p in range(0, len(addresses), per):
         words_per_bank: dict[int, set[int]] = {}
-        for a in addresses[p:p + lanes_per_phase]:
+        for a in addresses[p:p + per]:
             if a is None:
                 continue
             for off in range(0, width_bytes, bank_width_bytes):
                 word = (a + off) // bank_width_bytes
                 words_per_bank.setdefault(word % banks, set()).add(word)
-        if words_per_bank:
-            total += max(len(w) for w in words_per_bank.values())
+        total += max((len(w) for w in words_per_bank.values()), default=0)
     return total
 
 

@@ -104,11 +104,13 @@ def _naive_step(cfg: GemmConfig, hw: HardwareSpec):
     return step, math.ceil(cfg.k / kstep), kstep, W
 
 
-def _tile_load(cfg, hw, tensor, coords, rows, cols, row_stride_elems, vec, dest, smem_addr):
+def _tile_load(cfg, hw, tensor, coords, rows, cols, row_stride_elems, vec, dest, smem_addr, split=False):
     """Loads of a rows x cols tile (row-major in global memory) by all threads, ``vec`` elements each.
 
     Returns the GlobalAccess and the SharedAccess of staging it (``smem_addr(row, col)`` gives the
-    shared byte address of an element; transposed layouts store ``vec`` scalars).
+    shared byte address of an element; transposed layouts store ``vec`` scalars). With ``split``
+    each thread's ``vec``-element chunk is moved by ``vec`` 4-byte copies (cp.async into a
+    transposed layout), one instruction per component.
     """
     e, ws, T = cfg.elem_bytes, hw.warp_size, cfg.threads
     row_stride_elems = max(row_stride_elems, cols)  # tiles wider than the matrix: rows do not overlap
@@ -121,6 +123,7 @@ def _tile_load(cfg, hw, tensor, coords, rows, cols, row_stride_elems, vec, dest,
     st_wave = 0
     st_ideal = 0
     st_instr = 0
+    banks, bw = hw.smem_banks, hw.smem_bank_width_bytes
     for r in range(rounds):
         for w in range(math.ceil(T / ws)):
             idxs = [(r * T + t) * vec for t in _lanes(w, T, ws)]
@@ -129,19 +132,23 @@ def _tile_load(cfg, hw, tensor, coords, rows, cols, row_stride_elems, vec, dest,
                 continue
             addrs = [((i // cols) * row_stride_elems + (i % cols)) * e for i in idxs]
             sectors.update((a + off) // hw.sector_bytes for a in addrs for off in range(0, vec * e, 4))
-            _, lines = global_sectors_and_lines(addrs, vec * e, hw.sector_bytes, 4 * hw.sector_bytes)
-            l1 += lines
-            instr += 1
+            if split:
+                for q in range(vec):
+                    l1 += global_sectors_and_lines([a + q * e for a in addrs], e, hw.sector_bytes, 4 * hw.sector_bytes)[1]
+                    instr += 1
+            else:
+                l1 += global_sectors_and_lines(addrs, vec * e, hw.sector_bytes, 4 * hw.sector_bytes)[1]
+                instr += 1
             # shared stores of these elements
             saddrs = [smem_addr(i // cols, i % cols) for i in idxs]
             if all(isinstance(s, tuple) for s in saddrs):  # transposed: vec scalar stores
                 for q in range(vec):
-                    st_wave += smem_wavefronts([s[q] for s in saddrs], e, hw.smem_banks, hw.smem_bank_width_bytes)
-                    st_ideal += ideal_wavefronts(len(saddrs), e, hw.smem_banks, hw.smem_bank_width_bytes)
+                    st_wave += smem_wavefronts([s[q] for s in saddrs], e, banks, bw)
+                    st_ideal += ideal_wavefronts(len(saddrs), e, banks, bw)
                     st_instr += 1
             else:
-                st_wave += smem_wavefronts(saddrs, vec * e, hw.smem_banks, hw.smem_bank_width_bytes)
-                st_ideal += ideal_wavefronts(len(saddrs), vec * e, hw.smem_banks, hw.smem_bank_width_bytes)
+                st_wave += smem_wavefronts(saddrs, vec * e, banks, bw)
+                st_ideal += ideal_wavefronts(len(saddrs), vec * e, banks, bw)
                 st_instr += 1
     access = GlobalAccess(TileRef(tensor, coords, n_elems * e), n_elems * e, len(sectors), l1, instr, dest)
     return access, SharedAccess(bytes=n_elems * e, instructions=st_instr, wavefronts=st_wave, ideal_wavefronts=st_ideal)
@@ -168,23 +175,25 @@ def _staged_step(cfg: GemmConfig, hw: HardwareSpec):
             return b_base + (r * b_stride + c) * e
         return tuple(b_base + (r * b_stride + c + q) * e for q in range(vec))
 
-    la, sa = _tile_load(cfg, hw, "A", ("by", "k"), cfg.bm, cfg.bk, cfg.k, vec, dest, a_addr)
+    # cp.async cannot transpose: a transposed A is copied 4 bytes at a time
+    la, sa = _tile_load(cfg, hw, "A", ("by", "k"), cfg.bm, cfg.bk, cfg.k, vec, dest, a_addr,
+                        split=cfg.vectorize and dest == "async")
     lb, sb = _tile_load(cfg, hw, "B", ("k", "bx"), cfg.bk, cfg.bn, cfg.n, vec, dest, b_addr)
     stores = SharedAccess(bytes=sa.bytes + sb.bytes,
                           instructions=0 if dest == "async" else sa.instructions + sb.instructions,
                           wavefronts=sa.wavefronts + sb.wavefronts,
                           ideal_wavefronts=sa.ideal_wavefronts + sb.ideal_wavefronts)
 
-    # Inner loop: shared -> register loads for one dot-k, warp 0's pattern times the warp count.
-    a_reads, b_reads = _fragment_addresses(cfg, ws, a_stride, b_stride, e)
+    # Inner loop: shared -> register loads of one k-step, warp 0's pattern times the warp count.
+    reads = _fragment_addresses(cfg, ws, a_stride, b_stride, e)
     lds_instr = lds_wave = lds_ideal = 0
-    for addrs, width in a_reads + b_reads:
+    for addrs, width in reads:
         lds_instr += 1
         lds_wave += smem_wavefronts(addrs, width, hw.smem_banks, hw.smem_bank_width_bytes)
         lds_ideal += ideal_wavefronts(len(addrs), width, hw.smem_banks, hw.smem_bank_width_bytes)
-    lds_bytes = sum(len(a) * w for a, w in a_reads + b_reads)
-    smem_loads = SharedAccess(bytes=lds_bytes * W * cfg.bk, instructions=lds_instr * W * cfg.bk,
-                              wavefronts=lds_wave * W * cfg.bk, ideal_wavefronts=lds_ideal * W * cfg.bk)
+    lds_bytes = sum(len(a) * w for a, w in reads)
+    smem_loads = SharedAccess(bytes=lds_bytes * W, instructions=lds_instr * W,
+                              wavefronts=lds_wave * W, ideal_wavefronts=lds_ideal * W)
     ffma = cfg.bm * cfg.bn * cfg.bk / ws
     barriers = 2 if cfg.pipeline == "none" else 1
     other = 2 * (la.instructions + lb.instructions) + 4 * W + barriers * W
@@ -197,49 +206,65 @@ def _staged_step(cfg: GemmConfig, hw: HardwareSpec):
 
 
 def _fragment_addresses(cfg: GemmConfig, ws: int, a_stride: int, b_stride: int, e: int):
-    """Warp 0's shared-load instructions for one dot-k step: lists of (lane byte addresses, width)."""
+    """Warp 0's shared-load instructions for one whole k-step: lists of (lane byte addresses, width).
+
+    The inner loop over the step's ``bk`` dot products is unrolled by the compiler, which merges
+    loads of consecutive, provably aligned elements into 64- or 128-bit loads: along k for A stored
+    row-major (``As[row][k..k+3]``), along the fragment for B and for transposed A
+    (``Bs[k][col..col+3]``). A padded row stride that breaks the alignment keeps them scalar.
+    """
     v = cfg.variant
-    T = min(cfg.threads, ws)
+    lanes = range(min(cfg.threads, ws))
     b_base = cfg.smem_a_shape[0] * a_stride * e
-    kk = 0
-
-    def a_at(row):  # byte address of A[row][kk] in shared memory
-        return ((kk * a_stride + row) if cfg.vectorize else (row * a_stride + kk)) * e
-
-    def b_at(col):
-        return b_base + (kk * b_stride + col) * e
-
-    a_reads: list = []
-    b_reads: list = []
-    lanes = range(T)
     if v == "smem":
-        a_reads.append(([a_at(t // cfg.bn) for t in lanes], e))
-        b_reads.append(([b_at(t % cfg.bn) for t in lanes], e))
+        a_rows = [[t // cfg.bn] for t in lanes]
+        b_cols = [[t % cfg.bn] for t in lanes]
     elif v == "reg1d":
-        b_reads.append(([b_at(t % cfg.bn) for t in lanes], e))
-        for i in range(cfg.tm):
-            a_reads.append(([a_at((t // cfg.bn) * cfg.tm + i) for t in lanes], e))
+        a_rows = [[(t // cfg.bn) * cfg.tm + i for i in range(cfg.tm)] for t in lanes]
+        b_cols = [[t % cfg.bn] for t in lanes]
     elif v == "reg2d":
         cols = cfg.bn // cfg.tn
-        row_of = [t // cols for t in lanes]
-        col_of = [t % cols for t in lanes]
-        _frag_reads(a_reads, [r * cfg.tm for r in row_of], cfg.tm, a_at, e, cfg.vectorize)
-        _frag_reads(b_reads, [c * cfg.tn for c in col_of], cfg.tn, b_at, e, cfg.vectorize)
+        a_rows = [[(t // cols) * cfg.tm + i for i in range(cfg.tm)] for t in lanes]
+        b_cols = [[(t % cols) * cfg.tn + j for j in range(cfg.tn)] for t in lanes]
     else:  # warp tiling, warp 0
         sub_m, sub_n = cfg.wm // cfg.wmiter, cfg.wn // cfg.wniter
         cols = sub_n // cfg.tn
-        for wsm in range(cfg.wmiter):
-            _frag_reads(a_reads, [wsm * sub_m + (t // cols) * cfg.tm for t in lanes], cfg.tm, a_at, e, cfg.vectorize)
-        for wsn in range(cfg.wniter):
-            _frag_reads(b_reads, [wsn * sub_n + (t % cols) * cfg.tn for t in lanes], cfg.tn, b_at, e, cfg.vectorize)
-    return a_reads, b_reads
+        a_rows = [[w * sub_m + (t // cols) * cfg.tm + i for w in range(cfg.wmiter) for i in range(cfg.tm)]
+                  for t in lanes]
+        b_cols = [[w * sub_n + (t % cols) * cfg.tn + j for w in range(cfg.wniter) for j in range(cfg.tn)]
+                  for t in lanes]
+    reads: list = []
+    if cfg.vectorize:  # As[k][row]: runs of consecutive rows at each k
+        _runs(reads, a_rows, cfg.bk, lambda k, r: (k * a_stride + r) * e, a_stride, e)
+    else:  # As[row][k]: consecutive along the unrolled k
+        kw = _merge_width(cfg.bk, a_stride)
+        for k0 in range(0, cfg.bk, kw):
+            for i in range(len(a_rows[0])):
+                reads.append(([(rows[i] * a_stride + k0) * e for rows in a_rows], kw * e))
+    _runs(reads, b_cols, cfg.bk, lambda k, c: b_base + (k * b_stride + c) * e, b_stride, e)
+    return reads
 
 
-def _frag_reads(out: list, starts: list[int], length: int, at, e: int, vectorize: bool) -> None:
-    """Reads of ``length`` consecutive elements from each lane's start, 16-byte wide when possible."""
-    step = 4 if (vectorize and length % 4 == 0) else 1
-    for i in range(0, length, step):
-        out.append(([at(s + i) for s in starts], step * e))
+def _merge_width(run: int, stride: int) -> int:
+    """Elements per load when merging a run of ``run`` consecutive elements in rows of ``stride``."""
+    for w in (4, 2):
+        if run % w == 0 and stride % w == 0:
+            return w
+    return 1
+
+
+def _runs(out: list, per_lane: list, bk: int, addr, stride: int, e: int) -> None:
+    """Loads of each lane's element list at every k: consecutive runs merged when aligned."""
+    n = len(per_lane[0])
+    starts = [i for i in range(n) if i == 0 or per_lane[0][i] != per_lane[0][i - 1] + 1]
+    bounds = starts + [n]
+    for k in range(bk):
+        for s0, s1 in zip(bounds, bounds[1:], strict=False):
+            w = _merge_width(s1 - s0, stride)
+            if any(lane[s0] % w for lane in per_lane):
+                w = 1
+            for i in range(s0, s1, w):
+                out.append(([addr(k, lane[i]) for lane in per_lane], w * e))
 
 
 def _output_coords(cfg: GemmConfig, tid: int) -> list[tuple[int, int]]:

@@ -33,7 +33,7 @@ __global__ void __launch_bounds__(MB_THREADS) read_l2(const float4* __restrict__
                 const float4* ptr = buf + j + u * stride;
                 asm volatile("ld.global.cg.v4.f32 {%0,%1,%2,%3}, [%4];"
                              : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(ptr));
-                acc += v.x;
+                acc += (v.x + v.y) + (v.z + v.w);  // use every component: no narrowing to 32-bit loads
             }
         }
     }
@@ -52,7 +52,7 @@ __global__ void __launch_bounds__(MB_THREADS) read_l1(const float4* __restrict__
             // the address depends on the iteration so that ptxas cannot hoist the load
             asm volatile("ld.global.ca.v4.f32 {%0,%1,%2,%3}, [%4];"
                          : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(ptr + ((u + it) & 7) * MB_THREADS));
-            acc += v.x;
+            acc += (v.x + v.y) + (v.z + v.w);  // use every component: no narrowing to 32-bit loads
         }
     }
     if (acc == -12345.f) out[blockIdx.x * MB_THREADS + threadIdx.x] = acc;
@@ -73,7 +73,7 @@ __global__ void __launch_bounds__(MB_THREADS) read_smem(int iters, float* out) {
             asm volatile("ld.shared.v4.f32 {%0,%1,%2,%3}, [%4];"
                          : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
                          : "r"(addr + 16u * (unsigned)((u + it) & 7) * MB_THREADS));
-            acc += v.x;
+            acc += (v.x + v.y) + (v.z + v.w);  // use every component: no narrowing to 32-bit loads
         }
     }
     if (acc == -12345.f) out[blockIdx.x * MB_THREADS + threadIdx.x] = acc;
