@@ -55,7 +55,8 @@ class GlobalAccess:
 
     ``l2_sectors`` is what the block requests from L2 (32-byte sectors, after L1 hits), which is
     more than ``useful_bytes / 32`` when the access is uncoalesced; ``l1_wavefronts`` is the
-    L1/LSU data-stage work (one wavefront per clock per SM); ``instructions`` are warp-level.
+    L1/LSU work in SM clock cycles (see :func:`tilesim.kernels.access.l1_cycles`);
+    ``instructions`` are warp-level.
     ``dest`` says where loaded data goes: "register" (used directly), "shared" (through registers,
     then stored by ``smem_stores``), "async" (cp.async straight into shared memory).
     For stores (epilogue writes) ``dest`` is ignored.
@@ -100,6 +101,8 @@ class Compute:
 
     ``critical_path_cycles`` is the latency of one warp's dependent chain through a step (load ->
     use round trips, dependent FMAs): a step can never finish faster, however idle the SM is.
+    ``rounds`` is how many times per step a warp must wait for shared-memory loads before the math
+    that uses them (one per dot product of a k-step in a GEMM).
     """
 
     ffma: float = 0
@@ -107,8 +110,11 @@ class Compute:
     mma_flops: float = 0
     other: float = 0
     critical_path_cycles: float = 0
+    rounds: int = 1
 
     def __post_init__(self) -> None:
+        if self.rounds < 1:
+            raise ValueError(f"Compute: rounds must be >= 1, got {self.rounds}")
         _positive("Compute", ffma=self.ffma, mma=self.mma, mma_flops=self.mma_flops, other=self.other,
                   critical_path_cycles=self.critical_path_cycles)
 

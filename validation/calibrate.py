@@ -51,7 +51,8 @@ ISSUE_INSTR_PER_ITER = 96  # issue_mix: 64 FFMA + 32 LOP3 warp instructions per 
 PROFILE_FIELDS = ("sm_clock_hz", "hbm_bytes_per_s", "hbm_latency_cycles", "l2_bytes_per_s",
                   "l2_latency_cycles", "l1_bytes_per_clk_per_sm", "l1_latency_cycles",
                   "smem_latency_cycles", "fp32_lanes_per_sm", "issue_warp_instr_per_clk_per_sm",
-                  "launch_overhead_s", "ffma_rate_by_warps")
+                  "launch_overhead_s", "ffma_rate_by_warps", "warp_issue_per_clk",
+                  "l1_requests_per_clk_per_sm", "l1_lines_per_clk_per_sm", "l1_aliased_lines_per_clk_per_sm")
 
 
 def summarize(values: Sequence[float]) -> dict:
@@ -232,19 +233,36 @@ def bench_l1(b: _Bench, clock_hz: float) -> dict:
     return r
 
 
-def bench_l1_scatter(b: _Bench, clock_hz: float) -> dict:
-    """L1-resident loads where each lane touches a different 128-byte line: lines per clock per SM
-    (the L1's rate for uncoalesced hits)."""
+def bench_l1_req(b: _Bench, clock_hz: float) -> dict:
+    """Coalesced 32-bit loads that hit in L1 (one 128-byte line per warp instruction): requests
+    per clock per SM."""
+    cp = b.cp
+    k = b.fn("read_l1_req")
+    blocks, iters = b.sm_count * 2, 2000
+    buf = cp.ones(blocks * 8 * MB_THREADS * 4, dtype=cp.float32)
+    out = cp.zeros(blocks * MB_THREADS, dtype=cp.float32)
+    secs = b.event_times(lambda bb=buf: k((blocks,), (MB_THREADS,), (bb, cp.int32(iters), out)))
+    reqs = float(blocks) * (MB_THREADS // 32) * iters * 8
+    r = _field("l1_req", "requests/clk/SM", [reqs / (t * clock_hz * b.sm_count) for t in secs],
+               blocks=blocks, iters=iters, clock_hz_used=clock_hz)
+    del buf
+    b.free()
+    return r
+
+
+def bench_l1_scatter(b: _Bench, clock_hz: float, stride_bytes: int) -> dict:
+    """L1-resident loads where each lane touches a different 128-byte line, lanes ``stride_bytes``
+    apart: lines per clock per SM (the L1's rate for uncoalesced hits)."""
     cp = b.cp
     k = b.fn("read_l1_scatter")
     blocks, iters = b.sm_count * 2, 500
-    slice_bytes = 8 * MB_THREADS * 16
-    buf = cp.ones(blocks * slice_bytes // 4, dtype=cp.float32)
+    stride = stride_bytes // 4
+    buf = cp.ones(blocks * 32 * stride + 8 * 32, dtype=cp.float32)
     out = cp.zeros(blocks * MB_THREADS, dtype=cp.float32)
-    secs = b.event_times(lambda bb=buf: k((blocks,), (MB_THREADS,), (bb, cp.int32(iters), out)))
+    secs = b.event_times(lambda bb=buf: k((blocks,), (MB_THREADS,), (bb, cp.int32(iters), cp.int32(stride), out)))
     lines = float(blocks) * (MB_THREADS // 32) * iters * 8 * 32
-    r = _field("l1_scatter", "lines/clk/SM", [lines / (t * clock_hz * b.sm_count) for t in secs],
-               blocks=blocks, iters=iters, clock_hz_used=clock_hz)
+    r = _field(f"l1_scatter_{stride_bytes}B", "lines/clk/SM", [lines / (t * clock_hz * b.sm_count) for t in secs],
+               blocks=blocks, iters=iters, stride_bytes=stride_bytes, clock_hz_used=clock_hz)
     del buf
     b.free()
     return r
@@ -404,6 +422,35 @@ def bench_fma_by_warps(b: _Bench, warps_list: Sequence[int] = (4, 8, 12, 16, 24,
             "p10": min(r["p10"] for r in out_rows.values()), "p90": max(r["p90"] for r in out_rows.values())}
 
 
+def fields_from_benchmarks(bm: dict) -> dict:
+    """The HardwareSpec fields a set of microbenchmark results calibrates (pure: no GPU)."""
+    fields = {
+        "sm_clock_hz": bm["clock_probe"],
+        "hbm_bytes_per_s": bm["hbm_copy"]["best"],
+        "hbm_latency_cycles": bm["hbm_chase"],
+        "l2_bytes_per_s": bm["l2_read"]["best"],
+        "l2_latency_cycles": bm["l2_chase"],
+        "l1_bytes_per_clk_per_sm": bm["l1_read"],
+        "l1_requests_per_clk_per_sm": bm["l1_req"],
+        "l1_lines_per_clk_per_sm": bm["l1_scatter"],
+        "l1_aliased_lines_per_clk_per_sm": bm["l1_scatter_aliased"],
+        "l1_latency_cycles": bm["l1_chase"],
+        "smem_latency_cycles": bm["smem_chase"],
+        "fp32_lanes_per_sm": bm["fma"]["lanes"],
+        "issue_warp_instr_per_clk_per_sm": bm["issue"]["rate"],
+        "launch_overhead_s": bm["launch"]["events"],
+    }
+    if "value" in bm["fma_by_warps"]:
+        fields["ffma_rate_by_warps"] = bm["fma_by_warps"]
+        one = bm["fma_by_warps"]["by_warps"].get("4")
+        if one:  # 4 warps on 4 schedulers: what one warp alone issues per clock
+            fields["warp_issue_per_clk"] = {**{k: v for k, v in one.items() if k != "runs"},
+                                            "value": one["value"] / 4, "p10": one["p10"] / 4,
+                                            "p90": one["p90"] / 4, "unit": "instr/clk/warp",
+                                            "benchmark": "fma_outer, 4 warps per SM (one per scheduler)"}
+    return {k: {kk: vv for kk, vv in v.items() if kk != "runs"} for k, v in fields.items()}
+
+
 def run_calibration(runs: int = RUNS) -> dict:
     """Run every microbenchmark on the current GPU; return raw results and the profile fields.
 
@@ -422,7 +469,9 @@ def run_calibration(runs: int = RUNS) -> dict:
     bm["l2_read"] = bench_l2(b)
     bm["l1_read"] = bench_l1(b, clock_hz)
     bm["smem_read"] = bench_smem_bw(b, clock_hz)
-    bm["l1_scatter"] = bench_l1_scatter(b, clock_hz)
+    bm["l1_req"] = bench_l1_req(b, clock_hz)
+    bm["l1_scatter"] = bench_l1_scatter(b, clock_hz, 1152)
+    bm["l1_scatter_aliased"] = bench_l1_scatter(b, clock_hz, 16384)
     bm["smem_chase"] = bench_smem_chase(b)
     bm["l1_chase"] = bench_chase(b, "l1_chase", 16 << 10, 128, mode=0, steps=10000, warm_steps=256,
                                  fresh_lines=False)
@@ -436,22 +485,7 @@ def run_calibration(runs: int = RUNS) -> dict:
         bm["fma_by_warps"] = bench_fma_by_warps(b)
     except Exception as exc:  # a failed extra benchmark must not lose the others
         bm["fma_by_warps"] = {"error": repr(exc)}
-    fields = {
-        "sm_clock_hz": bm["clock_probe"],
-        "hbm_bytes_per_s": bm["hbm_copy"]["best"],
-        "hbm_latency_cycles": bm["hbm_chase"],
-        "l2_bytes_per_s": bm["l2_read"]["best"],
-        "l2_latency_cycles": bm["l2_chase"],
-        "l1_bytes_per_clk_per_sm": bm["l1_read"],
-        "l1_latency_cycles": bm["l1_chase"],
-        "smem_latency_cycles": bm["smem_chase"],
-        "fp32_lanes_per_sm": bm["fma"]["lanes"],
-        "issue_warp_instr_per_clk_per_sm": bm["issue"]["rate"],
-        "launch_overhead_s": bm["launch"]["events"],
-    }
-    if "value" in bm["fma_by_warps"]:
-        fields["ffma_rate_by_warps"] = bm["fma_by_warps"]
-    fields = {k: {kk: vv for kk, vv in v.items() if kk != "runs"} for k, v in fields.items()}
+    fields = fields_from_benchmarks(bm)
     meta = collect_metadata()
     meta["calibration_wall_s"] = time.perf_counter() - t0
     meta["runs_per_benchmark"] = b.runs
@@ -528,7 +562,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--profile", default=str(DEFAULT_PROFILE), help="calibrated profile TOML to write")
     ap.add_argument("--no-profile", action="store_true", help="only write calibration.json")
     ap.add_argument("--runs", type=int, default=RUNS, help=f"runs per benchmark (>= {MIN_RUNS})")
+    ap.add_argument("--from-json", default=None,
+                    help="rebuild the profile from a recorded calibration.json (no GPU needed)")
     args = ap.parse_args(argv)
+    if args.from_json:
+        results = json.loads(Path(args.from_json).read_text())
+        results["fields"] = fields_from_benchmarks(results["benchmarks"])
+        print(f"wrote {write_profile(results, args.profile)} from {args.from_json}")
+        return 0
     from validation.suite import gpu_available  # noqa: PLC0415
 
     why = gpu_available()

@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m validation.sass_histogram CUBIN_DIR OUT.json", file=sys.stderr)
         return 2
     result: dict = {}
-    for cubin in sorted(Path(args[0]).expanduser().rglob("*.cubin")):
+    for cubin in sorted(f for f in Path(args[0]).expanduser().rglob("*") if f.is_file()):
         p = subprocess.run(["cuobjdump", "-sass", str(cubin)], capture_output=True, text=True)
         if p.returncode == 0:
             result.update(histogram(p.stdout))

@@ -44,6 +44,8 @@ from tilesim.result import Interval, SimResult, Traffic
 
 STEADY_TOL = 0.01  # relative difference of two step windows that counts as settled
 MAX_WARP_GROUPS = 8  # independent warp groups simulated per block (warps aggregated beyond)
+MAX_ROUNDS = 4  # load-then-use rounds simulated per k-step (rounds beyond are aggregated)
+MAX_MATH_GROUPS = 4  # concurrent warp groups simulated per block between barriers
 MAX_TIMELINE = 20000
 CHANNELS = ("issue", "fma", "smem", "l1", "l2", "hbm")
 COUNTERS = CHANNELS + ("hbm_read", "hbm_write", "l2_load", "l2_store", "l2_miss_load",
@@ -85,12 +87,11 @@ class Engine:
             raise ValueError(f"{program.name}: no block fits on an SM of {hw.name} (limited by {self.occ.limiter})")
         self.env = simpy.Environment()
         clk = hw.sm_clock_hz
-        line_bytes = 4 * hw.sector_bytes
         self.ch = {
             "issue": Channel("issue", hw.issue_warp_instr_per_clk_per_sm * clk, "warp instructions"),
             "fma": Channel("fma", hw.ffma_rate_at(self.occ.active_warps_per_sm) * clk, "FFMA warp instructions"),
             "smem": Channel("smem", clk, "wavefronts"),
-            "l1": Channel("l1", hw.l1_bytes_per_clk_per_sm / line_bytes * clk, "wavefronts"),
+            "l1": Channel("l1", clk, "L1 cycles"),
             "l2": Channel("l2", hw.l2_bytes_per_s, "bytes"),
             "hbm": Channel("hbm", hw.hbm_bytes_per_s, "bytes"),
         }
@@ -105,7 +106,14 @@ class Engine:
         self.l2_lat_s = hw.l2_latency_cycles / clk
         self.hbm_lat_s = hw.hbm_latency_cycles / clk
         self.crit_s = step.compute.critical_path_cycles / clk
+        self.smem_lat_s = hw.smem_latency_cycles / clk
         self.groups = min(program.warp_groups, MAX_WARP_GROUPS)
+        self.warps_per_block = -(-lc.threads_per_block // hw.warp_size)
+        self.warp_ipc_per_s = hw.warp_issue_per_clk * clk
+        self.async_loads = any(ld.dest == "async" for ld in step.loads)
+        self.rounds = min(step.compute.rounds, MAX_ROUNDS)
+        # barrier-free kernels already run independent warp groups (``warp_groups``)
+        self.math_groups = min(self.warps_per_block, MAX_MATH_GROUPS) if self.groups == 1 else 1
         self.iter_tally = self._step_tally()
 
     # ----- per-step amounts (independent of which blocks run) --------------------------------
@@ -192,24 +200,56 @@ class Engine:
         v["l1"] += it["l1"] * share
         return done + (self.hbm_lat_s if missed else self.l2_lat_s)
 
-    def _compute(self, share: float, tally: _Tally) -> float:
-        """Stage the step's data in shared memory (if not async) and do the step's math."""
+    def _compute(self, share: float, tally: _Tally):
+        """Stage the step's data in shared memory (if not async) and do the step's math (a process).
+
+        The math runs in ``rounds`` (at most MAX_ROUNDS) load-then-use rounds: each waits for its
+        shared loads (wavefronts on the smem channel, then the shared-memory latency) before its
+        FMAs and other instructions. A block that synchronises at barriers splits its warps into
+        up to MAX_MATH_GROUPS groups that run their rounds concurrently until the barrier, so one
+        group's loads overlap another's math; no warp issues faster than ``warp_issue_per_clk``.
+        """
         env, ch, s = self.env, self.ch, self.p.step
-        now = env.now
         it = self.iter_tally.v
-        smem = s.smem_loads.wavefronts + (0 if any(ld.dest == "async" for ld in s.loads) else s.smem_stores.wavefronts)
-        issue = it["issue"] - sum(ld.instructions for ld in s.loads)
-        done = max(ch["issue"].request(now, issue * share),
-                   ch["fma"].request(now, it["fma"] * share),
-                   ch["smem"].request(now, smem * share),
-                   now + self.crit_s)
+        t0 = env.now
+        if not self.async_loads and s.smem_stores.wavefronts:
+            done = max(ch["smem"].request(t0, s.smem_stores.wavefronts * share),
+                       ch["issue"].request(t0, s.smem_stores.instructions * share))
+            if done > env.now:
+                yield env.timeout(done - env.now)
+        groups = self.math_groups
+        if groups == 1:
+            yield from self._math(share)
+        else:
+            yield simpy.AllOf(env, [env.process(self._math(share / groups)) for _ in range(groups)])
+        if env.now < t0 + self.crit_s:
+            yield env.timeout(t0 + self.crit_s - env.now)
         v = tally.v
         v["issue"] += it["issue"] * share
         v["fma"] += it["fma"] * share
         v["smem"] += it["smem"] * share
         for key in ("smem_bytes", "smem_ideal", "ffma"):
             v[key] += it[key] * share
-        return done
+
+    def _math(self, share: float):
+        """One group of warps through the step's load-then-use rounds (a process)."""
+        env, ch, c = self.env, self.ch, self.p.step.compute
+        lds = self.p.step.smem_loads
+        r = self.rounds
+        f = share / r
+        warps = max(self.warps_per_block * share, 1e-9)
+        for _ in range(r):
+            now = env.now
+            if lds.wavefronts:
+                done = max(ch["smem"].request(now, lds.wavefronts * f),
+                           ch["issue"].request(now, lds.instructions * f)) + self.smem_lat_s
+                yield env.timeout(done - now)
+                now = env.now
+            instr = (c.ffma + c.other) * f
+            done = max(ch["fma"].request(now, c.ffma * f), ch["issue"].request(now, instr),
+                       now + instr / warps / self.warp_ipc_per_s)
+            yield env.timeout(done - now)
+            self.events += 1
 
     def _steps(self, slot: int, lane: _Lane, first: int, count: int, share: float, lead: bool,
                start: int, steps: int, tally: _Tally):
@@ -227,8 +267,7 @@ class Engine:
                 yield env.timeout(ready - t0)
             self._record(slot, "load_wait", t0, env.now)
             t1 = env.now
-            done = self._compute(share, tally)
-            yield env.timeout(done - t1)
+            yield from self._compute(share, tally)
             self._record(slot, "compute", t1, env.now)
             self.events += 1
 

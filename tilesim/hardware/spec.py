@@ -33,6 +33,7 @@ class HardwareSpec:
     warp_size: int
     fp32_lanes_per_sm: int  # FP32 FMA lanes: one FFMA per lane per clock
     issue_warp_instr_per_clk_per_sm: float  # warp schedulers x 1 instruction per clock
+    warp_issue_per_clk: float  # instructions per clock one warp sustains when alone on its scheduler
     # FFMA warp instructions per clock per SM that N resident warps sustain: ((warps, rate), ...),
     # interpolated linearly and held flat beyond the ends
     ffma_rate_by_warps: tuple
@@ -57,6 +58,10 @@ class HardwareSpec:
     smem_latency_cycles: float
     # --- L1 / load-store path ----------------------------------------------------------------
     l1_bytes_per_clk_per_sm: float  # global (L1TEX) data returned to one SM per clock
+    l1_requests_per_clk_per_sm: float  # warp load instructions (one line each) the L1 serves per clock
+    l1_lines_per_clk_per_sm: float  # distinct lines per clock for scattered hits in different sets
+    l1_aliased_lines_per_clk_per_sm: float  # the same, when the lines fall in one set
+    l1_set_period_bytes: int  # lines this many bytes apart fall in the same L1 set
     l1_latency_cycles: float
     sector_bytes: int
     # --- L2 ---------------------------------------------------------------------------------

@@ -60,3 +60,26 @@ def smem_wavefronts(addresses: Sequence[int | None], width_bytes: int, banks: in
 def ideal_wavefronts(active_lanes: int, width_bytes: int, banks: int = 32, bank_width_bytes: int = 4) -> int:
     """Wavefronts a conflict-free access of this width needs (ceil of bytes / bank row)."""
     return max(1, -(-(active_lanes * width_bytes) // (banks * bank_width_bytes)))
+
+
+def l1_cycles(addresses: Sequence[int], width_bytes: int, hw) -> float:
+    """L1 cycles one warp load instruction occupies on its SM.
+
+    The larger of: one request slot (``l1_requests_per_clk_per_sm``), the bytes over the L1
+    bandwidth, the distinct 128-byte lines over the scattered-line rate, and the lines that share
+    one set (``l1_set_period_bytes``) over the aliased-line rate. All four rates are measured by
+    validation/calibrate.py's microbenchmarks.
+    """
+    line = 4 * hw.sector_bytes
+    lines = {(a + off) // line for a in addresses for off in range(0, width_bytes, 4)}
+    sets_per_period = max(1, hw.l1_set_period_bytes // line)
+    per_set: dict[int, int] = {}
+    for ln in lines:
+        per_set[ln % sets_per_period] = per_set.get(ln % sets_per_period, 0) + 1
+    worst = max(per_set.values(), default=0)
+    cycles = max(1.0 / hw.l1_requests_per_clk_per_sm,
+                 len(addresses) * width_bytes / hw.l1_bytes_per_clk_per_sm)
+    if len(lines) > 1:
+        cycles = max(cycles, len(lines) / hw.l1_lines_per_clk_per_sm,
+                     worst / hw.l1_aliased_lines_per_clk_per_sm)
+    return cycles

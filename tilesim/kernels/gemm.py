@@ -22,7 +22,12 @@ from __future__ import annotations
 import math
 
 from tilesim.hardware import HardwareSpec
-from tilesim.kernels.access import global_sectors_and_lines, ideal_wavefronts, smem_wavefronts
+from tilesim.kernels.access import (
+    global_sectors_and_lines,
+    ideal_wavefronts,
+    l1_cycles,
+    smem_wavefronts,
+)
 from tilesim.kernels.gemm_config import GemmConfig, check_fits
 from tilesim.program import (
     Compute,
@@ -86,8 +91,8 @@ def _naive_step(cfg: GemmConfig, hw: HardwareSpec):
     l1_wavefronts = 0.0
     for w in range(W):
         lanes = [rc(t) for t in _lanes(w, cfg.threads, ws)]
-        _, la = global_sectors_and_lines([(r * cfg.k) * e for r, _ in lanes], e, hw.sector_bytes, 4 * hw.sector_bytes)
-        _, lb = global_sectors_and_lines([c * e for _, c in lanes], e, hw.sector_bytes, 4 * hw.sector_bytes)
+        la = l1_cycles([(r * cfg.k) * e for r, _ in lanes], e, hw)
+        lb = l1_cycles([c * e for _, c in lanes], e, hw)
         l1_wavefronts += kstep * (la + lb)
     # Distinct sectors the block needs from L2 in one step (L1 keeps them within the step).
     a_sectors = cfg.bm * math.ceil(kstep * e / hw.sector_bytes)
@@ -134,10 +139,10 @@ def _tile_load(cfg, hw, tensor, coords, rows, cols, row_stride_elems, vec, dest,
             sectors.update((a + off) // hw.sector_bytes for a in addrs for off in range(0, vec * e, 4))
             if split:
                 for q in range(vec):
-                    l1 += global_sectors_and_lines([a + q * e for a in addrs], e, hw.sector_bytes, 4 * hw.sector_bytes)[1]
+                    l1 += l1_cycles([a + q * e for a in addrs], e, hw)
                     instr += 1
             else:
-                l1 += global_sectors_and_lines(addrs, vec * e, hw.sector_bytes, 4 * hw.sector_bytes)[1]
+                l1 += l1_cycles(addrs, vec * e, hw)
                 instr += 1
             # shared stores of these elements
             saddrs = [smem_addr(i // cols, i % cols) for i in idxs]
@@ -201,7 +206,8 @@ def _staged_step(cfg: GemmConfig, hw: HardwareSpec):
         other += 2 * W  # commit + wait_group
     crit = hw.smem_latency_cycles * (1 + barriers) + cfg.bk * FFMA_LATENCY_CYCLES
     step = KStep(loads=(la, lb), smem_stores=stores, smem_loads=smem_loads,
-                 compute=Compute(ffma=ffma, other=other, critical_path_cycles=crit), barriers=barriers)
+                 compute=Compute(ffma=ffma, other=other, critical_path_cycles=crit, rounds=cfg.bk),
+                 barriers=barriers)
     return step, math.ceil(cfg.k / cfg.bk), cfg.bk, 1
 
 
@@ -306,9 +312,8 @@ def _epilogue(cfg: GemmConfig, hw: HardwareSpec) -> Epilogue:
     sectors = lines = instr = 0
     for i in range(0, n_out, vec):
         addrs = [(pl[i][0] * cfg.n + pl[i][1]) * e for pl in per_lane]
-        s, ln = global_sectors_and_lines(addrs, vec * e, hw.sector_bytes, 4 * hw.sector_bytes)
-        sectors += s
-        lines += ln
+        sectors += global_sectors_and_lines(addrs, vec * e, hw.sector_bytes, 4 * hw.sector_bytes)[0]
+        lines += l1_cycles(addrs, vec * e, hw)
         instr += 1
     c_bytes = cfg.bm * cfg.bn * e
     tile = TileRef("C", ("by", "bx"), c_bytes)

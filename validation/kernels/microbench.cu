@@ -44,6 +44,9 @@ __global__ void __launch_bounds__(MB_THREADS) read_l2(const float4* __restrict__
 #define L1_SLICE_VEC (8 * MB_THREADS)  // float4 per block = 32 KiB
 __global__ void __launch_bounds__(MB_THREADS) read_l1(const float4* __restrict__ buf, int iters, float* out) {
     const float4* ptr = buf + (unsigned long long)blockIdx.x * L1_SLICE_VEC + threadIdx.x;
+    // 1 at run time, unknown to the compiler: loads of consecutive iterations never coincide in
+    // the compiler's eyes, so none is merged with another (out[] is zero-filled by the host)
+    const int step = 1 + (int)out[blockIdx.x * MB_THREADS];
     float acc = 0.f;
     for (int it = 0; it < iters; ++it) {
 #pragma unroll
@@ -51,7 +54,7 @@ __global__ void __launch_bounds__(MB_THREADS) read_l1(const float4* __restrict__
             float4 v;
             // the address depends on the iteration so that ptxas cannot hoist the load
             asm volatile("ld.global.ca.v4.f32 {%0,%1,%2,%3}, [%4];"
-                         : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(ptr + ((u + it) & 7) * MB_THREADS));
+                         : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(ptr + ((u + it * step) & 7) * MB_THREADS));
             acc += (v.x + v.y) + (v.z + v.w);  // use every component: no narrowing to 32-bit loads
         }
     }
@@ -61,6 +64,7 @@ __global__ void __launch_bounds__(MB_THREADS) read_l1(const float4* __restrict__
 // ---- shared memory bandwidth: conflict-free float4 reads (4 wavefronts per warp instruction) ----
 #define SMEM_VEC (8 * MB_THREADS)  // 32 KiB per block
 __global__ void __launch_bounds__(MB_THREADS) read_smem(int iters, float* out) {
+    const int step = 1 + (int)out[blockIdx.x * MB_THREADS];  // see read_l1
     __shared__ float4 s[SMEM_VEC];
     for (int i = threadIdx.x; i < SMEM_VEC; i += MB_THREADS) { float4 t; t.x = i; t.y = i + 1; t.z = i + 2; t.w = i + 3; s[i] = t; }
     __syncthreads();
@@ -72,26 +76,43 @@ __global__ void __launch_bounds__(MB_THREADS) read_smem(int iters, float* out) {
             float4 v;
             asm volatile("ld.shared.v4.f32 {%0,%1,%2,%3}, [%4];"
                          : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-                         : "r"(addr + 16u * (unsigned)((u + it) & 7) * MB_THREADS));
+                         : "r"(addr + 16u * (unsigned)((u + it * step) & 7) * MB_THREADS));
             acc += (v.x + v.y) + (v.z + v.w);  // use every component: no narrowing to 32-bit loads
         }
     }
     if (acc == -12345.f) out[blockIdx.x * MB_THREADS + threadIdx.x] = acc;
 }
 
-// ---- L1 scattered hits: every lane of a warp reads a different 128-byte line of an L1-resident
-// 32 KiB slice (one float each), so each warp instruction touches 32 lines: lines per clock.
-__global__ void __launch_bounds__(MB_THREADS) read_l1_scatter(const float* __restrict__ buf, int iters, float* out) {
-    const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-    const float* base = buf + (unsigned long long)blockIdx.x * (L1_SLICE_VEC * 4);
+// ---- L1 hits at one request per instruction: coalesced 32-bit loads (128 B per warp instruction)
+__global__ void __launch_bounds__(MB_THREADS) read_l1_req(const float* __restrict__ buf, int iters, float* out) {
+    const float* base = buf + (unsigned long long)blockIdx.x * (L1_SLICE_VEC * 4) + threadIdx.x;
+    const int step = 1 + (int)out[blockIdx.x * MB_THREADS];  // see read_l1
     float acc = 0.f;
     for (int it = 0; it < iters; ++it) {
 #pragma unroll
         for (int u = 0; u < 8; ++u) {
-            // line index: 32 lanes x 8 rows = 256 lines of 128 B = the 32 KiB slice
-            const unsigned line = lane * 8u + (unsigned)((u + it + warp) & 7);
             float v;
-            asm volatile("ld.global.ca.f32 %0, [%1];" : "=f"(v) : "l"(base + line * 32u));
+            asm volatile("ld.global.ca.f32 %0, [%1];" : "=f"(v) : "l"(base + ((u + it * step) & 7) * MB_THREADS));
+            acc += v;
+        }
+    }
+    if (acc == -12345.f) out[blockIdx.x * MB_THREADS + threadIdx.x] = acc;
+}
+
+// ---- L1 scattered hits: every lane of a warp reads a different 128-byte line (one float each),
+// lanes `stride_floats` apart, so each warp instruction touches 32 lines: lines per clock. Each
+// lane cycles over 8 adjacent lines, so a block's 256 lines stay L1-resident.
+__global__ void __launch_bounds__(MB_THREADS) read_l1_scatter(const float* __restrict__ buf, int iters,
+                                                              int stride_floats, float* out) {
+    const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+    const float* base = buf + (unsigned long long)blockIdx.x * 32ull * stride_floats + lane * (unsigned long long)stride_floats;
+    const int step = 1 + (int)out[blockIdx.x * MB_THREADS];  // see read_l1
+    float acc = 0.f;
+    for (int it = 0; it < iters; ++it) {
+#pragma unroll
+        for (int u = 0; u < 8; ++u) {
+            float v;
+            asm volatile("ld.global.ca.f32 %0, [%1];" : "=f"(v) : "l"(base + 32u * ((u + it * step + warp) & 7)));
             acc += v;
         }
     }
