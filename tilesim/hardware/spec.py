@@ -59,9 +59,6 @@ class HardwareSpec:
     # --- L1 / load-store path ----------------------------------------------------------------
     l1_bytes_per_clk_per_sm: float  # global (L1TEX) data returned to one SM per clock
     l1_requests_per_clk_per_sm: float  # warp load instructions (one line each) the L1 serves per clock
-    l1_lines_per_clk_per_sm: float  # distinct lines per clock for scattered hits in different sets
-    l1_aliased_lines_per_clk_per_sm: float  # the same, when the lines fall in one set
-    l1_set_period_bytes: int  # lines this many bytes apart fall in the same L1 set
     l1_latency_cycles: float
     sector_bytes: int
     # --- L2 ---------------------------------------------------------------------------------

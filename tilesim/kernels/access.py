@@ -65,21 +65,19 @@ def ideal_wavefronts(active_lanes: int, width_bytes: int, banks: int = 32, bank_
 def l1_cycles(addresses: Sequence[int], width_bytes: int, hw) -> float:
     """L1 cycles one warp load instruction occupies on its SM.
 
-    The larger of: one request slot (``l1_requests_per_clk_per_sm``), the bytes over the L1
-    bandwidth, the distinct 128-byte lines over the scattered-line rate, and the lines that share
-    one set (``l1_set_period_bytes``) over the aliased-line rate. All four rates are measured by
-    validation/calibrate.py's microbenchmarks.
+    The L1's data stage reads one sector per clock from each of the four sector positions of a
+    128-byte line (four 32-byte banks: ``l1_bytes_per_clk_per_sm`` in all), so an instruction costs
+    the largest number of distinct sectors sharing one position, and at least one request slot
+    (``l1_requests_per_clk_per_sm``). Lanes in different lines at the same offset (a column walk
+    with a row stride that is a multiple of 128 bytes) serialise; a coalesced 128-byte access
+    takes one clock. (Checked by validation/calibrate.py: scattered 4-byte loads at strides of
+    1152 B and 16 KiB both run at one line per clock.)
     """
-    line = 4 * hw.sector_bytes
-    lines = {(a + off) // line for a in addresses for off in range(0, width_bytes, 4)}
-    sets_per_period = max(1, hw.l1_set_period_bytes // line)
-    per_set: dict[int, int] = {}
-    for ln in lines:
-        per_set[ln % sets_per_period] = per_set.get(ln % sets_per_period, 0) + 1
-    worst = max(per_set.values(), default=0)
-    cycles = max(1.0 / hw.l1_requests_per_clk_per_sm,
-                 len(addresses) * width_bytes / hw.l1_bytes_per_clk_per_sm)
-    if len(lines) > 1:
-        cycles = max(cycles, len(lines) / hw.l1_lines_per_clk_per_sm,
-                     worst / hw.l1_aliased_lines_per_clk_per_sm)
-    return cycles
+    sector = hw.sector_bytes
+    positions = 4
+    sectors = {(a + off) // sector for a in addresses for off in range(0, width_bytes, 4)}
+    per_pos: dict[int, int] = {}
+    for sc in sectors:
+        per_pos[sc % positions] = per_pos.get(sc % positions, 0) + 1
+    worst = max(per_pos.values(), default=0)
+    return max(1.0 / hw.l1_requests_per_clk_per_sm, worst * sector * positions / hw.l1_bytes_per_clk_per_sm)
