@@ -132,11 +132,18 @@ def test_channel_fifo_queueing_and_reservation():
 
 def test_l2_cache_reuse_and_capacity():
     c = L2Cache(100)
-    assert not c.access("a", 60)
-    assert c.access("a", 60)
-    assert not c.access("b", 60)
-    assert c.access("b", 60)
-    assert not c.access("a", 60)  # 120 bytes brought in since a: evicted
+    assert not c.access("a", 0, 60)
+    assert c.access("a", 0, 60)
+    assert not c.access("b", 0, 60)
+    assert c.access("b", 0, 60)
+    assert not c.access("a", 0, 60)  # 120 bytes brought in since a: evicted
+    big = L2Cache(450)
+    big.stream(400)
+    big.touch_range("t", 0, 10, 40)  # k-steps 0..9 touched while 40 bytes/step came in
+    assert big.access("t", 9, 40)  # the last one: touched just now
+    big.stream(100)
+    assert not big.access("t", 0, 40)  # 360 + 100 bytes since, plus its own 40 > 450: gone
+    assert big.access("t", 8, 40)
     with pytest.raises(ValueError, match="capacity_bytes"):
         L2Cache(0)
 

@@ -164,8 +164,7 @@ class Engine:
         name, size = acc.tile.tensor, acc.tile.tile_bytes
         fits = size <= self.cache.capacity_bytes
         for proj, mult in self._projections(acc.tile.coords, first, count):
-            key = (name, tuple(k if c == "k" else c for c in proj))
-            if not self.cache.access(key, size):
+            if not self.cache.access((name, proj), k, size):
                 missed += size if fits else size * mult
         return missed
 
@@ -271,19 +270,26 @@ class Engine:
             self._record(slot, "compute", t1, env.now)
             self.events += 1
 
-    def _hold(self, slot: int, per: _Tally, period_s: float, times: int, tally: _Tally):
-        """Stand in for ``times`` repetitions of a settled phase of length ``period_s``."""
+    def _hold(self, slot: int, per: _Tally, period_s: float, times: int, tally: _Tally, ranges=()):
+        """Stand in for ``times`` repetitions of a settled phase of length ``period_s``.
+
+        The phase's channel demand is reserved for its duration, its missed bytes enter the L2's
+        byte clock at once, and the tiles it touches (``ranges``: (prefix, k0, k1)) are recorded
+        as touched in step order, so that groups running meanwhile find them resident.
+        """
         duration = period_s * times
         rates = {c: per.v[c] / period_s for c in CHANNELS if per.v[c] > 0}
         for c, r in rates.items():
             self.ch[c].reserve(r)
+        self.cache.stream(per.v["hbm_read"] * times)
+        for prefix, k0, k1 in ranges:
+            self.cache.touch_range(prefix, k0, k1, per.v["hbm_read"])
         t0 = self.env.now
         yield self.env.timeout(duration)
         for c, r in rates.items():
             self.ch[c].release(r, duration)
         self._record(slot, "steady", t0, self.env.now)
         tally.add(per, times)
-        self.cache.stream(per.v["hbm_read"] * times)
         self.events += 1
 
     def _epilogue(self, slot: int, first: int, count: int, tally: _Tally):
@@ -348,7 +354,10 @@ class Engine:
                 if b > 0 and abs(a - b) <= STEADY_TOL * b and n_hold > 0:
                     per = _Tally()
                     per.add(wt, 1.0 / w)
-                    yield from self._hold(slot, per, a, n_hold, tally)
+                    ranges = [((ld.tile.tensor, proj), i, i + n_hold)
+                              for ld in self.p.step.loads
+                              for proj, _ in self._projections(ld.tile.coords, first, count)]
+                    yield from self._hold(slot, per, a, n_hold, tally, ranges)
                     i += n_hold
                     for ln in lanes:
                         ln.issued += n_hold
