@@ -213,6 +213,8 @@ def _fake_results():
             "issue_warp_instr_per_clk_per_sm": 3.9, "launch_overhead_s": 2.5e-6}
     fields = {k: {"value": v, "benchmark": f"bench_{k}", "n": 25, "p10": v * 0.99, "p90": v * 1.01,
                   "unit": "u"} for k, v in vals.items()}
+    fields["warp_issue_per_clk"] = {"value": 0.7, "benchmark": "bench_warp_issue_per_clk", "n": 25, "p10": 0.69,
+                                    "p90": 0.71, "unit": "u"}
     fields["ffma_rate_by_warps"] = {"value": [[4, 1.5], [8, 2.5], [32, 3.9]], "benchmark": "bench_ffma_rate_by_warps",
                                     "n": 25, "p10": 1.4, "p90": 4.0, "unit": "u"}
     meta = {"date_utc": "2000-01-01T00:00:00+00:00", "device_name": "Test \"GPU\"", "git_revision": "abc"}
