@@ -1,19 +1,21 @@
 """The L2 model: which tensor tiles are resident, decided by reuse and capacity.
 
 Tiles are identified by a *prefix* (tensor and the tile coordinates other than the k-step) and a
-k-step. The cache is least-recently-used over *bytes brought in*: every miss inserts its tile and
-advances a byte clock; a tile is resident while it and the bytes brought in since it was last
-touched fit in ``capacity_bytes``. (This counts the stack distance in missed bytes; hits to older
-tiles do not push a tile down, a documented approximation of exact LRU that needs no ordered
-list.)
+k-step. The cache is least-recently-used over *bytes brought in*: a byte clock counts every byte
+that enters L2; a tile is resident while it and the bytes brought in since it was last touched
+fit in ``capacity_bytes``. (This counts the stack distance in missed bytes; hits to older tiles
+do not push a tile down, a documented approximation of exact LRU that needs no ordered list.)
 
-Steady phases that the engine does not step through are recorded as *ranges*: the tiles of k-steps
-``k0 .. k1-1`` of a prefix, touched one after another while ``step_bytes`` were brought in per
-step, ending at the current clock (:meth:`touch_range`), after the bytes themselves were counted
-with :meth:`stream`.
+The clock is a function of simulated time: a miss makes it jump by the tile's size, and a steady
+phase that the engine does not step through *streams* bytes in at a rate for its duration
+(:meth:`start_stream` / :meth:`stop_stream`). The tiles such a phase touches are recorded as a
+*range* (:meth:`touch_range`): k-steps ``k0 .. k1-1`` touched one per ``period_s`` from
+``start_s``; one touched at a time still to come counts as touched now.
 """
 
 from __future__ import annotations
+
+from bisect import bisect_right
 
 
 class L2Cache:
@@ -21,32 +23,68 @@ class L2Cache:
         if capacity_bytes <= 0:
             raise ValueError(f"L2Cache: capacity_bytes must be > 0, got {capacity_bytes}")
         self.capacity_bytes = capacity_bytes
-        self.clock_bytes = 0.0
+        self.rate = 0.0  # bytes/s streaming in now
+        self._t = [0.0]  # breakpoints of the clock: times, values, rates after them
+        self._c = [0.0]
+        self._r = [0.0]
         self._last: dict = {}
         self._ranges: dict = {}
 
-    def _last_touch(self, prefix, k: int) -> float | None:
+    def clock(self, now_s: float) -> float:
+        """Bytes brought in up to ``now_s`` (no earlier than the last breakpoint)."""
+        return self._c[-1] + self._r[-1] * (now_s - self._t[-1])
+
+    def _clock_at(self, t_s: float) -> float:
+        i = bisect_right(self._t, t_s) - 1
+        if i < 0:
+            return 0.0
+        return self._c[i] + self._r[i] * (t_s - self._t[i])
+
+    def _break(self, now_s: float, jump: float = 0.0) -> None:
+        c = self.clock(now_s) + jump
+        if self._t[-1] == now_s:
+            self._c[-1], self._r[-1] = c, self.rate
+        else:
+            self._t.append(now_s)
+            self._c.append(c)
+            self._r.append(self.rate)
+
+    def _last_touch(self, prefix, k: int, now_s: float) -> float | None:
         last = self._last.get((prefix, k))
-        for k0, k1, end, step in reversed(self._ranges.get(prefix, ())):
+        for k0, k1, start, period in reversed(self._ranges.get(prefix, ())):
             if k0 <= k < k1:
-                t = end - (k1 - 1 - k) * step
-                return t if last is None or t > last else last
+                t = start + (k - k0 + 1) * period
+                c = self.clock(now_s) if t >= now_s else self._clock_at(t)
+                return c if last is None or c > last else last
         return last
 
-    def access(self, prefix, k: int, size_bytes: int) -> bool:
-        """Touch a tile; True on a hit. A miss brings the tile in."""
-        last = self._last_touch(prefix, k)
-        hit = last is not None and self.clock_bytes - last + size_bytes <= self.capacity_bytes
+    def access(self, prefix, k: int, size_bytes: int, now_s: float = 0.0) -> bool:
+        """Touch a tile at ``now_s``; True on a hit. A miss brings the tile in."""
+        last = self._last_touch(prefix, k, now_s)
+        now_c = self.clock(now_s)
+        hit = last is not None and now_c - last + size_bytes <= self.capacity_bytes
         if not hit:
-            self.clock_bytes += size_bytes
-        self._last[(prefix, k)] = self.clock_bytes
+            self._break(now_s, size_bytes)
+            now_c += size_bytes
+        self._last[(prefix, k)] = now_c
         return hit
 
-    def stream(self, size_bytes: float) -> None:
-        """Account for bytes brought in by a stream that is not simulated tile by tile."""
-        self.clock_bytes += size_bytes
+    def write(self, size_bytes: float, now_s: float) -> None:
+        """Written (dirty) data enters L2 and takes its share of the capacity."""
+        self._break(now_s, size_bytes)
 
-    def touch_range(self, prefix, k0: int, k1: int, step_bytes: float) -> None:
-        """Record that the tiles of k-steps k0..k1-1 were touched in order, ending now."""
+    def start_stream(self, rate_bytes_per_s: float, now_s: float) -> None:
+        """Bytes start entering at ``rate_bytes_per_s`` (a steady phase not stepped tile by tile)."""
+        self._break(now_s)
+        self.rate += rate_bytes_per_s
+        self._r[-1] = self.rate
+
+    def stop_stream(self, rate_bytes_per_s: float, now_s: float) -> None:
+        self._break(now_s)
+        self.rate = max(0.0, self.rate - rate_bytes_per_s)
+        self._r[-1] = self.rate
+
+    def touch_range(self, prefix, k0: int, k1: int, start_s: float, period_s: float) -> None:
+        """Record that the tiles of k-steps k0..k1-1 are touched one per ``period_s`` from ``start_s``."""
         if k1 > k0:
-            self._ranges.setdefault(prefix, []).append((k0, k1, self.clock_bytes, step_bytes))
+            self._ranges.setdefault(prefix, []).append((k0, k1, start_s, period_s))

@@ -68,11 +68,12 @@ class _Tally:
 class _Lane:
     """A warp group's load pipeline: the completion times of loads issued ahead."""
 
-    __slots__ = ("pending", "issued")
+    __slots__ = ("pending", "issued", "missed")
 
     def __init__(self) -> None:
         self.pending: deque = deque()
         self.issued = 0
+        self.missed: dict[str, float] = {}  # bytes missed per tensor in the current window
 
 
 class Engine:
@@ -115,6 +116,9 @@ class Engine:
         # barrier-free kernels already run independent warp groups (``warp_groups``)
         self.math_groups = min(self.warps_per_block, MAX_MATH_GROUPS) if self.groups == 1 else 1
         self.iter_tally = self._step_tally()
+        out_bytes = program.launch.blocks * sum(a.useful_bytes for a in program.epilogue.writes)
+        self.writeback_share = max(0.0, 1.0 - hw.l2_bytes / out_bytes) if out_bytes else 0.0
+        self.writes: list[tuple[float, float]] = []
 
     # ----- per-step amounts (independent of which blocks run) --------------------------------
     def _step_tally(self) -> _Tally:
@@ -164,7 +168,7 @@ class Engine:
         name, size = acc.tile.tensor, acc.tile.tile_bytes
         fits = size <= self.cache.capacity_bytes
         for proj, mult in self._projections(acc.tile.coords, first, count):
-            if not self.cache.access((name, proj), k, size):
+            if not self.cache.access((name, proj), k, size, self.env.now):
                 missed += size if fits else size * mult
         return missed
 
@@ -173,15 +177,21 @@ class Engine:
         if self.want_timeline and len(self.timeline) < MAX_TIMELINE and t1 > t0:
             self.timeline.append(Interval(slot, kind, t0, t1))
 
-    def _issue_loads(self, k: int, first: int, count: int, share: float, lead: bool, tally: _Tally) -> float:
-        """Send one k-step's loads of a group; return when the data is in (registers or smem)."""
+    def _issue_loads(self, k: int, first: int, count: int, share: float, lane: _Lane | None,
+                     tally: _Tally) -> float:
+        """Send one k-step's loads of a group; return when the data is in (registers or smem).
+
+        Only the lead warp group (``lane`` given) looks tiles up in L2, noting its misses."""
         env, ch, s = self.env, self.ch, self.p.step
         now = env.now
         it = self.iter_tally.v
         missed = 0.0
-        if lead:
+        if lane is not None:
             for ld in s.loads:
-                missed += self._touch(ld, first, count, k)
+                m = self._touch(ld, first, count, k)
+                if m:
+                    lane.missed[ld.tile.tensor] = lane.missed.get(ld.tile.tensor, 0.0) + m
+                missed += m
         l2_bytes = it["l2_load"] * count * share
         done = max(ch["issue"].request(now, sum(ld.instructions for ld in s.loads) * share),
                    ch["l1"].request(now, it["l1"] * share),
@@ -258,7 +268,7 @@ class Engine:
         depth = self.p.pipeline_depth
         for i in range(start, start + steps):
             while lane.issued < min(n, i + depth):
-                lane.pending.append(self._issue_loads(lane.issued, first, count, share, lead, tally))
+                lane.pending.append(self._issue_loads(lane.issued, first, count, share, lane if lead else None, tally))
                 lane.issued += 1
             ready = lane.pending.popleft()
             t0 = env.now
@@ -273,19 +283,21 @@ class Engine:
     def _hold(self, slot: int, per: _Tally, period_s: float, times: int, tally: _Tally, ranges=()):
         """Stand in for ``times`` repetitions of a settled phase of length ``period_s``.
 
-        The phase's channel demand is reserved for its duration, its missed bytes enter the L2's
-        byte clock at once, and the tiles it touches (``ranges``: (prefix, k0, k1)) are recorded
-        as touched in step order, so that groups running meanwhile find them resident.
+        The phase's channel demand is reserved for its duration, its missed bytes stream into the
+        L2 over it, and the tiles it touches (``ranges``: (prefix, k0, k1)) are recorded as
+        touched one per period, so that groups running meanwhile find them resident.
         """
         duration = period_s * times
         rates = {c: per.v[c] / period_s for c in CHANNELS if per.v[c] > 0}
         for c, r in rates.items():
             self.ch[c].reserve(r)
-        self.cache.stream(per.v["hbm_read"] * times)
-        for prefix, k0, k1 in ranges:
-            self.cache.touch_range(prefix, k0, k1, per.v["hbm_read"])
         t0 = self.env.now
+        stream = (per.v["hbm_read"] + per.v["hbm_write"]) / period_s
+        self.cache.start_stream(stream, t0)
+        for prefix, k0, k1 in ranges:
+            self.cache.touch_range(prefix, k0, k1, t0, period_s)
         yield self.env.timeout(duration)
+        self.cache.stop_stream(stream, self.env.now)
         for c, r in rates.items():
             self.ch[c].release(r, duration)
         self._record(slot, "steady", t0, self.env.now)
@@ -298,7 +310,13 @@ class Engine:
         missed = sum(self._touch(acc, first, count, 0) for acc in ep.reads)
         rd_bytes = sum(a.l2_sectors for a in ep.reads) * hw.sector_bytes * count
         wr_bytes = sum(a.l2_sectors for a in ep.writes) * hw.sector_bytes * count
-        wr_hbm = sum(a.useful_bytes for a in ep.writes) * count
+        written = sum(a.useful_bytes for a in ep.writes) * count
+        # written lines stay dirty in L2 (taking its capacity) and reach HBM when evicted; the
+        # HBM channel carries the share of the kernel's output that cannot stay resident
+        wr_hbm = written * self.writeback_share
+        if written:
+            self.cache.write(written, env.now)
+            self.writes.append((self.cache.clock(env.now), written))
         l1 = sum(a.l1_wavefronts for a in ep.reads + ep.writes)
         instr = ep.instructions + sum(a.instructions for a in ep.reads + ep.writes)
         done = max(ch["issue"].request(t0, instr), ch["l1"].request(t0, l1))
@@ -317,7 +335,7 @@ class Engine:
         v["hbm"] += missed + wr_hbm
         v["hbm_read"] += missed
         v["l2_miss_load"] += missed
-        v["hbm_write"] += wr_hbm
+        v["hbm_write"] += written  # adjusted for what is still resident at the end, in run()
         if done > env.now:
             yield env.timeout(done - env.now)
         self._record(slot, "epilogue", t0, env.now)
@@ -343,6 +361,7 @@ class Engine:
             w = min(window, n - i)
             t0 = env.now
             wt = _Tally()
+            lanes[0].missed.clear()
             yield simpy.AllOf(env, [env.process(self._steps(slot, ln, first, count, share, g == 0, i, w, wt))
                                     for g, ln in enumerate(lanes)])
             tally.add(wt)
@@ -354,8 +373,10 @@ class Engine:
                 if b > 0 and abs(a - b) <= STEADY_TOL * b and n_hold > 0:
                     per = _Tally()
                     per.add(wt, 1.0 / w)
+                    # the held steps bring in only the tiles this group was fetching itself;
+                    # tiles it found resident are someone else's to bring in
                     ranges = [((ld.tile.tensor, proj), i, i + n_hold)
-                              for ld in self.p.step.loads
+                              for ld in self.p.step.loads if lanes[0].missed.get(ld.tile.tensor)
                               for proj, _ in self._projections(ld.tile.coords, first, count)]
                     yield from self._hold(slot, per, a, n_hold, tally, ranges)
                     i += n_hold
@@ -411,8 +432,10 @@ class Engine:
         top = max(util, key=util.get)
         bound = top if util[top] >= 0.6 else "latency"
         l2_load = v["l2_load"]
+        end_clock = self.cache.clock(self.env.now)
+        resident = sum(b for c, b in self.writes if end_clock - c + b <= self.cache.capacity_bytes)
         traffic = Traffic(
-            hbm_read_bytes=v["hbm_read"], hbm_write_bytes=v["hbm_write"],
+            hbm_read_bytes=v["hbm_read"], hbm_write_bytes=max(0.0, v["hbm_write"] - resident),
             l2_load_bytes=l2_load, l2_store_bytes=v["l2_store"],
             l2_hit_rate=(1.0 - v["l2_miss_load"] / l2_load) if l2_load else 0.0,
             l1_wavefronts=v["l1"], smem_bytes=v["smem_bytes"], smem_wavefronts=v["smem"],

@@ -41,6 +41,11 @@ from tilesim.program import (
 )
 
 FFMA_LATENCY_CYCLES = 4  # dependent FFMA issue-to-issue on Volta..Hopper (CUDA tuning guides)
+# Non-memory, non-FMA instructions per warp and k-step of a staged kernel: OTHER_FIXED + OTHER_PER_LOAD
+# x (global load or cp.async instructions per warp). From the SASS loop bodies (nvcc 13, sm_90) of
+# four validation kernels: 155, 317, 54 and 98 such instructions against 8, 20, 2 and 8 loads.
+OTHER_FIXED_PER_WARP_STEP = 24
+OTHER_PER_GLOBAL_LOAD = 12
 
 
 def lower(cfg: GemmConfig, hw: HardwareSpec) -> TileProgram:
@@ -201,9 +206,12 @@ def _staged_step(cfg: GemmConfig, hw: HardwareSpec):
                               wavefronts=lds_wave * W, ideal_wavefronts=lds_ideal * W)
     ffma = cfg.bm * cfg.bn * cfg.bk / ws
     barriers = 2 if cfg.pipeline == "none" else 1
-    other = 2 * (la.instructions + lb.instructions) + 4 * W + barriers * W
-    if cfg.pipeline == "cp_async":
-        other += 2 * W  # commit + wait_group
+    # Integer work per warp and k-step besides the loads, stores and FMAs: bounds-checked address
+    # and predicate arithmetic for every global load (or cp.async) and a fixed part (loop, buffer
+    # and fragment pointers, barrier). Read off the SASS loop bodies of the validation kernels
+    # (cuobjdump -sass; see README, "Where the numbers come from"), never off their times.
+    load_instr_per_warp = (la.instructions + lb.instructions) / W
+    other = W * (OTHER_FIXED_PER_WARP_STEP + OTHER_PER_GLOBAL_LOAD * load_instr_per_warp)
     crit = hw.smem_latency_cycles * (1 + barriers) + cfg.bk * FFMA_LATENCY_CYCLES
     step = KStep(loads=(la, lb), smem_stores=stores, smem_loads=smem_loads,
                  compute=Compute(ffma=ffma, other=other, critical_path_cycles=crit, rounds=cfg.bk),
