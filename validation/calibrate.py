@@ -51,7 +51,8 @@ ISSUE_INSTR_PER_ITER = 96  # issue_mix: 64 FFMA + 32 LOP3 warp instructions per 
 PROFILE_FIELDS = ("sm_clock_hz", "hbm_bytes_per_s", "hbm_latency_cycles", "l2_bytes_per_s",
                   "l2_latency_cycles", "l1_bytes_per_clk_per_sm", "l1_latency_cycles",
                   "smem_latency_cycles", "fp32_lanes_per_sm", "issue_warp_instr_per_clk_per_sm",
-                  "launch_overhead_s", "ffma_rate_by_warps", "warp_issue_per_clk")
+                  "launch_overhead_s", "ffma_rate_by_warps", "warp_issue_per_clk", "icache_bytes",
+                  "warp_issue_per_clk_large_code")
 
 
 def summarize(values: Sequence[float]) -> dict:
@@ -444,7 +445,53 @@ def fields_from_benchmarks(bm: dict) -> dict:
                                             "value": one["value"] / 4, "p10": one["p10"] / 4,
                                             "p90": one["p90"] / 4, "unit": "instr/clk/warp",
                                             "benchmark": "fma_outer, 4 warps per SM (one per scheduler)"}
+    if "rows" in bm.get("icache", {}):
+        fields["icache_bytes"] = bm["icache"]["icache_bytes"]
+        fields["warp_issue_per_clk_large_code"] = bm["icache"]["large_code"]
     return {k: {kk: vv for kk, vv in v.items() if kk != "runs"} for k, v in fields.items()}
+
+
+CODE_KERNELS = {8192: ("fma_code_8k", 16), 16384: ("fma_code_16k", 32), 32768: ("fma_code_32k", 64),
+                65536: ("fma_code_64k", 128)}  # loop-body bytes -> (kernel, REPS of 32 FFMA)
+
+
+def bench_icache(b: _Bench, warps_list: Sequence[int] = (4, 8)) -> dict:
+    """FFMA per clock per warp for loop bodies of 8 to 64 KiB of SASS, one block per SM: where the
+    instruction caches stop feeding a lone warp."""
+    cp = b.cp
+    smem = 200 * 1024
+    rows = {}
+    for body_bytes, (name, reps) in CODE_KERNELS.items():
+        k = b.fn(name)
+        k.max_dynamic_shared_size_bytes = smem
+        iters = max(4, 3_000_000 // (reps * 32))
+        for warps in warps_list:
+            threads = 32 * warps
+            blocks = b.sm_count
+            out = cp.zeros(blocks * threads, dtype=cp.float32)
+            clk = cp.zeros(2 * blocks, dtype=cp.int64)
+            args = (cp.float32(0.999), cp.float32(0.001), cp.int32(iters), out, clk)
+
+            def launch(k=k, threads=threads, args=args, blocks=blocks):
+                k((blocks,), (threads,), args, shared_mem=smem)
+
+            launch()
+            per_warp = []
+            for _ in range(MIN_RUNS):
+                t = b.event_times(launch, runs=1, warmup=0)[0]
+                hz = _clock_runs(clk)
+                per_warp.append(float(iters) * reps * 32 / (t * hz))
+            rows[f"{body_bytes}B_{warps}w"] = _field(name, "FFMA/clk/warp", per_warp, body_bytes=body_bytes,
+                                                     warps_per_sm=warps, iters=iters)
+    small = rows[f"{min(CODE_KERNELS)}B_4w"]["value"]
+    fits = [bb for bb in CODE_KERNELS if rows[f"{bb}B_4w"]["value"] >= 0.9 * small]
+    largest = max(CODE_KERNELS)
+    big = rows[f"{largest}B_4w"]
+    return {"rows": rows,
+            "icache_bytes": {"benchmark": "fma_code_* (largest loop body within 10% of the 8 KiB rate, 4 warps/SM)",
+                             "unit": "bytes", "value": max(fits), "n": MIN_RUNS, "p10": max(fits), "p90": max(fits)},
+            "large_code": {**{k: v for k, v in big.items() if k != "runs"},
+                           "benchmark": f"fma_code_64k ({largest} B loop body, 4 warps per SM)"}}
 
 
 def run_calibration(runs: int = RUNS) -> dict:
@@ -477,6 +524,10 @@ def run_calibration(runs: int = RUNS) -> dict:
                                   fresh_lines=True)
     bm["fma"] = bench_fma(b)
     bm["issue"] = bench_issue(b)
+    try:
+        bm["icache"] = bench_icache(b)
+    except Exception as exc:  # a failed extra benchmark must not lose the others
+        bm["icache"] = {"error": repr(exc)}
     try:
         bm["fma_by_warps"] = bench_fma_by_warps(b)
     except Exception as exc:  # a failed extra benchmark must not lose the others

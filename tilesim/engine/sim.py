@@ -106,16 +106,19 @@ class Engine:
         step = program.step
         self.l2_lat_s = hw.l2_latency_cycles / clk
         self.hbm_lat_s = hw.hbm_latency_cycles / clk
+        self.iter_tally = self._step_tally()
         self.crit_s = step.compute.critical_path_cycles / clk
         self.smem_lat_s = hw.smem_latency_cycles / clk
         self.groups = min(program.warp_groups, MAX_WARP_GROUPS)
         self.warps_per_block = -(-lc.threads_per_block // hw.warp_size)
-        self.warp_ipc_per_s = hw.warp_issue_per_clk * clk
+        # a loop body larger than the instruction cache leaves lone warps waiting on fetch
+        body_bytes = self.iter_tally.v["issue"] / self.warps_per_block * hw.instruction_bytes
+        warp_ipc = hw.warp_issue_per_clk if body_bytes <= hw.icache_bytes else hw.warp_issue_per_clk_large_code
+        self.warp_ipc_per_s = warp_ipc * clk
         self.async_loads = any(ld.dest == "async" for ld in step.loads)
         self.rounds = min(step.compute.rounds, MAX_ROUNDS)
         # barrier-free kernels already run independent warp groups (``warp_groups``)
         self.math_groups = min(self.warps_per_block, MAX_MATH_GROUPS) if self.groups == 1 else 1
-        self.iter_tally = self._step_tally()
         out_bytes = program.launch.blocks * sum(a.useful_bytes for a in program.epilogue.writes)
         self.writeback_share = max(0.0, 1.0 - hw.l2_bytes / out_bytes) if out_bytes else 0.0
         self.writes: list[tuple[float, float]] = []

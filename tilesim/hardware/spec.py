@@ -34,6 +34,9 @@ class HardwareSpec:
     fp32_lanes_per_sm: int  # FP32 FMA lanes: one FFMA per lane per clock
     issue_warp_instr_per_clk_per_sm: float  # warp schedulers x 1 instruction per clock
     warp_issue_per_clk: float  # instructions per clock one warp sustains when alone on its scheduler
+    warp_issue_per_clk_large_code: float  # the same when its loop body outgrows the instruction cache
+    icache_bytes: int  # largest loop body (SASS bytes) a lone warp runs without fetch stalls
+    instruction_bytes: int  # bytes of one SASS instruction
     # FFMA warp instructions per clock per SM that N resident warps sustain: ((warps, rate), ...),
     # interpolated linearly and held flat beyond the ends
     ffma_rate_by_warps: tuple

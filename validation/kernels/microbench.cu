@@ -291,3 +291,38 @@ extern "C" __global__ void fma_outer(float s, int iters, float* out, long long* 
         clk[2 * blockIdx.x + 1] = (long long)(global_ns() - g0);
     }
 }
+
+// ---- instruction-cache reach: a loop whose body is REPS x 32 independent FFMA (16 bytes each in
+// SASS), run by one block of `warps` warps per SM (large dynamic shared memory, unused). When the
+// body outgrows the instruction caches, lone warps stall on instruction fetch.
+template <int REPS>
+__device__ __forceinline__ void fma_code_body(float (&acc)[32], float a, float b) {
+#pragma unroll
+    for (int r = 0; r < REPS; ++r)
+#pragma unroll
+        for (int j = 0; j < 32; ++j) acc[j] = fmaf(acc[j], a, b);
+}
+
+template <int REPS>
+__device__ void fma_code(float a, float b, int iters, float* out, long long* clk) {
+    extern __shared__ float pad_smem2[];
+    long long c0 = clock64();
+    unsigned long long g0 = global_ns();
+    float acc[32];
+#pragma unroll
+    for (int j = 0; j < 32; ++j) acc[j] = threadIdx.x * 0.001f + j;
+    for (int it = 0; it < iters; ++it) fma_code_body<REPS>(acc, a, b);
+    float t = 0.f;
+#pragma unroll
+    for (int j = 0; j < 32; ++j) t += acc[j];
+    if (t == -12345.f) out[blockIdx.x * blockDim.x + threadIdx.x] = t + pad_smem2[0];
+    if (threadIdx.x == 0) {
+        clk[2 * blockIdx.x] = clock64() - c0;
+        clk[2 * blockIdx.x + 1] = (long long)(global_ns() - g0);
+    }
+}
+
+extern "C" __global__ void fma_code_8k(float a, float b, int iters, float* out, long long* clk) { fma_code<16>(a, b, iters, out, clk); }
+extern "C" __global__ void fma_code_16k(float a, float b, int iters, float* out, long long* clk) { fma_code<32>(a, b, iters, out, clk); }
+extern "C" __global__ void fma_code_32k(float a, float b, int iters, float* out, long long* clk) { fma_code<64>(a, b, iters, out, clk); }
+extern "C" __global__ void fma_code_64k(float a, float b, int iters, float* out, long long* clk) { fma_code<128>(a, b, iters, out, clk); }
