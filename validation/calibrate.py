@@ -51,8 +51,7 @@ ISSUE_INSTR_PER_ITER = 96  # issue_mix: 64 FFMA + 32 LOP3 warp instructions per 
 PROFILE_FIELDS = ("sm_clock_hz", "hbm_bytes_per_s", "hbm_latency_cycles", "l2_bytes_per_s",
                   "l2_latency_cycles", "l1_bytes_per_clk_per_sm", "l1_latency_cycles",
                   "smem_latency_cycles", "fp32_lanes_per_sm", "issue_warp_instr_per_clk_per_sm",
-                  "launch_overhead_s", "ffma_rate_by_warps", "warp_issue_per_clk", "icache_bytes",
-                  "warp_issue_per_clk_large_code")
+                  "launch_overhead_s", "ffma_rate_by_warps", "warp_issue_per_clk", "warp_issue_by_code_bytes")
 
 
 def summarize(values: Sequence[float]) -> dict:
@@ -446,8 +445,13 @@ def fields_from_benchmarks(bm: dict) -> dict:
                                             "p90": one["p90"] / 4, "unit": "instr/clk/warp",
                                             "benchmark": "fma_outer, 4 warps per SM (one per scheduler)"}
     if "rows" in bm.get("icache", {}):
-        fields["icache_bytes"] = bm["icache"]["icache_bytes"]
-        fields["warp_issue_per_clk_large_code"] = bm["icache"]["large_code"]
+        rows = bm["icache"]["rows"]
+        curve = [[int(k.split("B_")[0]), v["value"]] for k, v in rows.items() if k.endswith("B_4w")]
+        fields["warp_issue_by_code_bytes"] = {
+            "benchmark": "fma_code_8k..64k (4 warps per SM, one per scheduler)", "unit": "FFMA/clk/warp",
+            "value": sorted(curve), "n": MIN_RUNS,
+            "p10": min(v["p10"] for k, v in rows.items() if k.endswith("B_4w")),
+            "p90": max(v["p90"] for k, v in rows.items() if k.endswith("B_4w"))}
     return {k: {kk: vv for kk, vv in v.items() if kk != "runs"} for k, v in fields.items()}
 
 
@@ -483,15 +487,12 @@ def bench_icache(b: _Bench, warps_list: Sequence[int] = (4, 8)) -> dict:
                 per_warp.append(float(iters) * reps * 32 / (t * hz))
             rows[f"{body_bytes}B_{warps}w"] = _field(name, "FFMA/clk/warp", per_warp, body_bytes=body_bytes,
                                                      warps_per_sm=warps, iters=iters)
-    small = rows[f"{min(CODE_KERNELS)}B_4w"]["value"]
-    fits = [bb for bb in CODE_KERNELS if rows[f"{bb}B_4w"]["value"] >= 0.9 * small]
-    largest = max(CODE_KERNELS)
-    big = rows[f"{largest}B_4w"]
+    curve = [[bb, rows[f"{bb}B_4w"]["value"]] for bb in sorted(CODE_KERNELS)]
     return {"rows": rows,
-            "icache_bytes": {"benchmark": "fma_code_* (largest loop body within 10% of the 8 KiB rate, 4 warps/SM)",
-                             "unit": "bytes", "value": max(fits), "n": MIN_RUNS, "p10": max(fits), "p90": max(fits)},
-            "large_code": {**{k: v for k, v in big.items() if k != "runs"},
-                           "benchmark": f"fma_code_64k ({largest} B loop body, 4 warps per SM)"}}
+            "by_code_bytes": {"benchmark": "fma_code_8k..64k (4 warps per SM, one per scheduler)",
+                              "unit": "FFMA/clk/warp", "value": curve, "n": MIN_RUNS,
+                              "p10": min(rows[f"{bb}B_4w"]["p10"] for bb in CODE_KERNELS),
+                              "p90": max(rows[f"{bb}B_4w"]["p90"] for bb in CODE_KERNELS)}}
 
 
 def run_calibration(runs: int = RUNS) -> dict:

@@ -113,8 +113,7 @@ class Engine:
         self.warps_per_block = -(-lc.threads_per_block // hw.warp_size)
         # a loop body larger than the instruction cache leaves lone warps waiting on fetch
         body_bytes = self.iter_tally.v["issue"] / self.warps_per_block * hw.instruction_bytes
-        warp_ipc = hw.warp_issue_per_clk if body_bytes <= hw.icache_bytes else hw.warp_issue_per_clk_large_code
-        self.warp_ipc_per_s = warp_ipc * clk
+        self.warp_ipc_per_s = hw.warp_issue_per_clk * hw.code_issue_factor(body_bytes) * clk
         self.async_loads = any(ld.dest == "async" for ld in step.loads)
         self.rounds = min(step.compute.rounds, MAX_ROUNDS)
         # barrier-free kernels already run independent warp groups (``warp_groups``)

@@ -34,8 +34,9 @@ class HardwareSpec:
     fp32_lanes_per_sm: int  # FP32 FMA lanes: one FFMA per lane per clock
     issue_warp_instr_per_clk_per_sm: float  # warp schedulers x 1 instruction per clock
     warp_issue_per_clk: float  # instructions per clock one warp sustains when alone on its scheduler
-    warp_issue_per_clk_large_code: float  # the same when its loop body outgrows the instruction cache
-    icache_bytes: int  # largest loop body (SASS bytes) a lone warp runs without fetch stalls
+    # a lone warp's issue rate against its loop body's size in SASS bytes, ((bytes, rate), ...):
+    # the rate falls once the body outgrows the instruction caches (relative use: rate / first rate)
+    warp_issue_by_code_bytes: tuple
     instruction_bytes: int  # bytes of one SASS instruction
     # FFMA warp instructions per clock per SM that N resident warps sustain: ((warps, rate), ...),
     # interpolated linearly and held flat beyond the ends
@@ -105,28 +106,32 @@ class HardwareSpec:
     def max_warps_per_block(self) -> int:
         return self.max_threads_per_block // self.warp_size
 
+    def code_issue_factor(self, body_bytes: float) -> float:
+        """How much of a lone warp's issue rate is left with a loop body of ``body_bytes``."""
+        pts = sorted(self.warp_issue_by_code_bytes)
+        return _interp(pts, body_bytes) / pts[0][1]
+
     def ffma_rate_at(self, warps: float) -> float:
         """FFMA warp instructions per clock per SM with ``warps`` resident warps (never above the
         FP32 lanes' peak)."""
-        pts = sorted(self.ffma_rate_by_warps)
         peak = self.fp32_lanes_per_sm / self.warp_size
-        if warps <= pts[0][0]:
-            r = pts[0][1]
-        elif warps >= pts[-1][0]:
-            r = pts[-1][1]
-        else:
-            r = pts[-1][1]
-            for (x0, y0), (x1, y1) in zip(pts, pts[1:], strict=False):
-                if x0 <= warps <= x1:
-                    r = y0 + (y1 - y0) * (warps - x0) / (x1 - x0)
-                    break
-        return min(r, peak)
+        return min(_interp(sorted(self.ffma_rate_by_warps), warps), peak)
 
     def cycles_to_s(self, cycles: float) -> float:
         return cycles / self.sm_clock_hz
 
     def source_of(self, field_name: str) -> str:
         return self.sources.get(field_name, "")
+
+
+def _interp(pts: list, x: float) -> float:
+    """Piecewise-linear through sorted (x, y) points, flat beyond the ends."""
+    if x <= pts[0][0]:
+        return pts[0][1]
+    for (x0, y0), (x1, y1) in zip(pts, pts[1:], strict=False):
+        if x <= x1:
+            return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    return pts[-1][1]
 
 
 _META_FIELDS = {"name", "display_name", "vendor", "sources", "calibrated", "calibration_date"}
