@@ -73,7 +73,7 @@ class _Lane:
     def __init__(self) -> None:
         self.pending: deque = deque()
         self.issued = 0
-        self.missed: dict[str, float] = {}  # bytes missed per tensor in the current window
+        self.missed: dict = {}  # bytes missed per tile prefix in the current window
 
 
 class Engine:
@@ -160,18 +160,22 @@ class Engine:
             self._proj_cache[key] = got
         return got
 
-    def _touch(self, acc: GlobalAccess, first: int, count: int, k: int) -> float:
+    def _touch(self, acc: GlobalAccess, first: int, count: int, k: int, missed_tiles: dict | None = None) -> float:
         """Look the tiles of one access up in L2 for a block group; return the bytes missed.
 
         Blocks of the group touching the same tile share one fetch when the tile fits in L2;
-        a tile larger than the whole L2 is fetched by every block that touches it.
+        a tile larger than the whole L2 is fetched by every block that touches it. Missed tiles
+        are noted in ``missed_tiles`` (prefix -> bytes) when given.
         """
         missed = 0.0
         name, size = acc.tile.tensor, acc.tile.tile_bytes
         fits = size <= self.cache.capacity_bytes
         for proj, mult in self._projections(acc.tile.coords, first, count):
             if not self.cache.access((name, proj), k, size, self.env.now):
-                missed += size if fits else size * mult
+                m = size if fits else size * mult
+                missed += m
+                if missed_tiles is not None:
+                    missed_tiles[(name, proj)] = missed_tiles.get((name, proj), 0.0) + m
         return missed
 
     # ----- processes ----------------------------------------------------------------------------
@@ -190,10 +194,7 @@ class Engine:
         missed = 0.0
         if lane is not None:
             for ld in s.loads:
-                m = self._touch(ld, first, count, k)
-                if m:
-                    lane.missed[ld.tile.tensor] = lane.missed.get(ld.tile.tensor, 0.0) + m
-                missed += m
+                missed += self._touch(ld, first, count, k, lane.missed)
         l2_bytes = it["l2_load"] * count * share
         done = max(ch["issue"].request(now, sum(ld.instructions for ld in s.loads) * share),
                    ch["l1"].request(now, it["l1"] * share),
@@ -377,9 +378,7 @@ class Engine:
                     per.add(wt, 1.0 / w)
                     # the held steps bring in only the tiles this group was fetching itself;
                     # tiles it found resident are someone else's to bring in
-                    ranges = [((ld.tile.tensor, proj), i, i + n_hold)
-                              for ld in self.p.step.loads if lanes[0].missed.get(ld.tile.tensor)
-                              for proj, _ in self._projections(ld.tile.coords, first, count)]
+                    ranges = [(prefix, i, i + n_hold) for prefix in lanes[0].missed]
                     yield from self._hold(slot, per, a, n_hold, tally, ranges)
                     i += n_hold
                     for ln in lanes:
