@@ -43,6 +43,7 @@ from tilesim.program import GlobalAccess, TileProgram
 from tilesim.result import Interval, SimResult, Traffic
 
 STEADY_TOL = 0.01  # relative difference of two step windows that counts as settled
+GROUP_STEADY_TOL = 0.03  # the same for two consecutive block groups of a slot
 MAX_WARP_GROUPS = 8  # independent warp groups simulated per block (warps aggregated beyond)
 MAX_ROUNDS = 4  # load-then-use rounds simulated per k-step (rounds beyond are aggregated)
 MAX_MATH_GROUPS = 4  # concurrent warp groups simulated per block between barriers
@@ -121,6 +122,7 @@ class Engine:
         out_bytes = program.launch.blocks * sum(a.useful_bytes for a in program.epilogue.writes)
         self.writeback_share = max(0.0, 1.0 - hw.l2_bytes / out_bytes) if out_bytes else 0.0
         self.writes: list[tuple[float, float]] = []
+        self.settled_group_s = 0.0  # duration of a full block group once some slot has settled
 
     # ----- per-step amounts (independent of which blocks run) --------------------------------
     def _step_tally(self) -> _Tally:
@@ -393,7 +395,7 @@ class Engine:
         total = self.p.launch.blocks
         sms = self.hw.sm_count
         slots = self.occ.blocks_per_sm
-        history: list[tuple[float, int, _Tally]] = []
+        history: list[float] = []
         while self.next_block < total:
             count = min(sms, total - self.next_block)
             first = self.next_block
@@ -401,20 +403,25 @@ class Engine:
             t0 = env.now
             tally = yield env.process(self._group(slot, first, count))
             self._scale_and_add(tally, count)
-            history.append((env.now - t0, count, tally))
-            if len(history) >= 2 and count == sms:
-                (d1, c1, _), (d0, c0, _) = history[-1], history[-2]
-                if c0 == c1 and d0 > 0 and abs(d1 - d0) <= STEADY_TOL * d0:
-                    left_groups = (total - self.next_block) // (sms * slots)
-                    j = left_groups - 1
-                    if j >= 1:
-                        self.next_block += j * sms
-                        per = _Tally()
-                        per.add(tally)
-                        hold = _Tally()
-                        yield from self._hold(slot, per, d1, j, hold)
-                        self._scale_and_add(hold, count)
-                        history.clear()
+            d1 = env.now - t0
+            history.append(d1)
+            if count != sms:
+                continue
+            # settled: this slot's last two groups took the same time, or one group took the time
+            # another slot already settled at (all slots are alike)
+            settled = (len(history) >= 2 and abs(d1 - history[-2]) <= GROUP_STEADY_TOL * history[-2]) or (
+                self.settled_group_s and abs(d1 - self.settled_group_s) <= GROUP_STEADY_TOL * self.settled_group_s)
+            if settled:
+                self.settled_group_s = d1
+                j = (total - self.next_block) // (sms * slots) - 1  # this slot's share, less a last group
+                if j >= 1:
+                    self.next_block += j * sms
+                    per = _Tally()
+                    per.add(tally)
+                    hold = _Tally()
+                    yield from self._hold(slot, per, d1, j, hold)
+                    self._scale_and_add(hold, count)
+                    history.clear()
 
     def _scale_and_add(self, tally: _Tally, count: int) -> None:
         """Add a group's tally to the kernel totals: per-SM counters times the blocks it stands for."""
