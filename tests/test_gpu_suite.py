@@ -1,0 +1,83 @@
+"""On the GPU: every suite configuration compiles and is correct; a sample of predictions holds;
+tilesim's occupancy equals the CUDA runtime's. Skipped without CuPy and a GPU."""
+
+from __future__ import annotations
+
+import pytest
+
+from tilesim import hardware, simulate
+from tilesim.analytic import gemm_occupancy
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def cupy():
+    cp = pytest.importorskip("cupy")
+    try:
+        if cp.cuda.runtime.getDeviceCount() < 1:
+            pytest.skip("no CUDA device")
+    except cp.cuda.runtime.CUDARuntimeError:
+        pytest.skip("no CUDA device")
+    return cp
+
+
+@pytest.fixture(scope="module")
+def suite():
+    from validation.suite import load_suite
+
+    return load_suite()
+
+
+def test_every_suite_configuration_compiles_and_is_correct(cupy, suite):
+    from validation.gemm_cuda import check_correct, compile_gemm
+
+    bad = []
+    for i, cfg in enumerate(suite):
+        if cfg.m * cfg.n * cfg.k > 2**34:  # the 4096^3 naive kernels take seconds; their smaller shapes are checked
+            continue
+        res = check_correct(compile_gemm(cfg), seed=i)
+        if not res.ok:
+            bad.append((cfg.label, cfg.m, cfg.n, cfg.k, res.message))
+    assert not bad
+
+
+def test_occupancy_matches_the_cuda_runtime(cupy, suite):
+    from validation.gemm_cuda import compile_gemm
+
+    hw = hardware.load("h200")
+    seen = set()
+    checked = 0
+    for cfg in suite:
+        if cfg.label in seen:
+            continue
+        seen.add(cfg.label)
+        comp = compile_gemm(cfg)
+        fn = getattr(getattr(comp.kernel, "kernel", None), "ptr", None)
+        if fn is None:
+            pytest.skip("this CuPy exposes no function handle for the occupancy API")
+        cuda = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn, cfg.threads, cfg.smem_bytes)
+        ours = gemm_occupancy(cfg.with_(regs_per_thread=comp.attributes["regs_per_thread"]), hw).blocks_per_sm
+        assert ours == cuda, (cfg.label, comp.attributes, ours, cuda)
+        checked += 1
+    assert checked >= 10
+
+
+def test_sample_of_predictions_within_25_percent(cupy):
+    from tilesim import GemmConfig
+    from validation.gemm_cuda import compile_gemm
+    from validation.timing import time_gpu
+
+    sample = [GemmConfig(2048, 2048, 2048, "smem", bm=32, bn=32, bk=32),
+              GemmConfig(2048, 2048, 2048, "reg2d", bm=64, bn=64, bk=8, tm=4, tn=4),
+              GemmConfig(2048, 2048, 2048, "reg2d", bm=128, bn=128, bk=8, tm=8, tn=8, vectorize=True,
+                         pipeline="regs", stages=2)]
+    rng = cupy.random.default_rng(7)
+    for cfg in sample:
+        comp = compile_gemm(cfg)
+        a = rng.uniform(-1, 1, (cfg.m, cfg.k), dtype=cupy.float32)
+        b = rng.uniform(-1, 1, (cfg.k, cfg.n), dtype=cupy.float32)
+        c = rng.uniform(-1, 1, (cfg.m, cfg.n), dtype=cupy.float32)
+        t = time_gpu(lambda comp=comp, a=a, b=b, c=c: comp.launch(a, b, c), reps=20)
+        pred = simulate(cfg.with_(regs_per_thread=comp.attributes["regs_per_thread"]), "h200").time_s
+        assert abs(pred - t.median_s) / t.median_s <= 0.25, (cfg.label, pred, t.median_s)
