@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The commands run on the lent H200 (a bare machine without network; simpy travels as a wheel in
+# .whl/, named in the call's `carry`). Usage: bash validation/device.sh STEP [STEP ...], steps:
+#   calibrate        microbenchmarks -> calibration.json and the calibrated profile
+#   suite            the timed GEMM suite (resumable; bounded so its rows always come back)
+#   ncu:MxNxK        Nsight Compute counters for one shape of the suite (resumable)
+#   gpu-tests        pytest -m gpu, with its log
+# Outputs are copied to $OUT (the device tool brings them back) as they are produced.
+set -u
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+R=validation/results/h200
+mkdir -p "$R"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
+echo "revision $(cat .device_git_revision 2>/dev/null || echo unknown)"
+for step in "$@"; do
+  case "$step" in
+    calibrate)
+      python3 -m validation.calibrate --out "$R" --profile tilesim/hardware/calibrated/h200.toml 2>&1 | tail -24
+      cp "$R/calibration.json" tilesim/hardware/calibrated/h200.toml "$OUT/" ;;
+    suite)
+      timeout "${SUITE_TIMEOUT:-470}" python3 -m validation.suite --out "$R" --no-progress 2>&1 | tail -40
+      cp "$R/times.csv" "$R/metadata.json" "$OUT/" ;;
+    ncu:*)
+      timeout "${NCU_TIMEOUT:-300}" python3 -m validation.ncu --out "$R" --shape "${step#ncu:}" --no-progress 2>&1 | tail -5
+      cp "$R/counters.csv" "$OUT/" ;;
+    gpu-tests)
+      python3 -m pytest -m gpu -p no:cacheprovider -q -rA tests 2>&1 | tee "$OUT/gpu_tests.log" | tail -30 ;;
+    *) echo "unknown step $step" >&2; exit 2 ;;
+  esac
+done
