@@ -8,8 +8,9 @@ What is simulated
   resources (issue, FMA pipe, shared-memory wavefronts, L1 wavefronts) are channels of the
   representative SM, shared by its slots; the chip-wide ones (L2, HBM) see each group's demand
   multiplied by the number of blocks it stands for.
-* **Block scheduler.** Blocks are handed out in launch order as slots free up, so the last
-  groups are smaller (the tail wave) and see less contention.
+* **Block scheduler.** Blocks are handed out in launch order as slots free up. At launch they
+  spread over all SMs; a last partial wave lands packed into the slots of the SMs that free
+  first (all slots of an SM free together), so it is split evenly over the slots.
 * **k-loop.** Each k-step issues its global loads (``pipeline_depth - 1`` steps ahead when the
   kernel double-buffers), waits for the step's data, stages it in shared memory, and computes.
   Loads queue on the issue, L1, L2 and HBM channels and come back after the L2 or HBM latency;
@@ -20,11 +21,14 @@ What is simulated
 
 Steady states (what keeps it fast)
 ----------------------------------
-When a k-loop's step period has settled (two windows within ``STEADY_TOL``), the rest of the loop
-is not stepped: the group holds, for the skipped time, a reservation on every channel equal to its
-measured consumption rate (so it still contends), and its counters grow by the measured
-per-step amounts. Likewise whole block groups repeat identically once two in a row took the same
-time. The work therefore grows with the number of distinct phases, not with the number of tiles.
+When a k-loop's step period has settled (two windows within ``STEADY_TOL``) and the other slots
+in a k-loop have settled too, the rest of the loop is not stepped: the group holds, for the
+skipped time, a reservation on every channel equal to its measured consumption rate (so it still
+contends), streams its misses into the L2, and its counters grow by the measured per-step amounts.
+Likewise whole block groups repeat once two in a row took the same time. The work therefore grows
+with the number of distinct phases, not with the number of tiles. Holding is an approximation:
+``STEADY_TOL = -1`` steps everything (slow, and the reference the holds are checked against in
+tests/test_engine.py).
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ MAX_WARP_GROUPS = 8  # independent warp groups simulated per block (warps aggreg
 MAX_ROUNDS = 4  # load-then-use rounds simulated per k-step (rounds beyond are aggregated)
 MAX_MATH_GROUPS = 4  # concurrent warp groups simulated per block between barriers
 MAX_TIMELINE = 20000
+FALLBACK_WINDOWS = 4  # steady windows after which a group holds alone
 CHANNELS = ("issue", "fma", "smem", "l1", "l2", "hbm")
 COUNTERS = CHANNELS + ("hbm_read", "hbm_write", "l2_load", "l2_store", "l2_miss_load",
                        "smem_bytes", "smem_ideal", "ffma")
@@ -123,6 +128,10 @@ class Engine:
         self.writeback_share = max(0.0, 1.0 - hw.l2_bytes / out_bytes) if out_bytes else 0.0
         self.writes: list[tuple[float, float]] = []
         self.settled_group_s = 0.0  # duration of a full block group once some slot has settled
+        self.tail_group: int | None = None  # blocks per group of the last, packed partial wave
+        self.in_loop: set[int] = set()  # slots inside a k-loop
+        self.steady: dict[int, float] = {}  # steady slots -> their step period
+        self.holding: set[int] = set()
 
     # ----- per-step amounts (independent of which blocks run) --------------------------------
     def _step_tally(self) -> _Tally:
@@ -350,8 +359,11 @@ class Engine:
         """A block group: ``count`` blocks (one per SM) from ``first`` in launch order.
 
         The k-loop runs in windows of ``pipeline_depth + 1`` steps (every warp group finishes a
-        window before the next starts). Once two windows take the same time, the rest of the loop
-        but one window is held as a steady state.
+        window before the next starts). A group is *steady* once two windows take the same time.
+        Steady groups hold together: when every slot in a k-loop is steady (or already holding),
+        a common horizon is set and each holds its remaining steps up to it, so the periods they
+        reserve were measured under the contention that lasts through the hold. A group left
+        steady for FALLBACK_WINDOWS windows without company holds alone.
         """
         env = self.env
         n = self.p.iterations
@@ -362,6 +374,8 @@ class Engine:
         per_step: list[float] = []
         i = 0
         held = False
+        steady_windows = 0
+        self.in_loop.add(slot)
         while i < n:
             w = min(window, n - i)
             t0 = env.now
@@ -372,20 +386,41 @@ class Engine:
             tally.add(wt)
             per_step.append((env.now - t0) / w)
             i += w
-            if not held and len(per_step) >= 3 and w == window:
-                a, b = per_step[-1], per_step[-2]
-                n_hold = n - i - window
-                if b > 0 and abs(a - b) <= STEADY_TOL * b and n_hold > 0:
-                    per = _Tally()
-                    per.add(wt, 1.0 / w)
-                    # the held steps bring in only the tiles this group was fetching itself;
-                    # tiles it found resident are someone else's to bring in
-                    ranges = [(prefix, i, i + n_hold) for prefix in lanes[0].missed]
-                    yield from self._hold(slot, per, a, n_hold, tally, ranges)
-                    i += n_hold
-                    for ln in lanes:
-                        ln.issued += n_hold
-                    held = True
+            if held:
+                continue
+            a = per_step[-1]
+            steady = (len(per_step) >= 3 and w == window and per_step[-2] > 0
+                      and abs(a - per_step[-2]) <= STEADY_TOL * per_step[-2])
+            left = n - i - window
+            if not steady or left <= 0:
+                self.steady.pop(slot, None)
+                steady_windows = 0
+                continue
+            steady_windows += 1
+            self.steady[slot] = a
+            together = all(s in self.steady or s in self.holding for s in self.in_loop)
+            if together or steady_windows >= FALLBACK_WINDOWS:
+                n_hold = left
+                if together:  # alike slots share the SM alike: hold at their mean period
+                    a = sum(self.steady.values()) / len(self.steady)
+            else:
+                n_hold = 0
+            if n_hold > 0:
+                per = _Tally()
+                per.add(wt, 1.0 / w)
+                # the held steps bring in only the tiles this group was fetching itself;
+                # tiles it found resident are someone else's to bring in
+                ranges = [(prefix, i, i + n_hold) for prefix in lanes[0].missed]
+                self.steady.pop(slot, None)
+                self.holding.add(slot)
+                yield from self._hold(slot, per, a, n_hold, tally, ranges)
+                self.holding.discard(slot)
+                i += n_hold
+                for ln in lanes:
+                    ln.issued += n_hold
+                held = True
+        self.in_loop.discard(slot)
+        self.steady.pop(slot, None)
         yield from self._epilogue(slot, first, count, tally)
         return tally
 
@@ -397,7 +432,7 @@ class Engine:
         slots = self.occ.blocks_per_sm
         history: list[float] = []
         while self.next_block < total:
-            count = min(sms, total - self.next_block)
+            count = self._next_group_size(total - self.next_block)
             first = self.next_block
             self.next_block += count
             t0 = env.now
@@ -422,6 +457,20 @@ class Engine:
                     yield from self._hold(slot, per, d1, j, hold)
                     self._scale_and_add(hold, count)
                     history.clear()
+
+    def _next_group_size(self, remaining: int) -> int:
+        """How many blocks (one per SM) the next group of a freed slot takes.
+
+        At launch the scheduler spreads blocks over all SMs. Later, blocks go to slots as they free
+        up, and the slots of an SM free together: a last partial wave lands packed, all slots of
+        the first SMs to free, so it is split evenly over the slots instead of one per SM.
+        """
+        sms, slots = self.hw.sm_count, self.occ.blocks_per_sm
+        if self.env.now == 0 or remaining >= sms * slots:
+            return min(sms, remaining)
+        if self.tail_group is None:
+            self.tail_group = -(-remaining // slots)
+        return min(self.tail_group, remaining)
 
     def _scale_and_add(self, tally: _Tally, count: int) -> None:
         """Add a group's tally to the kernel totals: per-SM counters times the blocks it stands for."""
