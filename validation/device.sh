@@ -3,6 +3,7 @@
 # .whl/, named in the call's `carry`). Usage: bash validation/device.sh STEP [STEP ...], steps:
 #   calibrate        microbenchmarks -> calibration.json and the calibrated profile
 #   suite            the timed GEMM suite (resumable; bounded so its rows always come back)
+#   rerun            the whole suite measured again into results/h200/rerun (reproducibility)
 #   ncu:MxNxK        Nsight Compute counters for one shape of the suite (resumable)
 #   gpu-tests        pytest -m gpu, with its log
 # Outputs are copied to $OUT (the device tool brings them back) as they are produced.
@@ -21,6 +22,9 @@ for step in "$@"; do
     suite)
       timeout "${SUITE_TIMEOUT:-470}" python3 -m validation.suite --out "$R" --no-progress 2>&1 | tail -40
       cp "$R/times.csv" "$R/metadata.json" "$OUT/" ;;
+    rerun)
+      timeout "${SUITE_TIMEOUT:-470}" python3 -m validation.suite --out "$R/rerun" --no-progress 2>&1 | tail -10
+      mkdir -p "$OUT/rerun" && cp "$R/rerun/times.csv" "$R/rerun/metadata.json" "$OUT/rerun/" ;;
     ncu:*)
       timeout "${NCU_TIMEOUT:-300}" python3 -m validation.ncu --out "$R" --shape "${step#ncu:}" --no-progress 2>&1 | tail -5
       cp "$R/counters.csv" "$OUT/" ;;
