@@ -84,7 +84,11 @@ class L2Cache:
         self.rate = max(0.0, self.rate - rate_bytes_per_s)
         self._r[-1] = self.rate
 
-    def touch_range(self, prefix, k0: int, k1: int, start_s: float, period_s: float) -> None:
-        """Record that the tiles of k-steps k0..k1-1 are touched one per ``period_s`` from ``start_s``."""
+    def touch_range(self, prefix, k0: int, k1: int, start_s: float, period_s: float) -> list:
+        """Record that the tiles of k-steps k0..k1-1 are touched one per ``period_s`` from ``start_s``.
+
+        Returns the record ``[k0, k1, start_s, period_s]``; lowering its k1 cuts the range short."""
+        mark = [k0, k1, start_s, period_s]
         if k1 > k0:
-            self._ranges.setdefault(prefix, []).append((k0, k1, start_s, period_s))
+            self._ranges.setdefault(prefix, []).append(mark)
+        return mark

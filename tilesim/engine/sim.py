@@ -8,9 +8,8 @@ What is simulated
   resources (issue, FMA pipe, shared-memory wavefronts, L1 wavefronts) are channels of the
   representative SM, shared by its slots; the chip-wide ones (L2, HBM) see each group's demand
   multiplied by the number of blocks it stands for.
-* **Block scheduler.** Blocks are handed out in launch order as slots free up. At launch they
-  spread over all SMs; a last partial wave lands packed into the slots of the SMs that free
-  first (all slots of an SM free together), so it is split evenly over the slots.
+* **Block scheduler.** Blocks are handed out in launch order as slots free up, so the last
+  groups are smaller (the tail wave) and see less contention.
 * **k-loop.** Each k-step issues its global loads (``pipeline_depth - 1`` steps ahead when the
   kernel double-buffers), waits for the step's data, stages it in shared memory, and computes.
   Loads queue on the issue, L1, L2 and HBM channels and come back after the L2 or HBM latency;
@@ -25,6 +24,8 @@ When a k-loop's step period has settled (two windows within ``STEADY_TOL``) and 
 in a k-loop have settled too, the rest of the loop is not stepped: the group holds, for the
 skipped time, a reservation on every channel equal to its measured consumption rate (so it still
 contends), streams its misses into the L2, and its counters grow by the measured per-step amounts.
+A hold ends early when a slot enters or leaves a k-loop, since the contention it was measured
+under has changed; the group then steps and settles again.
 Likewise whole block groups repeat once two in a row took the same time. The work therefore grows
 with the number of distinct phases, not with the number of tiles. Holding is an approximation:
 ``STEADY_TOL = -1`` steps everything (slow, and the reference the holds are checked against in
@@ -128,10 +129,10 @@ class Engine:
         self.writeback_share = max(0.0, 1.0 - hw.l2_bytes / out_bytes) if out_bytes else 0.0
         self.writes: list[tuple[float, float]] = []
         self.settled_group_s = 0.0  # duration of a full block group once some slot has settled
-        self.tail_group: int | None = None  # blocks per group of the last, packed partial wave
         self.in_loop: set[int] = set()  # slots inside a k-loop
         self.steady: dict[int, float] = {}  # steady slots -> their step period
         self.holding: set[int] = set()
+        self.changed = self.env.event()  # fires when the set of slots in a k-loop changes
 
     # ----- per-step amounts (independent of which blocks run) --------------------------------
     def _step_tally(self) -> _Tally:
@@ -294,29 +295,48 @@ class Engine:
             self._record(slot, "compute", t1, env.now)
             self.events += 1
 
-    def _hold(self, slot: int, per: _Tally, period_s: float, times: int, tally: _Tally, ranges=()):
+    def _hold(self, slot: int, per: _Tally, period_s: float, times: int, tally: _Tally, ranges=(),
+              interruptible: bool = False):
         """Stand in for ``times`` repetitions of a settled phase of length ``period_s``.
 
         The phase's channel demand is reserved for its duration, its missed bytes stream into the
         L2 over it, and the tiles it touches (``ranges``: (prefix, k0, k1)) are recorded as
-        touched one per period, so that groups running meanwhile find them resident.
+        touched one per period, so that groups running meanwhile find them resident. An
+        ``interruptible`` hold ends early when the set of slots in a k-loop changes (the
+        contention it was measured under is gone); it returns how many repetitions it stood for.
         """
-        duration = period_s * times
+        env = self.env
         rates = {c: per.v[c] / period_s for c in CHANNELS if per.v[c] > 0}
         for c, r in rates.items():
             self.ch[c].reserve(r)
-        t0 = self.env.now
+        t0 = env.now
         stream = (per.v["hbm_read"] + per.v["hbm_write"]) / period_s
         self.cache.start_stream(stream, t0)
-        for prefix, k0, k1 in ranges:
-            self.cache.touch_range(prefix, k0, k1, t0, period_s)
-        yield self.env.timeout(duration)
-        self.cache.stop_stream(stream, self.env.now)
+        marks = [self.cache.touch_range(prefix, k0, k1, t0, period_s) for prefix, k0, k1 in ranges]
+        end = env.timeout(period_s * times)
+        if interruptible:
+            yield end | self.changed
+        else:
+            yield end
+        done = times if end.processed or env.now >= t0 + period_s * times else int((env.now - t0) / period_s)
+        duration = period_s * done
+        if done < times:  # cut short: the rest is stepped again
+            for mark in marks:
+                mark[1] = mark[0] + done
+            if env.now < t0 + duration:
+                yield env.timeout(t0 + duration - env.now)
+        self.cache.stop_stream(stream, env.now)
         for c, r in rates.items():
-            self.ch[c].release(r, duration)
-        self._record(slot, "steady", t0, self.env.now)
-        tally.add(per, times)
+            self.ch[c].release(r, env.now - t0)
+        self._record(slot, "steady", t0, env.now)
+        tally.add(per, done)
         self.events += 1
+        return done
+
+    def _loop_set_changed(self) -> None:
+        """Wake interruptible holds: a slot entered or left a k-loop."""
+        old, self.changed = self.changed, self.env.event()
+        old.succeed()
 
     def _epilogue(self, slot: int, first: int, count: int, tally: _Tally):
         env, ch, ep, hw = self.env, self.ch, self.p.epilogue, self.hw
@@ -376,6 +396,7 @@ class Engine:
         held = False
         steady_windows = 0
         self.in_loop.add(slot)
+        self._loop_set_changed()
         while i < n:
             w = min(window, n - i)
             t0 = env.now
@@ -413,13 +434,16 @@ class Engine:
                 ranges = [(prefix, i, i + n_hold) for prefix in lanes[0].missed]
                 self.steady.pop(slot, None)
                 self.holding.add(slot)
-                yield from self._hold(slot, per, a, n_hold, tally, ranges)
+                done = yield from self._hold(slot, per, a, n_hold, tally, ranges, interruptible=True)
                 self.holding.discard(slot)
-                i += n_hold
+                i += done
                 for ln in lanes:
-                    ln.issued += n_hold
-                held = True
+                    ln.issued += done
+                held = done == n_hold
+                per_step.clear()
+                steady_windows = 0
         self.in_loop.discard(slot)
+        self._loop_set_changed()
         self.steady.pop(slot, None)
         yield from self._epilogue(slot, first, count, tally)
         return tally
@@ -432,7 +456,7 @@ class Engine:
         slots = self.occ.blocks_per_sm
         history: list[float] = []
         while self.next_block < total:
-            count = self._next_group_size(total - self.next_block)
+            count = min(sms, total - self.next_block)
             first = self.next_block
             self.next_block += count
             t0 = env.now
@@ -457,20 +481,6 @@ class Engine:
                     yield from self._hold(slot, per, d1, j, hold)
                     self._scale_and_add(hold, count)
                     history.clear()
-
-    def _next_group_size(self, remaining: int) -> int:
-        """How many blocks (one per SM) the next group of a freed slot takes.
-
-        At launch the scheduler spreads blocks over all SMs. Later, blocks go to slots as they free
-        up, and the slots of an SM free together: a last partial wave lands packed, all slots of
-        the first SMs to free, so it is split evenly over the slots instead of one per SM.
-        """
-        sms, slots = self.hw.sm_count, self.occ.blocks_per_sm
-        if self.env.now == 0 or remaining >= sms * slots:
-            return min(sms, remaining)
-        if self.tail_group is None:
-            self.tail_group = -(-remaining // slots)
-        return min(self.tail_group, remaining)
 
     def _scale_and_add(self, tally: _Tally, count: int) -> None:
         """Add a group's tally to the kernel totals: per-SM counters times the blocks it stands for."""
