@@ -6,6 +6,7 @@
 #   rerun            the whole suite measured again into results/h200/rerun (reproducibility)
 #   ncu:MxNxK        Nsight Compute counters for one shape of the suite (resumable)
 #   gpu-tests        pytest -m gpu, with its log
+#   dispatch         where the block scheduler puts a last partial wave (dispatch.json)
 # Outputs are copied to $OUT (the device tool brings them back) as they are produced.
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
@@ -28,6 +29,9 @@ for step in "$@"; do
     ncu:*)
       timeout "${NCU_TIMEOUT:-300}" python3 -m validation.ncu --out "$R" --shape "${step#ncu:}" --no-progress 2>&1 | tail -5
       cp "$R/counters.csv" "$OUT/" ;;
+    dispatch)
+      python3 -m validation.dispatch_probe --out "$R" 2>&1 | tail -8
+      cp "$R/dispatch.json" "$OUT/" ;;
     gpu-tests)
       python3 -m pytest -m gpu -p no:cacheprovider -q -rA tests 2>&1 | tee "$OUT/gpu_tests.log" | tail -30 ;;
     *) echo "unknown step $step" >&2; exit 2 ;;

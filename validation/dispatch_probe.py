@@ -1,0 +1,85 @@
+"""Where does the block scheduler put the blocks of a last partial wave? (a GPU microbenchmark)
+
+Blocks of equal, fixed work (a clock64 spin) are launched with shared memory sized so that exactly
+R blocks fit on an SM, in a grid of about 1.45 waves. Each block records its SM (%smid) and its
+start and end (%globaltimer). The blocks that start after the first wave show whether a partial
+wave lands spread (one block per SM) or packed (all R slots of the first SMs to free up).
+``python -m validation.dispatch_probe --out validation/results/h200`` writes dispatch.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+SRC = r"""
+extern "C" __global__ void dispatch_probe(long long spin, unsigned* smid_out, unsigned long long* t_out) {
+    extern __shared__ float pad[];
+    unsigned smid;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+    unsigned long long t0, t1;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    long long c0 = clock64();
+    while (clock64() - c0 < spin) { }
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+    if (threadIdx.x == 0) {
+        smid_out[blockIdx.x] = smid;
+        t_out[2 * blockIdx.x] = t0;
+        t_out[2 * blockIdx.x + 1] = t1;
+        if (spin < 0) pad[0] = 0.f;
+    }
+}
+"""
+
+
+def probe(per_sm: int, waves: float = 1.45, spin_cycles: int = 2_000_000, threads: int = 128) -> dict:
+    import cupy as cp  # noqa: PLC0415
+
+    props = cp.cuda.runtime.getDeviceProperties(0)
+    sms = int(props["multiProcessorCount"])
+    smem_sm = int(props["sharedMemPerMultiprocessor"])
+    smem = (smem_sm // per_sm) - 1024 - 128  # per-block reservation and allocation slack
+    k = cp.RawModule(code=SRC).get_function("dispatch_probe")
+    k.max_dynamic_shared_size_bytes = smem
+    blocks = int(round(waves * sms * per_sm))
+    smid = cp.zeros(blocks, dtype=cp.uint32)
+    t = cp.zeros(2 * blocks, dtype=cp.uint64)
+    k((blocks,), (threads,), (cp.int64(spin_cycles), smid, t), shared_mem=smem)
+    cp.cuda.runtime.deviceSynchronize()
+    smid_h = smid.get().tolist()
+    t_h = t.get().reshape(-1, 2).tolist()
+    t_first = min(a for a, _ in t_h)
+    first_end = sorted(b for _, b in t_h)[min(sms * per_sm, blocks) - 1]
+    late = [i for i, (a, _) in enumerate(t_h) if a > t_first + 0.5 * (first_end - t_first)]
+    late_per_sm = Counter(smid_h[i] for i in late)
+    return {"blocks_per_sm": per_sm, "blocks": blocks, "sms": sms, "smem_per_block_bytes": smem,
+            "late_blocks": len(late), "sms_hosting_late_blocks": len(late_per_sm),
+            "late_blocks_per_sm_histogram": dict(Counter(late_per_sm.values())),
+            "first_wave_blocks_per_sm_max": max(Counter(smid_h[i] for i in range(blocks) if i not in set(late)).values())}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m validation.dispatch_probe", description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="validation/results/h200")
+    args = ap.parse_args(argv)
+    try:
+        import cupy  # noqa: F401, PLC0415
+    except ImportError as exc:
+        print(f"validation.dispatch_probe: needs CuPy and an NVIDIA GPU: {exc}", file=sys.stderr)
+        return 2
+    from validation.metadata import collect_metadata  # noqa: PLC0415
+
+    res = {"meta": collect_metadata(), "probes": [probe(r) for r in (1, 2, 4, 7)]}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "dispatch.json").write_text(json.dumps(res, indent=2, default=str) + "\n")
+    for p in res["probes"]:
+        print(p)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
