@@ -215,6 +215,8 @@ def _fake_results():
                   "unit": "u"} for k, v in vals.items()}
     fields["warp_issue_per_clk"] = {"value": 0.7, "benchmark": "bench_warp_issue_per_clk", "n": 25, "p10": 0.69,
                                     "p90": 0.71, "unit": "u"}
+    fields["tail_packing_by_slots"] = {"value": [[2, 0.9], [7, 0.3]], "benchmark": "bench_dispatch", "n": 1,
+                                       "p10": 0.3, "p90": 0.9, "unit": "u"}
     fields["warp_issue_by_code_bytes"] = {"value": [[8192, 0.9], [65536, 0.4]], "benchmark": "bench_code",
                                           "n": 25, "p10": 0.4, "p90": 0.9, "unit": "u"}
     fields["ffma_rate_by_warps"] = {"value": [[4, 1.5], [8, 2.5], [32, 3.9]], "benchmark": "bench_ffma_rate_by_warps",
@@ -231,9 +233,10 @@ def test_write_profile_round_trips_through_hardware_load(tmp_path):
     assert hw.calibration_date == "2000-01-01T00:00:00+00:00"
     assert hw.ffma_rate_by_warps == ((4, 1.5), (8, 2.5), (32, 3.9))
     assert hw.code_issue_factor(36864) == pytest.approx((0.9 - 0.5 * 0.5) / 0.9)
+    assert hw.tail_packing(4) == pytest.approx(0.9 - 0.6 * 2 / 5)
     assert hw.ffma_rate_at(6) == pytest.approx(2.0)
     for name, e in res["fields"].items():
-        if name in ("ffma_rate_by_warps", "warp_issue_by_code_bytes"):
+        if name in ("ffma_rate_by_warps", "warp_issue_by_code_bytes", "tail_packing_by_slots"):
             continue
         assert getattr(hw, name) == pytest.approx(e["value"])
         src = hw.source_of(name)

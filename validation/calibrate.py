@@ -51,7 +51,8 @@ ISSUE_INSTR_PER_ITER = 96  # issue_mix: 64 FFMA + 32 LOP3 warp instructions per 
 PROFILE_FIELDS = ("sm_clock_hz", "hbm_bytes_per_s", "hbm_latency_cycles", "l2_bytes_per_s",
                   "l2_latency_cycles", "l1_bytes_per_clk_per_sm", "l1_latency_cycles",
                   "smem_latency_cycles", "fp32_lanes_per_sm", "issue_warp_instr_per_clk_per_sm",
-                  "launch_overhead_s", "ffma_rate_by_warps", "warp_issue_per_clk", "warp_issue_by_code_bytes")
+                  "launch_overhead_s", "ffma_rate_by_warps", "warp_issue_per_clk", "warp_issue_by_code_bytes",
+                  "tail_packing_by_slots")
 
 
 def summarize(values: Sequence[float]) -> dict:
@@ -452,7 +453,22 @@ def fields_from_benchmarks(bm: dict) -> dict:
             "value": sorted(curve), "n": MIN_RUNS,
             "p10": min(v["p10"] for k, v in rows.items() if k.endswith("B_4w")),
             "p90": max(v["p90"] for k, v in rows.items() if k.endswith("B_4w"))}
+    if "probes" in bm.get("dispatch", {}):
+        fields["tail_packing_by_slots"] = tail_packing_field(bm["dispatch"]["probes"])
     return {k: {kk: vv for kk, vv in v.items() if kk != "runs"} for k, v in fields.items()}
+
+
+def tail_packing_field(probes: list[dict]) -> dict:
+    """Packing of a last partial wave from validation/dispatch_probe.py: 0 when its blocks land one
+    per SM, 1 when they fill all slots of as few SMs as possible."""
+    pts = []
+    for p in probes:
+        slots, late, sms = p["blocks_per_sm"], p["late_blocks"], p["sms"]
+        widest, narrowest = min(sms, late), -(-late // slots)
+        if slots > 1 and widest > narrowest:
+            pts.append([slots, (widest - p["sms_hosting_late_blocks"]) / (widest - narrowest)])
+    return {"benchmark": "dispatch_probe (equal spin blocks, 1.45 waves)", "unit": "packing 0..1",
+            "value": pts, "n": 1, "p10": min(v for _, v in pts), "p90": max(v for _, v in pts)}
 
 
 CODE_KERNELS = {8192: ("fma_code_8k", 16), 16384: ("fma_code_16k", 32), 32768: ("fma_code_32k", 64),
@@ -600,8 +616,8 @@ def write_profile(results: dict, path: str | Path) -> Path:
         if missing:
             raise ValueError(f"write_profile: field {name} lacks {missing}")
         if isinstance(e["value"], list):
-            if not all(isinstance(p, list) and len(p) == 2 and p[1] > 0 for p in e["value"]):
-                raise ValueError(f"write_profile: field {name} value must be [[x, y > 0], ...]")
+            if not e["value"] or not all(isinstance(p, list) and len(p) == 2 and p[1] >= 0 for p in e["value"]):
+                raise ValueError(f"write_profile: field {name} value must be [[x, y >= 0], ...]")
         elif not (isinstance(e["value"], (int, float)) and e["value"] > 0):
             raise ValueError(f"write_profile: field {name} value = {e['value']!r} must be > 0")
         lines += [f"[{name}]", f"value = {_toml_num(e['value'])}", f"source = {_toml_str(source_text(e, date))}"]
@@ -622,6 +638,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.from_json:
         results = json.loads(Path(args.from_json).read_text())
+        dispatch = Path(args.from_json).with_name("dispatch.json")
+        if dispatch.exists():  # the scheduler probe is recorded beside the microbenchmarks
+            results["benchmarks"]["dispatch"] = json.loads(dispatch.read_text())
         results["fields"] = fields_from_benchmarks(results["benchmarks"])
         print(f"wrote {write_profile(results, args.profile)} from {args.from_json}")
         return 0

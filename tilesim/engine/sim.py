@@ -8,8 +8,9 @@ What is simulated
   resources (issue, FMA pipe, shared-memory wavefronts, L1 wavefronts) are channels of the
   representative SM, shared by its slots; the chip-wide ones (L2, HBM) see each group's demand
   multiplied by the number of blocks it stands for.
-* **Block scheduler.** Blocks are handed out in launch order as slots free up, so the last
-  groups are smaller (the tail wave) and see less contention.
+* **Block scheduler.** Blocks are handed out in launch order as slots free up. A last partial
+  wave lands on fewer SMs than one block each, as measured on the device
+  (``tail_packing_by_slots``), so its groups are smaller and its SMs more crowded.
 * **k-loop.** Each k-step issues its global loads (``pipeline_depth - 1`` steps ahead when the
   kernel double-buffers), waits for the step's data, stages it in shared memory, and computes.
   Loads queue on the issue, L1, L2 and HBM channels and come back after the L2 or HBM latency;
@@ -129,6 +130,7 @@ class Engine:
         self.writeback_share = max(0.0, 1.0 - hw.l2_bytes / out_bytes) if out_bytes else 0.0
         self.writes: list[tuple[float, float]] = []
         self.settled_group_s = 0.0  # duration of a full block group once some slot has settled
+        self.tail_sms: int | None = None  # SMs a last partial wave lands on
         self.in_loop: set[int] = set()  # slots inside a k-loop
         self.steady: dict[int, float] = {}  # steady slots -> their step period
         self.holding: set[int] = set()
@@ -456,7 +458,7 @@ class Engine:
         slots = self.occ.blocks_per_sm
         history: list[float] = []
         while self.next_block < total:
-            count = min(sms, total - self.next_block)
+            count = self._next_group_size(total - self.next_block)
             first = self.next_block
             self.next_block += count
             t0 = env.now
@@ -481,6 +483,22 @@ class Engine:
                     yield from self._hold(slot, per, d1, j, hold)
                     self._scale_and_add(hold, count)
                     history.clear()
+
+    def _next_group_size(self, remaining: int) -> int:
+        """Blocks (one per SM) the next group of a freed slot takes.
+
+        At launch blocks spread over the SMs. A last partial wave lands on the slots as they free,
+        and the slots of an SM free nearly together: it spreads over fewer SMs, between one block
+        per SM and all slots of as few SMs as possible, as the hardware's measured
+        ``tail_packing`` says.
+        """
+        sms, slots = self.hw.sm_count, self.occ.blocks_per_sm
+        if self.env.now == 0 or remaining >= sms * slots:
+            return min(sms, remaining)
+        if self.tail_sms is None:
+            widest, narrowest = min(sms, remaining), -(-remaining // slots)
+            self.tail_sms = max(1, round(widest - self.hw.tail_packing(slots) * (widest - narrowest)))
+        return min(self.tail_sms, remaining)
 
     def _scale_and_add(self, tally: _Tally, count: int) -> None:
         """Add a group's tally to the kernel totals: per-SM counters times the blocks it stands for."""

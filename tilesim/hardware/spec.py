@@ -75,6 +75,9 @@ class HardwareSpec:
     hbm_latency_cycles: float
     # --- launch -----------------------------------------------------------------------------
     launch_overhead_s: float
+    # how packed a last partial wave lands, against resident blocks per SM: ((slots, p), ...) with
+    # p = 0 for one block per SM, 1 for all slots of as few SMs as possible
+    tail_packing_by_slots: tuple
     # --- provenance (not data fields) -------------------------------------------------------
     sources: MappingProxyType = field(default_factory=lambda: MappingProxyType({}), compare=False, repr=False)
     calibrated: frozenset = field(default=frozenset(), compare=False)
@@ -86,8 +89,8 @@ class HardwareSpec:
                 continue
             v = getattr(self, f.name)
             if isinstance(v, tuple):
-                if not v or not all(len(p) == 2 and p[0] > 0 and p[1] > 0 for p in v):
-                    raise ValueError(f"hardware {self.name!r}: field {f.name} must be ((x > 0, y > 0), ...), got {v!r}")
+                if not v or not all(len(p) == 2 and p[0] > 0 and p[1] >= 0 for p in v):
+                    raise ValueError(f"hardware {self.name!r}: field {f.name} must be ((x > 0, y >= 0), ...), got {v!r}")
             elif isinstance(v, (int, float)) and not v > 0:
                 raise ValueError(f"hardware {self.name!r}: field {f.name} must be > 0, got {v!r}")
 
@@ -110,6 +113,10 @@ class HardwareSpec:
         """How much of a lone warp's issue rate is left with a loop body of ``body_bytes``."""
         pts = sorted(self.warp_issue_by_code_bytes)
         return _interp(pts, body_bytes) / pts[0][1]
+
+    def tail_packing(self, slots: int) -> float:
+        """How packed (0 spread .. 1 packed) a last partial wave lands with ``slots`` blocks per SM."""
+        return min(1.0, max(0.0, _interp(sorted(self.tail_packing_by_slots), slots)))
 
     def ffma_rate_at(self, warps: float) -> float:
         """FFMA warp instructions per clock per SM with ``warps`` resident warps (never above the
