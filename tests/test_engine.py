@@ -203,3 +203,24 @@ def test_property_random_valid_configs(cfg):
     assert r.traffic.l2_store_bytes > 0
     assert 1 <= r.blocks_per_sm <= H200.max_blocks_per_sm
     assert r.bound in ("issue", "fma", "smem", "l1", "l2", "hbm", "latency")
+
+
+def test_last_partial_wave_lands_as_packed_as_the_hardware_says(monkeypatch):
+    import tilesim.engine.sim as sim
+
+    sizes = {}
+    original = sim.Engine._group
+
+    def record(self, slot, first, count):
+        sizes.setdefault(self.hw.tail_packing_by_slots, []).append(count)
+        return (yield from original(self, slot, first, count))
+
+    monkeypatch.setattr(sim.Engine, "_group", record)
+    cfg = GemmConfig(3000, 2000, 1000, "reg2d", vectorize=True, regs_per_thread=120)  # 384 blocks, 2 per SM
+    spread = with_overrides(H200, tail_packing_by_slots=((1, 0.0),))
+    packed = with_overrides(H200, tail_packing_by_slots=((1, 1.0),))
+    t_spread = simulate(cfg, spread).time_s
+    t_packed = simulate(cfg, packed).time_s
+    assert sorted(sizes[((1, 0.0),)]) == [120, 132, 132]  # the tail one block per SM
+    assert sorted(sizes[((1, 1.0),)]) == [60, 60, 132, 132]  # the tail two per SM on 60 SMs
+    assert t_packed > t_spread
