@@ -187,8 +187,8 @@ def test_bench_smoke(runner):
 def _fake(monkeypatch, module, name, calls, rc=0):
     mod = types.ModuleType(module)
 
-    def fn(*args):
-        calls.append(args)
+    def fn(*args, **kwargs):
+        calls.append(args + tuple(sorted(kwargs.items())))
         return rc
 
     setattr(mod, name, fn)
@@ -200,10 +200,10 @@ def test_validate_report_forwards_options(runner, monkeypatch, tmp_path):
     _fake(monkeypatch, "validation.report", "main_report", calls)
     _ok(runner.invoke(cli, ["validate", "report", "--results", str(tmp_path), "--csv", "a.csv",
                             "--plot", "p.png", "--hardware", "h200"]))
-    assert calls == [(str(tmp_path), "a.csv", "p.png", "h200")]
+    assert calls == [(str(tmp_path), "a.csv", "p.png", "h200", ("steady_state", True))]
     calls.clear()
-    _ok(runner.invoke(cli, ["validate", "report"]))
-    assert calls == [(None, None, None, "h200")]
+    _ok(runner.invoke(cli, ["validate", "report", "--exact"]))
+    assert calls == [(None, None, None, "h200", ("steady_state", False))]
 
 
 def test_validate_run_and_calibrate_build_argv(runner, monkeypatch):

@@ -105,13 +105,12 @@ def test_timeline_event_order_per_slot():
     assert s0[1].start_s == pytest.approx(s0[0].end_s)
 
 
-def test_steady_state_holds_keep_time_close_to_stepping_everything(monkeypatch):
-    import tilesim.engine.sim as sim
-
-    cfgs = [GemmConfig(1024, 1024, 2048, "reg2d"), GemmConfig(1024, 1024, 1024, "naive", bm=32, bn=32)]
+def test_steady_state_holds_keep_time_close_to_stepping_everything():
+    cfgs = [GemmConfig(1024, 1024, 2048, "reg2d"), GemmConfig(1024, 1024, 1024, "naive", bm=32, bn=32),
+            GemmConfig(16384, 256, 1024, "warp", bm=64, bn=64, bk=16, wm=32, wn=32, wniter=1, tm=4, tn=4,
+                       vectorize=True, regs_per_thread=72)]
     held = [simulate(c, H200) for c in cfgs]
-    monkeypatch.setattr(sim, "STEADY_TOL", -1.0)
-    stepped = [simulate(c, H200) for c in cfgs]
+    stepped = [simulate(c, H200, steady_state=False) for c in cfgs]
     for h, s in zip(held, stepped, strict=True):
         assert h.events < s.events
         assert h.time_s == pytest.approx(s.time_s, rel=0.10)

@@ -29,12 +29,14 @@ def lower(kernel, hardware: str | HardwareSpec) -> TileProgram:
     return lower_fn(hw)
 
 
-def simulate(kernel, hardware: str | HardwareSpec = "h200", *, timeline: bool = False) -> SimResult:
+def simulate(kernel, hardware: str | HardwareSpec = "h200", *, timeline: bool = False,
+             steady_state: bool = True) -> SimResult:
     """Predict the time and the traffic per level of ``kernel`` on ``hardware``.
 
     ``kernel`` is a family configuration (e.g. :class:`~tilesim.kernels.gemm_config.GemmConfig`) or
     a hand-written :class:`~tilesim.program.TileProgram`. Invalid input raises ``ValueError``
-    naming the field before anything runs.
+    naming the field before anything runs. ``steady_state=False`` steps every k-step instead of
+    holding settled phases (slower, the reference).
     """
     hw = resolve_hardware(hardware)
-    return simulate_program(lower(kernel, hw), hw, timeline=timeline)
+    return simulate_program(lower(kernel, hw), hw, timeline=timeline, steady_state=steady_state)

@@ -108,8 +108,9 @@ def _default_stages(pipeline: str) -> int:
 @click.option("--json", "as_json", is_flag=True, help="print result.to_dict() as JSON only")
 @click.option("--timeline", "timeline_png", type=click.Path(dir_okay=False), default=None,
               help="also write the block-slot timeline of one SM to this PNG")
+@click.option("--exact", is_flag=True, help="simulate every k-step (no steady-state holds; slower)")
 def simulate_gemm(m, n, k, variant, bm, bn, bk, tm, tn, wm, wn, wniter, vectorize, smem_pad,
-                  pipeline, stages, dtype, alpha, beta, regs, hardware, as_json, timeline_png) -> None:
+                  pipeline, stages, dtype, alpha, beta, regs, hardware, as_json, timeline_png, exact) -> None:
     """Simulate C = alpha*A@B + beta*C for one GEMM tiling."""
     from tilesim.kernels.gemm_config import GemmConfig, check_fits
 
@@ -120,7 +121,7 @@ def simulate_gemm(m, n, k, variant, bm, bn, bk, tm, tn, wm, wn, wniter, vectoriz
                          stages=stages if stages is not None else _default_stages(pipeline),
                          dtype=dtype, alpha=alpha, beta=beta, regs_per_thread=regs)
         check_fits(cfg, hw)
-        result = tilesim.simulate(cfg, hw, timeline=timeline_png is not None)
+        result = tilesim.simulate(cfg, hw, timeline=timeline_png is not None, steady_state=not exact)
     except ValueError as e:
         _fail(str(e))
     if timeline_png is not None:
@@ -463,11 +464,12 @@ def validate() -> None:
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="write the predicted-vs-measured figure to this PNG")
 @click.option("--hardware", default="h200", show_default=True)
-def validate_report(results_dir, csv_path, plot_path, hardware) -> None:
+@click.option("--exact", is_flag=True, help="simulate every k-step (no steady-state holds; about 2 minutes)")
+def validate_report(results_dir, csv_path, plot_path, hardware, exact) -> None:
     """Compare measured times with predictions: error statistics, table, plot."""
     fn = _validation_fn("validation.report", "main_report")
     try:
-        rc = fn(results_dir, csv_path, plot_path, hardware)
+        rc = fn(results_dir, csv_path, plot_path, hardware, steady_state=not exact)
     except ValueError as e:
         _fail(str(e))
     _exit_with(rc)

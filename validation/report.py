@@ -184,8 +184,11 @@ def _read_csv(path: Path) -> list[dict]:
         return list(csv.DictReader(fh))
 
 
-def compute_report(results_dir: str | Path | None = None, hardware: str = "h200") -> AccuracyReport:
-    """Simulate every measured-ok configuration and compare (pure: reads files, prints nothing)."""
+def compute_report(results_dir: str | Path | None = None, hardware: str = "h200", *,
+                   steady_state: bool = True) -> AccuracyReport:
+    """Simulate every measured-ok configuration and compare (pure: reads files, prints nothing).
+
+    ``steady_state=False`` simulates every k-step (see :func:`tilesim.simulate`)."""
     rdir = Path(results_dir) if results_dir else RESULTS_ROOT / hardware
     times_path = rdir / "times.csv"
     if not times_path.exists():
@@ -206,7 +209,7 @@ def compute_report(results_dir: str | Path | None = None, hardware: str = "h200"
             continue
         cfg = config_from_row(row)
         regs = int(float(row["regs_per_thread"])) if row.get("regs_per_thread") else cfg.estimated_regs
-        res = simulate(cfg.with_(regs_per_thread=regs), hw)
+        res = simulate(cfg.with_(regs_per_thread=regs), hw, steady_state=steady_state)
         meas = float(row["median_s"])
         rows.append(ConfigAccuracy(row["label"], shape, cfg.variant, meas, res.time_s,
                                    (res.time_s - meas) / meas, res.bound, regs, res.blocks_per_sm))
@@ -247,14 +250,15 @@ def report_rows(report: AccuracyReport) -> list[dict]:
     return out
 
 
-def main_report(results_dir=None, csv_path=None, plot_path=None, hardware: str = "h200") -> int:
+def main_report(results_dir=None, csv_path=None, plot_path=None, hardware: str = "h200", *,
+                steady_state: bool = True) -> int:
     """CLI body of ``tilesim validate report``: print tables, write the CSV and the plot."""
     from rich.console import Console
     from rich.table import Table
 
     console = Console()
     try:
-        rep = compute_report(results_dir, hardware)
+        rep = compute_report(results_dir, hardware, steady_state=steady_state)
     except ValueError as exc:
         console.print(f"error: {exc}", style="red", highlight=False)
         return 2

@@ -29,8 +29,7 @@ A hold ends early when a slot enters or leaves a k-loop, since the contention it
 under has changed; the group then steps and settles again.
 Likewise whole block groups repeat once two in a row took the same time. The work therefore grows
 with the number of distinct phases, not with the number of tiles. Holding is an approximation:
-``STEADY_TOL = -1`` steps everything (slow, and the reference the holds are checked against in
-tests/test_engine.py).
+``steady_state=False`` steps everything (slower; the reference the holds are checked against).
 """
 
 from __future__ import annotations
@@ -87,9 +86,12 @@ class _Lane:
 class Engine:
     """One simulation run. Build it, call :meth:`run`, read the returned :class:`SimResult`."""
 
-    def __init__(self, program: TileProgram, hw: HardwareSpec, *, timeline: bool = False) -> None:
+    def __init__(self, program: TileProgram, hw: HardwareSpec, *, timeline: bool = False,
+                 steady_state: bool = True) -> None:
         self.p = program
         self.hw = hw
+        self.tol = STEADY_TOL if steady_state else -1.0
+        self.group_tol = GROUP_STEADY_TOL if steady_state else -1.0
         lc = program.launch
         self.occ = occupancy_of(hw, lc.threads_per_block, lc.regs_per_thread, lc.smem_bytes_per_block)
         if self.occ.blocks_per_sm < 1:
@@ -413,7 +415,7 @@ class Engine:
                 continue
             a = per_step[-1]
             steady = (len(per_step) >= 3 and w == window and per_step[-2] > 0
-                      and abs(a - per_step[-2]) <= STEADY_TOL * per_step[-2])
+                      and abs(a - per_step[-2]) <= self.tol * per_step[-2])
             left = n - i - window
             if not steady or left <= 0:
                 self.steady.pop(slot, None)
@@ -470,8 +472,8 @@ class Engine:
                 continue
             # settled: this slot's last two groups took the same time, or one group took the time
             # another slot already settled at (all slots are alike)
-            settled = (len(history) >= 2 and abs(d1 - history[-2]) <= GROUP_STEADY_TOL * history[-2]) or (
-                self.settled_group_s and abs(d1 - self.settled_group_s) <= GROUP_STEADY_TOL * self.settled_group_s)
+            settled = (len(history) >= 2 and abs(d1 - history[-2]) <= self.group_tol * history[-2]) or (
+                self.settled_group_s and abs(d1 - self.settled_group_s) <= self.group_tol * self.settled_group_s)
             if settled:
                 self.settled_group_s = d1
                 j = (total - self.next_block) // (sms * slots) - 1  # this slot's share, less a last group
@@ -539,9 +541,14 @@ class Engine:
         )
 
 
-def simulate_program(program: TileProgram, hw: HardwareSpec, *, timeline: bool = False) -> SimResult:
-    """Run the discrete-event model of ``program`` on ``hw``."""
+def simulate_program(program: TileProgram, hw: HardwareSpec, *, timeline: bool = False,
+                     steady_state: bool = True) -> SimResult:
+    """Run the discrete-event model of ``program`` on ``hw``.
+
+    ``steady_state=False`` simulates every k-step of every block group instead of holding settled
+    phases: the reference the fast path approximates, tens of times slower.
+    """
     if program.iterations == 0 and not program.epilogue.writes:
         raise ValueError(f"{program.name}: nothing to simulate (no k-steps and no epilogue writes)")
-    return Engine(program, hw, timeline=timeline).run()
+    return Engine(program, hw, timeline=timeline, steady_state=steady_state).run()
 
