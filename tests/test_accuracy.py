@@ -38,8 +38,9 @@ def test_no_configuration_off_by_half(report):
     assert abs(worst.error) <= 0.5, f"{worst.label} at {worst.shape}: {worst.error:+.2f}"
 
 
-KNOWN_RANK_GAPS = {"3000x2000x1000": "at K=1000 (1.45 waves) cp.async kernels are predicted 20-35% fast and "
-                                     "128x128 register tiles 10-17% fast, also with every step simulated"}
+KNOWN_RANK_GAPS = {"3000x2000x1000": "at K=1000 (1.45 waves) cp.async kernels are predicted 15-30% fast; the "
+                                     "predicted best is 14% slower than the measured best (Spearman 0.914 with "
+                                     "--exact, 0.887 with steady-state holds)"}
 
 
 @pytest.mark.parametrize("shape", ["1024x1024x1024", "4096x4096x4096", "16384x256x4096", "3000x2000x1000"])
