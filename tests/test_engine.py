@@ -223,3 +223,21 @@ def test_last_partial_wave_lands_as_packed_as_the_hardware_says(monkeypatch):
     assert sorted(sizes[((1, 0.0),)]) == [120, 132, 132]  # the tail one block per SM
     assert sorted(sizes[((1, 1.0),)]) == [60, 60, 132, 132]  # the tail two per SM on 60 SMs
     assert t_packed > t_spread
+
+
+def test_tensor_core_work_runs_on_the_tensor_channel():
+    from dataclasses import replace
+
+    from tilesim.kernels.gemm import lower
+
+    base = lower(GemmConfig(2048, 2048, 2048, "reg2d"), H200)
+    c = base.step.compute
+    flops = c.ffma * 64  # the same math as matrix instructions, 2 FLOP per lane FMA
+    mma = replace(base, step=replace(base.step, compute=replace(c, ffma=0, mma=c.ffma / 64, mma_flops=flops)))
+    r_ffma, r_mma = simulate(base, H200), simulate(mma, H200)
+    assert r_mma.utilization["tensor"] > 0 and r_mma.utilization["fma"] == 0
+    assert r_ffma.utilization["tensor"] == 0
+    # with the FFMA issue gone the kernel is left to its shared-memory traffic
+    assert r_mma.bound == "smem"
+    slow_tensor = with_overrides(H200, tensor_flops_per_s=H200.tensor_flops_per_s / 1000)
+    assert simulate(mma, slow_tensor).bound == "tensor"

@@ -99,6 +99,9 @@ class SharedAccess:
 class Compute:
     """Math of a block per k-step (warp-level instruction counts).
 
+    ``mma`` counts tensor-core (matrix) warp instructions and ``mma_flops`` the FLOPs they do; they
+    run on the SM's share of ``tensor_flops_per_s``. (The GEMM family here is FP32 FFMA only.)
+
     ``critical_path_cycles`` is the latency of one warp's dependent chain through a step (load ->
     use round trips, dependent FMAs): a step can never finish faster, however idle the SM is.
     ``rounds`` is how many times per step a warp must wait for shared-memory loads before the math

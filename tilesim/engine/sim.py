@@ -54,7 +54,7 @@ MAX_ROUNDS = 4  # load-then-use rounds simulated per k-step (rounds beyond are a
 MAX_MATH_GROUPS = 4  # concurrent warp groups simulated per block between barriers
 MAX_TIMELINE = 20000
 FALLBACK_WINDOWS = 4  # steady windows after which a group holds alone
-CHANNELS = ("issue", "fma", "smem", "l1", "l2", "hbm")
+CHANNELS = ("issue", "fma", "tensor", "smem", "l1", "l2", "hbm")
 COUNTERS = CHANNELS + ("hbm_read", "hbm_write", "l2_load", "l2_store", "l2_miss_load",
                        "smem_bytes", "smem_ideal", "ffma")
 
@@ -101,6 +101,7 @@ class Engine:
         self.ch = {
             "issue": Channel("issue", hw.issue_warp_instr_per_clk_per_sm * clk, "warp instructions"),
             "fma": Channel("fma", hw.ffma_rate_at(self.occ.active_warps_per_sm) * clk, "FFMA warp instructions"),
+            "tensor": Channel("tensor", hw.tensor_flops_per_s / hw.sm_count, "matrix FLOP"),
             "smem": Channel("smem", clk, "wavefronts"),
             "l1": Channel("l1", clk, "L1 cycles"),
             "l2": Channel("l2", hw.l2_bytes_per_s, "bytes"),
@@ -146,8 +147,9 @@ class Engine:
         v = t.v
         sector = self.hw.sector_bytes
         v["issue"] = (sum(ld.instructions for ld in s.loads) + s.smem_stores.instructions
-                      + s.smem_loads.instructions + s.compute.ffma + s.compute.other)
+                      + s.smem_loads.instructions + s.compute.ffma + s.compute.mma + s.compute.other)
         v["fma"] = s.compute.ffma
+        v["tensor"] = s.compute.mma_flops
         v["smem"] = s.smem_stores.wavefronts + s.smem_loads.wavefronts
         v["l1"] = sum(ld.l1_wavefronts for ld in s.loads)
         v["l2_load"] = sum(ld.l2_sectors for ld in s.loads) * sector
@@ -255,6 +257,7 @@ class Engine:
         v = tally.v
         v["issue"] += it["issue"] * share
         v["fma"] += it["fma"] * share
+        v["tensor"] += it["tensor"] * share
         v["smem"] += it["smem"] * share
         for key in ("smem_bytes", "smem_ideal", "ffma"):
             v[key] += it[key] * share
@@ -273,9 +276,9 @@ class Engine:
                            ch["issue"].request(now, lds.instructions * f)) + self.smem_lat_s
                 yield env.timeout(done - now)
                 now = env.now
-            instr = (c.ffma + c.other) * f
-            done = max(ch["fma"].request(now, c.ffma * f), ch["issue"].request(now, instr),
-                       now + instr / warps / self.warp_ipc_per_s)
+            instr = (c.ffma + c.mma + c.other) * f
+            done = max(ch["fma"].request(now, c.ffma * f), ch["tensor"].request(now, c.mma_flops * f),
+                       ch["issue"].request(now, instr), now + instr / warps / self.warp_ipc_per_s)
             yield env.timeout(done - now)
             self.events += 1
 
@@ -504,7 +507,7 @@ class Engine:
 
     def _scale_and_add(self, tally: _Tally, count: int) -> None:
         """Add a group's tally to the kernel totals: per-SM counters times the blocks it stands for."""
-        per_sm = ("issue", "fma", "smem", "l1", "smem_bytes", "smem_ideal", "ffma")
+        per_sm = ("issue", "fma", "tensor", "smem", "l1", "smem_bytes", "smem_ideal", "ffma")
         for k, x in tally.v.items():
             self.total.v[k] += x * count if k in per_sm else x
 
