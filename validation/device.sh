@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The commands run on the lent H200 (a bare machine without network; simpy travels as a wheel in
-# .whl/, named in the call's `carry`). Usage: bash validation/device.sh STEP [STEP ...], steps:
+# .whl/, named in the call's `carry`, with .device_git_revision, written by
+# `git rev-parse HEAD > .device_git_revision` before the call, so that the results record the
+# revision the copy came from). Usage: bash validation/device.sh STEP [STEP ...], steps:
 #   calibrate        microbenchmarks -> calibration.json and the calibrated profile
 #   suite            the timed GEMM suite (resumable; bounded so its rows always come back)
 #   rerun            the whole suite measured again into results/h200/rerun (reproducibility)

@@ -126,6 +126,7 @@ class Engine:
         body_bytes = self.iter_tally.v["issue"] / self.warps_per_block * hw.instruction_bytes
         self.warp_ipc_per_s = hw.warp_issue_per_clk * hw.code_issue_factor(body_bytes) * clk
         self.async_loads = any(ld.dest == "async" for ld in step.loads)
+        self.load_instr = sum(ld.instructions for ld in step.loads)
         self.rounds = min(step.compute.rounds, MAX_ROUNDS)
         # barrier-free kernels already run independent warp groups (``warp_groups``)
         self.math_groups = min(self.warps_per_block, MAX_MATH_GROUPS) if self.groups == 1 else 1
@@ -214,12 +215,12 @@ class Engine:
             for ld in s.loads:
                 missed += self._touch(ld, first, count, k, lane.missed)
         l2_bytes = it["l2_load"] * count * share
-        done = max(ch["issue"].request(now, sum(ld.instructions for ld in s.loads) * share),
+        done = max(ch["issue"].request(now, self.load_instr * share),
                    ch["l1"].request(now, it["l1"] * share),
                    ch["l2"].request(now, l2_bytes))
         if missed:
             done = max(done, ch["hbm"].request(now, missed))
-        if any(ld.dest == "async" for ld in s.loads):  # cp.async writes shared memory on arrival
+        if self.async_loads:  # cp.async writes shared memory on arrival
             done = max(done, ch["smem"].request(now, s.smem_stores.wavefronts * share))
         v = tally.v
         v["l2_load"] += l2_bytes
