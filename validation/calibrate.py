@@ -467,8 +467,9 @@ def tail_packing_field(probes: list[dict]) -> dict:
         widest, narrowest = min(sms, late), -(-late // slots)
         if slots > 1 and widest > narrowest:
             pts.append([slots, (widest - p["sms_hosting_late_blocks"]) / (widest - narrowest)])
-    return {"benchmark": "dispatch_probe (equal spin blocks, 1.45 waves)", "unit": "packing 0..1",
-            "value": pts, "n": 1, "p10": min(v for _, v in pts), "p90": max(v for _, v in pts)}
+    n = min(p.get("runs", 1) for p in probes)
+    return {"benchmark": "dispatch_probe (equal spin blocks, 1.45 waves; median launch)", "unit": "packing 0..1",
+            "value": pts, "n": n, "p10": min(v for _, v in pts), "p90": max(v for _, v in pts)}
 
 
 CODE_KERNELS = {8192: ("fma_code_8k", 16), 16384: ("fma_code_16k", 32), 32768: ("fma_code_32k", 64),

@@ -35,7 +35,16 @@ extern "C" __global__ void dispatch_probe(long long spin, unsigned* smid_out, un
 """
 
 
-def probe(per_sm: int, waves: float = 1.45, spin_cycles: int = 2_000_000, threads: int = 128) -> dict:
+def probe(per_sm: int, waves: float = 1.45, spin_cycles: int = 2_000_000, threads: int = 128,
+          runs: int = 9) -> dict:
+    """Median over ``runs`` launches (which SMs free first varies from launch to launch)."""
+    results = [probe_once(per_sm, waves, spin_cycles, threads) for _ in range(runs)]
+    hosting = sorted(r["sms_hosting_late_blocks"] for r in results)
+    median = min(results, key=lambda r: abs(r["sms_hosting_late_blocks"] - hosting[len(hosting) // 2]))
+    return {**median, "runs": runs, "sms_hosting_late_blocks_per_run": [r["sms_hosting_late_blocks"] for r in results]}
+
+
+def probe_once(per_sm: int, waves: float = 1.45, spin_cycles: int = 2_000_000, threads: int = 128) -> dict:
     import cupy as cp  # noqa: PLC0415
 
     props = cp.cuda.runtime.getDeviceProperties(0)
