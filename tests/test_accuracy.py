@@ -84,3 +84,10 @@ def test_best_measured_kernel_reaches_70_percent_of_cublas():
     ours = [float(r["median_s"]) for r in at if r["label"] != "cublas"]
     assert cublas and ours
     assert cublas[0] / min(ours) >= 0.70
+
+
+def test_instruction_counts_against_nsight_compute(report):
+    """The lowering's warp-instruction counts, checked against smsp__inst_executed."""
+    errs = sorted(abs(c.instruction_error) for c in report.counters)
+    assert len(errs) == len(report.rows)
+    assert errs[len(errs) // 2] <= 0.10, f"median |instruction error| {errs[len(errs) // 2]:.3f}"

@@ -50,6 +50,8 @@ class CounterComparison:
     measured_l2_bytes: float
     predicted_smem_wavefronts: float
     measured_smem_wavefronts: float
+    predicted_instructions: float = math.nan
+    measured_instructions: float = math.nan
 
     @staticmethod
     def _err(p: float, m: float) -> float:
@@ -66,6 +68,10 @@ class CounterComparison:
     @property
     def smem_error(self) -> float:
         return self._err(self.predicted_smem_wavefronts, self.measured_smem_wavefronts)
+
+    @property
+    def instruction_error(self) -> float:
+        return self._err(self.predicted_instructions, self.measured_instructions)
 
 
 @dataclass(frozen=True)
@@ -219,7 +225,8 @@ def compute_report(results_dir: str | Path | None = None, hardware: str = "h200"
                 row["label"], shape, cfg.variant,
                 res.traffic.hbm_bytes, _f(c, "dram__bytes_read.sum") + _f(c, "dram__bytes_write.sum"),
                 res.traffic.l2_bytes, _f(c, "lts__t_bytes.sum"),
-                res.traffic.smem_wavefronts, _f(c, "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum")))
+                res.traffic.smem_wavefronts, _f(c, "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"),
+                res.traffic.instructions, _f(c, "smsp__inst_executed.sum")))
     if not rows:
         raise ValueError(f"{times_path}: no configuration measured ok")
     return AccuracyReport(hw.name, tuple(sorted(hw.calibrated)), tuple(rows), tuple(comps), tuple(skipped))
@@ -245,7 +252,8 @@ def report_rows(report: AccuracyReport) -> list[dict]:
         c = comp.get((r.label, r.shape))
         if c:
             d.update({k: v for k, v in asdict(c).items() if k not in ("label", "shape", "variant")})
-            d.update(dram_error=c.dram_error, l2_error=c.l2_error, smem_error=c.smem_error)
+            d.update(dram_error=c.dram_error, l2_error=c.l2_error, smem_error=c.smem_error,
+                     instruction_error=c.instruction_error)
         out.append(d)
     return out
 
@@ -271,13 +279,15 @@ def main_report(results_dir=None, csv_path=None, plot_path=None, hardware: str =
     console.print(t)
     if rep.counters:
         ct = Table(title="Counters: predicted vs Nsight Compute")
-        for col in ("shape", "config", "DRAM pred/meas MB", "err", "L2 pred/meas MB", "err", "smem wavefronts pred/meas", "err"):
+        for col in ("shape", "config", "DRAM pred/meas MB", "err", "L2 pred/meas MB", "err",
+                    "smem wavefronts pred/meas", "err", "instr err"):
             ct.add_column(col)
         for c in rep.counters:
             ct.add_row(c.shape, c.label, f"{c.predicted_dram_bytes / 1e6:.1f} / {c.measured_dram_bytes / 1e6:.1f}",
                        f"{c.dram_error * 100:+.0f}%", f"{c.predicted_l2_bytes / 1e6:.1f} / {c.measured_l2_bytes / 1e6:.1f}",
                        f"{c.l2_error * 100:+.0f}%",
-                       f"{c.predicted_smem_wavefronts:.3g} / {c.measured_smem_wavefronts:.3g}", f"{c.smem_error * 100:+.0f}%")
+                       f"{c.predicted_smem_wavefronts:.3g} / {c.measured_smem_wavefronts:.3g}", f"{c.smem_error * 100:+.0f}%",
+                       f"{c.instruction_error * 100:+.0f}%")
         console.print(ct)
     s = rep.summary()
     console.print(f"configs {s['configs']} (skipped {s['skipped']}) | MAPE {s['mape'] * 100:.1f}% | "
