@@ -125,8 +125,9 @@ def test_sweep_tiny_scenario_with_csv_json_and_plot(runner, tmp_path):
     sc = tmp_path / "tiny.toml"
     sc.write_text(TINY)
     csv_path, json_path, png = tmp_path / "o" / "s.csv", tmp_path / "o" / "s.json", tmp_path / "o" / "s.png"
+    traffic = tmp_path / "o" / "t.png"
     res = _ok(runner.invoke(cli, ["sweep", str(sc), "--csv", str(csv_path), "--json", str(json_path),
-                                  "--plot", str(png), "--top", "2"]))
+                                  "--plot", str(png), "--top", "2", "--traffic-plot", str(traffic)]))
     out = res.stdout
     assert "256x256x256" in out and "512x256x128" in out and "best per shape" in out
     assert "skipped 2 invalid configuration(s)" in out and "GemmConfig.tm = 7" in out
@@ -140,6 +141,7 @@ def test_sweep_tiny_scenario_with_csv_json_and_plot(runner, tmp_path):
     assert doc["scenario"] == "tiny" and len(doc["rows"]) == 8
     assert png.stat().st_size > 1000
     assert str(png) in out
+    assert traffic.stat().st_size > 1000 and "traffic plot" in out
 
 
 def test_sweep_default_plot_path(runner, tmp_path):

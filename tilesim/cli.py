@@ -196,8 +196,10 @@ def _print_report(con: Console, cfg, hw, r) -> None:
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="sweep figure PNG [default: out/sweep_<scenario>.png]")
 @click.option("--no-plot", is_flag=True, help="do not write the sweep figure")
+@click.option("--traffic-plot", "traffic_path", type=click.Path(dir_okay=False), default=None,
+              help="also write bytes per level (HBM, L2, shared) per configuration to this PNG")
 @click.option("--top", type=int, default=15, show_default=True, help="rows per shape in the tables (0: all)")
-def sweep(scenario, hardware, csv_path, json_path, plot_path, no_plot, top) -> None:
+def sweep(scenario, hardware, csv_path, json_path, plot_path, no_plot, traffic_path, top) -> None:
     """Simulate every configuration of SCENARIO (a name in scenarios/ or a TOML path).
 
     SCENARIO defaults to tile_sizes. Prints the fastest configurations per shape, the best one per
@@ -245,6 +247,11 @@ def sweep(scenario, hardware, csv_path, json_path, plot_path, no_plot, top) -> N
         fig = sweep_figure(res.rows, title=f"{sc.name} on {hw.display_name} (predicted)")
         path = _save_figure(fig, target)
         click.echo(f"wrote plot to {path}")
+    if traffic_path and res.ok:
+        from tilesim.plots import traffic_figure
+
+        path = _save_figure(traffic_figure(res.rows), traffic_path)
+        click.echo(f"wrote traffic plot to {path}")
 
 
 def _print_sweep(con: Console, res, top: int) -> None:
