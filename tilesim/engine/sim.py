@@ -388,10 +388,10 @@ class Engine:
 
         The k-loop runs in windows of ``pipeline_depth + 1`` steps (every warp group finishes a
         window before the next starts). A group is *steady* once two windows take the same time.
-        Steady groups hold together: when every slot in a k-loop is steady (or already holding),
-        a common horizon is set and each holds its remaining steps up to it, so the periods they
-        reserve were measured under the contention that lasts through the hold. A group left
-        steady for FALLBACK_WINDOWS windows without company holds alone.
+        It holds the rest of its loop (but one window) once every slot in a k-loop is steady or
+        already holding, at the mean period of the steady slots (alike slots share the SM alike),
+        or alone after FALLBACK_WINDOWS steady windows. A hold that the arrival or departure of
+        another slot cuts short leaves the group stepping again until it settles anew.
         """
         env = self.env
         n = self.p.iterations
