@@ -55,7 +55,7 @@ MAX_MATH_GROUPS = 4  # concurrent warp groups simulated per block between barrie
 MAX_TIMELINE = 20000
 FALLBACK_WINDOWS = 4  # steady windows after which a group holds alone
 CHANNELS = ("issue", "fma", "tensor", "smem", "l1", "l2", "hbm")
-COUNTERS = CHANNELS + ("hbm_read", "hbm_write", "l2_load", "l2_store", "l2_miss_load",
+COUNTERS = CHANNELS + ("hbm_read", "hbm_write", "l2_load", "l2_store",
                        "smem_bytes", "smem_ideal", "ffma")
 
 
@@ -227,7 +227,6 @@ class Engine:
         v["l2"] += l2_bytes
         v["hbm"] += missed
         v["hbm_read"] += missed
-        v["l2_miss_load"] += missed
         v["l1"] += it["l1"] * share
         return done + (self.hbm_lat_s if missed else self.l2_lat_s)
 
@@ -376,7 +375,6 @@ class Engine:
         v["l2_store"] += wr_bytes
         v["hbm"] += missed + wr_hbm
         v["hbm_read"] += missed
-        v["l2_miss_load"] += missed
         v["hbm_write"] += written  # adjusted for what is still resident at the end, in run()
         if done > env.now:
             yield env.timeout(done - env.now)
@@ -528,7 +526,7 @@ class Engine:
         traffic = Traffic(
             hbm_read_bytes=v["hbm_read"], hbm_write_bytes=max(0.0, v["hbm_write"] - resident),
             l2_load_bytes=l2_load, l2_store_bytes=v["l2_store"],
-            l2_hit_rate=(1.0 - v["l2_miss_load"] / l2_load) if l2_load else 0.0,
+            l2_hit_rate=(1.0 - v["hbm_read"] / l2_load) if l2_load else 0.0,
             l1_wavefronts=v["l1"], smem_bytes=v["smem_bytes"], smem_wavefronts=v["smem"],
             smem_conflict_wavefronts=max(0.0, v["smem"] - v["smem_ideal"]),
             register_operand_bytes=v["ffma"] * hw.warp_size * 3 * 4,

@@ -105,9 +105,6 @@ class HardwareSpec:
         """One shared-memory wavefront per clock: banks x bank width."""
         return self.smem_banks * self.smem_bank_width_bytes
 
-    @property
-    def max_warps_per_block(self) -> int:
-        return self.max_threads_per_block // self.warp_size
 
     def code_issue_factor(self, body_bytes: float) -> float:
         """How much of a lone warp's issue rate is left with a loop body of ``body_bytes``."""
@@ -124,8 +121,6 @@ class HardwareSpec:
         peak = self.fp32_lanes_per_sm / self.warp_size
         return min(_interp(sorted(self.ffma_rate_by_warps), warps), peak)
 
-    def cycles_to_s(self, cycles: float) -> float:
-        return cycles / self.sm_clock_hz
 
     def source_of(self, field_name: str) -> str:
         return self.sources.get(field_name, "")

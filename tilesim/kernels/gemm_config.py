@@ -137,9 +137,6 @@ class GemmConfig:
             return (self.bm // self.tm) * (self.bn // self.tn)
         return (self.bm // self.wm) * (self.bn // self.wn) * 32
 
-    @property
-    def outputs_per_thread(self) -> int:
-        return (self.bm * self.bn) // self.threads
 
     @property
     def grid(self) -> tuple[int, int, int]:
