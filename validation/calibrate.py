@@ -1,6 +1,9 @@
 """Microbenchmarks that measure what the simulator's hardware model needs (never the validation GEMMs).
 
-CUDA kernels live in ``validation/kernels/microbench.cu`` (compiled with ``cupy.RawModule``).
+CUDA kernels live in ``validation/kernels/microbench.cu``, compiled with nvcc to a cubin that
+``cupy.RawModule`` loads, and disassembled (cuobjdump) so that instruction rates count every issued
+instruction of a loop body, as the simulator counts a kernel's (NVRTC and source counts when nvcc
+or cuobjdump is missing).
 Each benchmark repeats at least ``MIN_RUNS`` times and keeps the spread. ``run_calibration()``
 returns the raw results (JSON-ready); ``write_profile()`` writes the calibrated TOML profile read by
 ``tilesim.hardware.load`` (``tilesim/hardware/calibrated/<gpu>.toml``).
@@ -18,7 +21,7 @@ Benchmarks and the HardwareSpec fields they give:
 ``l2_chase``                ``l2_latency_cycles``: chase over 8 MiB, 128 B stride, ld.global.cg
 ``hbm_chase``               ``hbm_latency_cycles``: chase over 1 GiB, 2 KiB stride, cold lines
 ``fma_chains``              ``fp32_lanes_per_sm`` (effective) = FLOP/s / (2 * sm_count * clock)
-``issue_mix``               ``issue_warp_instr_per_clk_per_sm``: FFMA + LOP3 2:1 mix
+``issue_mix``               ``issue_warp_instr_per_clk_per_sm``: FFMA + LOP3 2:1, all SASS instr counted
 ``launch_empty``            ``launch_overhead_s``: empty kernel timed with events, one per pair
 =========================== =========================================================================
 """
@@ -28,7 +31,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -79,14 +85,56 @@ class _Bench:
 
         self.cp = cp
         self.runs = max(runs, MIN_RUNS)
-        self.mod = cp.RawModule(code=KERNEL_SRC.read_text())
         props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
         self.sm_count = int(props["multiProcessorCount"])
         self.l2_bytes = int(props["l2CacheSize"])
         self.stream = cp.cuda.get_current_stream()
+        arch = f"sm_{props['major']}{props['minor']}"
+        self._tmp = tempfile.TemporaryDirectory()
+        built = build_cubin(KERNEL_SRC, arch, Path(self._tmp.name))
+        if built:  # what runs is what the loop counts were read from
+            cubin, self.sass = built
+            self.mod = cp.RawModule(path=str(cubin))
+        else:
+            self.sass = None
+            self.mod = cp.RawModule(code=KERNEL_SRC.read_text())
 
     def fn(self, name: str):
         return self.mod.get_function(name)
+
+    def loop_counts(self, name: str) -> dict[str, int] | None:
+        """Opcode counts of kernel ``name``'s hot loop body (None without nvcc and cuobjdump)."""
+        if self.sass is None:
+            return None
+        from validation.sass_histogram import hot_loop  # noqa: PLC0415
+
+        return dict(hot_loop(self.sass, name))
+
+
+def build_cubin(src: Path, arch: str, workdir: Path) -> tuple[Path, str] | None:
+    """Compile ``src`` with nvcc to a cubin for ``arch`` and disassemble it; None when nvcc or
+    cuobjdump is missing or fails (the benchmarks then run from NVRTC and count from the source)."""
+    nvcc, objdump = shutil.which("nvcc"), shutil.which("cuobjdump")
+    if not nvcc or not objdump:
+        return None
+    cubin = workdir / (src.stem + ".cubin")
+    p = subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-O3", "-o", str(cubin), str(src)],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        return None
+    d = subprocess.run([objdump, "-sass", str(cubin)], capture_output=True, text=True)
+    return (cubin, d.stdout) if d.returncode == 0 else None
+
+
+def per_iteration(counts: dict[str, int] | None, key: str, key_per_iter: int,
+                  opcodes: tuple[str, ...] | None = None) -> float | None:
+    """Instructions per source-loop iteration in a (possibly unrolled) SASS loop body: all of them,
+    or only ``opcodes``; the unroll factor is the body's ``key`` count over ``key_per_iter``."""
+    if not counts or not counts.get(key):
+        return None
+    unroll = counts[key] / key_per_iter
+    n = sum(v for op, v in counts.items() if opcodes is None or op in opcodes)
+    return n / unroll
 
     def gate(self) -> None:
         """Enqueue a one-block spin of about 100 us so that the next launch is queued before the
@@ -380,13 +428,18 @@ def bench_issue(b: _Bench) -> dict:
     k((blocks,), (MB_THREADS,), args)
     per_run, clocks = [], []
     warps = blocks * MB_THREADS // 32
+    body = b.loop_counts("issue_mix")
+    # every issued instruction of the loop (constant loads, counter, branch too), as the simulator
+    # counts a kernel's; the 64 FFMA + 32 LOP3 of the source when no SASS could be read
+    instr = per_iteration(body, "FFMA", 64) or ISSUE_INSTR_PER_ITER
     for _ in range(b.runs):
         t = b.event_times(lambda: k((blocks,), (MB_THREADS,), args), runs=1, warmup=0)[0]
         hz = _clock_runs(clk)
         clocks.append(hz)
-        per_run.append(float(warps) * iters * ISSUE_INSTR_PER_ITER / (t * hz * b.sm_count))
-    return {"rate": _field("issue_mix", "warp instr/clk/SM", per_run, blocks=blocks, iters=iters,
-                           instr_per_iter=ISSUE_INSTR_PER_ITER),
+        per_run.append(float(warps) * iters * instr / (t * hz * b.sm_count))
+    name = f"issue_mix ({instr:g} issued instructions per iteration{', SASS' if body else ''})"
+    return {"rate": _field(name, "warp instr/clk/SM", per_run, blocks=blocks, iters=iters,
+                           instr_per_iter=instr, sass_loop_body=body),
             "clock_hz_during": _field("issue_mix", "Hz", clocks)}
 
 
@@ -398,7 +451,12 @@ def bench_fma_by_warps(b: _Bench, warps_list: Sequence[int] = (4, 8, 12, 16, 24,
     smem = 200 * 1024  # one block per SM
     k.max_dynamic_shared_size_bytes = smem
     iters = 4000
-    out_rows = {}
+    body = b.loop_counts("fma_outer")
+    # FMA-pipe instructions (FFMA and the FMUL that renews the operands) and all issued
+    # instructions per iteration, from the SASS loop body (FFMA only when no SASS could be read)
+    pipe = per_iteration(body, "FFMA", FMA_OUTER_FFMA_PER_ITER, ("FFMA", "FMUL", "FADD")) or FMA_OUTER_FFMA_PER_ITER
+    instr = per_iteration(body, "FFMA", FMA_OUTER_FFMA_PER_ITER) or FMA_OUTER_FFMA_PER_ITER
+    out_rows, issue_rows = {}, {}
     for warps in warps_list:
         threads = 32 * warps
         blocks = b.sm_count
@@ -406,7 +464,7 @@ def bench_fma_by_warps(b: _Bench, warps_list: Sequence[int] = (4, 8, 12, 16, 24,
         clk = cp.zeros(2 * blocks, dtype=cp.int64)
         args = (cp.float32(1.0001), cp.int32(iters), out, clk)
         k((blocks,), (threads,), args, shared_mem=smem)
-        rates = []
+        rates, issued = [], []
 
         def launch(threads=threads, args=args, blocks=blocks):
             k((blocks,), (threads,), args, shared_mem=smem)
@@ -414,11 +472,16 @@ def bench_fma_by_warps(b: _Bench, warps_list: Sequence[int] = (4, 8, 12, 16, 24,
         for _ in range(MIN_RUNS):
             t = b.event_times(launch, runs=1, warmup=0)[0]
             hz = _clock_runs(clk)
-            rates.append(float(warps) * iters * FMA_OUTER_FFMA_PER_ITER / (t * hz))
-        out_rows[str(warps)] = _field("fma_outer", "FFMA warp instr/clk/SM", rates, warps_per_sm=warps, iters=iters)
-    return {"by_warps": out_rows,
+            rates.append(float(warps) * iters * pipe / (t * hz))
+            issued.append(float(warps) * iters * instr / (t * hz))
+        out_rows[str(warps)] = _field("fma_outer", "FMA-pipe warp instr/clk/SM", rates, warps_per_sm=warps,
+                                      iters=iters, pipe_instr_per_iter=pipe, sass_loop_body=body)
+        issue_rows[str(warps)] = _field("fma_outer", "warp instr/clk/SM", issued, warps_per_sm=warps,
+                                        iters=iters, instr_per_iter=instr)
+    return {"by_warps": out_rows, "issue_by_warps": issue_rows,
             "value": [[int(w), out_rows[w]["value"]] for w in out_rows],
-            "benchmark": "fma_outer (one block per SM)", "n": MIN_RUNS,
+            "benchmark": f"fma_outer (one block per SM; {pipe:g} FMA-pipe instructions per iteration"
+                         f"{', SASS' if body else ''})", "n": MIN_RUNS,
             "p10": min(r["p10"] for r in out_rows.values()), "p90": max(r["p90"] for r in out_rows.values())}
 
 
@@ -439,12 +502,15 @@ def fields_from_benchmarks(bm: dict) -> dict:
     }
     if "value" in bm["fma_by_warps"]:
         fields["ffma_rate_by_warps"] = bm["fma_by_warps"]
-        one = bm["fma_by_warps"]["by_warps"].get("4")
+        # all issued instructions (older results counted FFMA only and have no issue_by_warps)
+        one = bm["fma_by_warps"].get("issue_by_warps", bm["fma_by_warps"]["by_warps"]).get("4")
         if one:  # 4 warps on 4 schedulers: what one warp alone issues per clock
             fields["warp_issue_per_clk"] = {**{k: v for k, v in one.items() if k != "runs"},
                                             "value": one["value"] / 4, "p10": one["p10"] / 4,
                                             "p90": one["p90"] / 4, "unit": "instr/clk/warp",
-                                            "benchmark": "fma_outer, 4 warps per SM (one per scheduler)"}
+                                            "benchmark": f"fma_outer, 4 warps per SM (one per scheduler), "
+                                                         f"{one.get('instr_per_iter', FMA_OUTER_FFMA_PER_ITER):g} "
+                                                         "instructions per iteration"}
     if "rows" in bm.get("icache", {}):
         rows = bm["icache"]["rows"]
         curve = [[int(k.split("B_")[0]), v["value"]] for k, v in rows.items() if k.endswith("B_4w")]
@@ -468,7 +534,8 @@ def tail_packing_field(probes: list[dict]) -> dict:
         if slots > 1 and widest > narrowest:
             pts.append([slots, (widest - p["sms_hosting_late_blocks"]) / (widest - narrowest)])
     n = min(p.get("runs", 1) for p in probes)
-    return {"benchmark": "dispatch_probe (equal spin blocks, 1.45 waves; median launch)", "unit": "packing 0..1",
+    work = {"spin": "equal spin blocks", "ffma": "equal FFMA blocks sharing their SM"}[probes[0].get("work", "spin")]
+    return {"benchmark": f"dispatch_probe ({work}, 1.45 waves; median launch)", "unit": "packing 0..1",
             "value": pts, "n": n, "p10": min(v for _, v in pts), "p90": max(v for _, v in pts)}
 
 
@@ -545,7 +612,8 @@ def run_calibration(runs: int = RUNS) -> dict:
     try:  # where the block scheduler puts a last partial wave
         from validation.dispatch_probe import probe  # noqa: PLC0415
 
-        bm["dispatch"] = {"probes": [probe(r) for r in (1, 2, 4, 7)]}
+        bm["dispatch"] = {"probes": [probe(r) for r in (1, 2, 4, 7)],
+                          "spin_probes": [probe(r, work="spin") for r in (1, 2, 4, 7)]}
     except Exception as exc:  # a failed extra benchmark must not lose the others
         bm["dispatch"] = {"error": repr(exc)}
     try:

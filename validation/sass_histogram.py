@@ -1,5 +1,9 @@
 """Opcode histograms of compiled kernels (cuobjdump -sass), for reading what the compiler emitted.
 
+:func:`hot_loop` counts the opcodes of one function's busiest loop body (between a backward branch
+and its target): the calibration divides measured times by these counts, so that a rate counts
+every issued instruction, loop overhead included, as the simulator does.
+
 ``python -m validation.sass_histogram CUBIN_DIR OUT.json`` counts, per kernel function, each SASS
 opcode (without modifiers) in every ``*.cubin`` below CUBIN_DIR (CuPy's kernel cache holds the
 cubins it compiled). Needs ``cuobjdump`` (on the GPU machine).
@@ -16,6 +20,7 @@ from pathlib import Path
 
 _FUNC = re.compile(r"^\s*Function : (\S+)")
 _INSTR = re.compile(r"/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)")
+_ADDR_INSTR = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)([^;]*)")
 
 
 def histogram(sass: str) -> dict[str, dict[str, int]]:
@@ -31,6 +36,42 @@ def histogram(sass: str) -> dict[str, dict[str, int]]:
             if m:
                 cur[m.group(1)] += 1
     return {k: dict(v) for k, v in out.items()}
+
+
+def function_sass(sass: str, name: str) -> list[tuple[int, str, str]]:
+    """(address, opcode, operands) of every instruction of function ``name`` in a cuobjdump listing."""
+    out, cur = [], None
+    for line in sass.splitlines():
+        m = _FUNC.match(line)
+        if m:
+            cur = m.group(1)
+            continue
+        if cur == name:
+            m = _ADDR_INSTR.search(line)
+            if m:
+                out.append((int(m.group(1), 16), m.group(3), m.group(4).strip()))
+    if not out:
+        raise ValueError(f"no function {name!r} in the SASS listing")
+    return out
+
+
+def loop_bodies(instrs: list[tuple[int, str, str]]) -> list[Counter]:
+    """Opcode counts of every loop body: from a backward branch's target to the branch."""
+    bodies = []
+    for addr, op, operands in instrs:
+        m = re.match(r"(0x[0-9a-f]+)", operands)
+        if op == "BRA" and m and int(m.group(1), 16) < addr:
+            lo = int(m.group(1), 16)
+            bodies.append(Counter(o for a, o, _ in instrs if lo <= a <= addr))
+    return bodies
+
+
+def hot_loop(sass: str, name: str, key: str = "FFMA") -> Counter:
+    """Opcode counts of the loop body of ``name`` with the most ``key`` instructions."""
+    bodies = loop_bodies(function_sass(sass, name))
+    if not bodies:
+        raise ValueError(f"{name}: no loop in the SASS")
+    return max(bodies, key=lambda c: (c[key], -sum(c.values())))
 
 
 def main(argv: list[str] | None = None) -> int:

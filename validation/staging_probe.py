@@ -1,0 +1,191 @@
+"""What staging a tile into shared memory costs the shared-memory pipe (a GPU microbenchmark).
+
+Blocks of 128 threads copy one 8 KiB tile (an L1-resident source) into shared memory again and
+again, by one of these patterns (the ones the GEMM kernels use, and controls):
+
+===================  ================================================================================
+``a_t_async``        cp.async 4 B, 128x16 tile of a row-major matrix stored transposed (GEMM's A
+                     with ``vectorize`` and cp.async): lanes cover 8 rows x 4 chunks, stores 4-way
+                     bank-conflicted
+``a_lin_async``      the same global reads, stores to consecutive words (no bank conflict)
+``contig_async4``    cp.async 4 B, lanes read and store consecutive words (one line per warp)
+``b_async16``        cp.async 16 B, consecutive 16-byte chunks (GEMM's B with cp.async)
+``a_t_sts``          the register-staged version of ``a_t_async``: 16-byte loads, four 4-byte
+                     transposed shared stores
+===================  ================================================================================
+
+Nsight Compute counts the shared-memory wavefronts and bank conflicts of each (``--clock-control
+none``); dividing by the copy instructions executed gives wavefronts per instruction, the number the
+simulator's lowering must reproduce for cp.async. ``python -m validation.staging_probe --out DIR``
+writes ``DIR/staging.json`` (needs a GPU and ``ncu``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+SRC = r"""
+#define K_STRIDE 1024
+// the same instructions as validation/kernels/gemm.cu's copies (with a source size)
+__device__ __forceinline__ void cp4(float* dst, const float* src) {
+    unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(d), "l"(src), "r"(4) : "memory");
+}
+__device__ __forceinline__ void cp16(float* dst, const float* src) {
+    unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(d), "l"(src), "r"(16) : "memory");
+}
+__device__ __forceinline__ void wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
+template <int P>
+__device__ void stage(float* s, const float* __restrict__ A, int tid) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const int c = tid + i * 128;           // 512 chunks of 16 bytes
+        const int r = c / 4, kk = (c % 4) * 4;  // GEMM A: 128 rows x 16 columns, 4 chunks a row
+        const float* src = A + r * K_STRIDE + kk;
+        if (P == 0 || P == 1) {
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                if (P == 0) cp4(s + (kk + j) * 128 + r, src + j);
+                else cp4(s + j * 512 + c, src + j);
+            }
+        } else if (P == 2) {
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const int e = j * 512 + c;     // consecutive lanes, consecutive words
+                cp4(s + e, A + (e / 128) * K_STRIDE + (e % 128));
+            }
+        } else if (P == 3) {
+            cp16(s + c * 4, A + (c / 32) * K_STRIDE + (c % 32) * 4);
+        } else {
+            const float4 v = *reinterpret_cast<const float4*>(src);
+            s[(kk + 0) * 128 + r] = v.x; s[(kk + 1) * 128 + r] = v.y;
+            s[(kk + 2) * 128 + r] = v.z; s[(kk + 3) * 128 + r] = v.w;
+        }
+    }
+}
+
+template <int P>
+__device__ void run(const float* __restrict__ A, int iters, float* out) {
+    __shared__ __align__(16) float s[2048];
+    const int tid = threadIdx.x;
+    for (int it = 0; it < iters; ++it) {
+        stage<P>(s, A + (blockIdx.x % 8) * 16, tid);
+        if (P != 4) wait_all();
+        __syncthreads();
+    }
+    if (s[(tid * 7) % 2048] == -1.f) out[blockIdx.x] = 1.f;
+}
+
+extern "C" __global__ void __launch_bounds__(128) staging_a_t_async(const float* A, int it, float* o) { run<0>(A, it, o); }
+extern "C" __global__ void __launch_bounds__(128) staging_a_lin_async(const float* A, int it, float* o) { run<1>(A, it, o); }
+extern "C" __global__ void __launch_bounds__(128) staging_contig_async4(const float* A, int it, float* o) { run<2>(A, it, o); }
+extern "C" __global__ void __launch_bounds__(128) staging_b_async16(const float* A, int it, float* o) { run<3>(A, it, o); }
+extern "C" __global__ void __launch_bounds__(128) staging_a_t_sts(const float* A, int it, float* o) { run<4>(A, it, o); }
+"""
+
+#: pattern -> (copy instructions per warp and iteration, what they are)
+PATTERNS = {
+    "a_t_async": (16, "LDGSTS.32, transposed destination"),
+    "a_lin_async": (16, "LDGSTS.32, linear destination"),
+    "contig_async4": (16, "LDGSTS.32, consecutive words"),
+    "b_async16": (4, "LDGSTS.128, consecutive chunks"),
+    "a_t_sts": (16, "STS.32 (after LDG.128), transposed destination"),
+}
+BLOCKS_PER_SM = 8
+ITERS = 200
+METRICS = ("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
+           "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
+           "smsp__inst_executed.sum", "gpu__time_duration.sum", "sm__cycles_elapsed.avg")
+
+
+def target() -> int:
+    """Run every pattern once between cudaProfilerStart/Stop (what ncu profiles)."""
+    import cupy as cp  # noqa: PLC0415
+
+    mod = cp.RawModule(code=SRC, options=("-std=c++17",))
+    sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
+    a = cp.random.rand(8 * 16 + 128 * 1024, dtype=cp.float32) + 0.5
+    out = cp.zeros(sms * BLOCKS_PER_SM, dtype=cp.float32)
+    for name in PATTERNS:  # compile and warm outside the profiled range
+        mod.get_function(f"staging_{name}")((sms * BLOCKS_PER_SM,), (128,), (a, cp.int32(1), out))
+    cp.cuda.runtime.deviceSynchronize()
+    cp.cuda.runtime.profilerStart()
+    for name in PATTERNS:
+        mod.get_function(f"staging_{name}")((sms * BLOCKS_PER_SM,), (128,), (a, cp.int32(ITERS), out))
+    cp.cuda.runtime.deviceSynchronize()
+    cp.cuda.runtime.profilerStop()
+    return 0
+
+
+def measure(ncu: str = "ncu") -> dict:
+    """Profile the patterns with ncu; wavefronts and conflicts per copy instruction."""
+    from validation.ncu import parse_number  # noqa: PLC0415
+
+    cmd = [ncu, "--clock-control", "none", "--csv", "--page", "raw", "--print-units", "base",
+           "--profile-from-start", "off", "--metrics", ",".join(METRICS),
+           sys.executable, "-m", "validation.staging_probe", "--target"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith('"')]
+    import csv  # noqa: PLC0415
+
+    rows = list(csv.reader(lines))
+    if len(rows) < 3:
+        raise RuntimeError(f"ncu gave no rows (rc={p.returncode}): {p.stderr[-800:]}")
+    header = rows[0]
+    col = {h: i for i, h in enumerate(header)}
+    import cupy as cp  # noqa: PLC0415
+
+    sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
+    warps = sms * BLOCKS_PER_SM * 4
+    res = {}
+    for r in rows[2:]:
+        name = r[col["Kernel Name"]].removeprefix("staging_")
+        if name not in PATTERNS:
+            continue
+        per_warp_iter, what = PATTERNS[name]
+        copies = warps * ITERS * per_warp_iter
+        v = {m: parse_number(r[col[m]]) for m in METRICS if m in col}
+        wf = v["l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"]
+        res[name] = {"instruction": what, "copy_instructions": copies, **v,
+                     "wavefronts_per_copy": wf / copies,
+                     "conflicts_per_copy": v["l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"] / copies,
+                     "wavefronts_per_clk_per_sm": wf / sms / v["sm__cycles_elapsed.avg"]}
+    return res
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m validation.staging_probe", description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="validation/results/h200")
+    ap.add_argument("--target", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    try:
+        import cupy  # noqa: F401, PLC0415
+    except ImportError as exc:
+        print(f"validation.staging_probe: needs CuPy and an NVIDIA GPU: {exc}", file=sys.stderr)
+        return 2
+    if args.target:
+        return target()
+    if not shutil.which("ncu"):
+        print("validation.staging_probe: needs Nsight Compute (ncu) on PATH", file=sys.stderr)
+        return 2
+    from validation.metadata import collect_metadata  # noqa: PLC0415
+
+    res = {"meta": collect_metadata(), "iters": ITERS, "blocks_per_sm": BLOCKS_PER_SM, "patterns": measure()}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "staging.json").write_text(json.dumps(res, indent=2, default=str) + "\n")
+    for k, v in res["patterns"].items():
+        print(f"{k:14s} wavefronts/copy {v['wavefronts_per_copy']:.2f} conflicts/copy {v['conflicts_per_copy']:.2f}"
+              f" wavefronts/clk/SM {v['wavefronts_per_clk_per_sm']:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
