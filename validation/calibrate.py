@@ -77,6 +77,32 @@ def _field(benchmark: str, unit: str, per_run: Sequence[float], **extra) -> dict
 
 
 # ----- GPU side --------------------------------------------------------------------------------------
+def build_cubin(src: Path, arch: str, workdir: Path) -> tuple[Path, str] | None:
+    """Compile ``src`` with nvcc to a cubin for ``arch`` and disassemble it; None when nvcc or
+    cuobjdump is missing or fails (the benchmarks then run from NVRTC and count from the source)."""
+    nvcc, objdump = shutil.which("nvcc"), shutil.which("cuobjdump")
+    if not nvcc or not objdump:
+        return None
+    cubin = workdir / (src.stem + ".cubin")
+    p = subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-O3", "-o", str(cubin), str(src)],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        return None
+    d = subprocess.run([objdump, "-sass", str(cubin)], capture_output=True, text=True)
+    return (cubin, d.stdout) if d.returncode == 0 else None
+
+
+def per_iteration(counts: dict[str, int] | None, key: str, key_per_iter: int,
+                  opcodes: tuple[str, ...] | None = None) -> float | None:
+    """Instructions per source-loop iteration in a (possibly unrolled) SASS loop body: all of them,
+    or only ``opcodes``; the unroll factor is the body's ``key`` count over ``key_per_iter``."""
+    if not counts or not counts.get(key):
+        return None
+    unroll = counts[key] / key_per_iter
+    n = sum(v for op, v in counts.items() if opcodes is None or op in opcodes)
+    return n / unroll
+
+
 class _Bench:
     """Holds CuPy, the compiled microbenchmark module and device facts."""
 
@@ -109,32 +135,6 @@ class _Bench:
         from validation.sass_histogram import hot_loop  # noqa: PLC0415
 
         return dict(hot_loop(self.sass, name))
-
-
-def build_cubin(src: Path, arch: str, workdir: Path) -> tuple[Path, str] | None:
-    """Compile ``src`` with nvcc to a cubin for ``arch`` and disassemble it; None when nvcc or
-    cuobjdump is missing or fails (the benchmarks then run from NVRTC and count from the source)."""
-    nvcc, objdump = shutil.which("nvcc"), shutil.which("cuobjdump")
-    if not nvcc or not objdump:
-        return None
-    cubin = workdir / (src.stem + ".cubin")
-    p = subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-O3", "-o", str(cubin), str(src)],
-                       capture_output=True, text=True)
-    if p.returncode != 0:
-        return None
-    d = subprocess.run([objdump, "-sass", str(cubin)], capture_output=True, text=True)
-    return (cubin, d.stdout) if d.returncode == 0 else None
-
-
-def per_iteration(counts: dict[str, int] | None, key: str, key_per_iter: int,
-                  opcodes: tuple[str, ...] | None = None) -> float | None:
-    """Instructions per source-loop iteration in a (possibly unrolled) SASS loop body: all of them,
-    or only ``opcodes``; the unroll factor is the body's ``key`` count over ``key_per_iter``."""
-    if not counts or not counts.get(key):
-        return None
-    unroll = counts[key] / key_per_iter
-    n = sum(v for op, v in counts.items() if opcodes is None or op in opcodes)
-    return n / unroll
 
     def gate(self) -> None:
         """Enqueue a one-block spin of about 100 us so that the next launch is queued before the

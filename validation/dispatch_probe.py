@@ -106,19 +106,22 @@ def probe_once(per_sm: int, waves: float = 1.45, spin_cycles: int = 2_000_000, t
     smid_h = smid.get().tolist()
     t_h = t.get().reshape(-1, 2).tolist()
     t_first = min(a for a, _ in t_h)
-    first_end = sorted(b for _, b in t_h)[min(sms * per_sm, blocks) - 1]
-    late = [i for i, (a, _) in enumerate(t_h) if a > t_first + 0.5 * (first_end - t_first)]
+    # blocks are dispatched in index order: those past the first sms * per_sm form the last wave
+    n_first = min(sms * per_sm, blocks)
+    late = range(n_first, blocks)
     late_per_sm = Counter(smid_h[i] for i in late)
-    first = [i for i in range(blocks) if i not in set(late)]
-    ends = sorted(t_h[i][1] for i in first)
+    ends = sorted(t_h[i][1] for i in range(n_first))
     return {"work": work, "blocks_per_sm": per_sm, "blocks": blocks, "sms": sms, "smem_per_block_bytes": smem,
             # how spread the first wave's starts and ends are (microseconds, first to last)
-            "first_wave_start_spread_us": (max(t_h[i][0] for i in first) - t_first) * 1e-3,
+            "first_wave_start_spread_us": (max(t_h[i][0] for i in range(n_first)) - t_first) * 1e-3,
             "first_wave_end_spread_us": (ends[-1] - ends[0]) * 1e-3,
             "first_wave_duration_us": (ends[-1] - t_first) * 1e-3,
             "late_blocks": len(late), "sms_hosting_late_blocks": len(late_per_sm),
             "late_blocks_per_sm_histogram": dict(Counter(late_per_sm.values())),
-            "first_wave_blocks_per_sm_max": max(Counter(smid_h[i] for i in range(blocks) if i not in set(late)).values())}
+            "first_wave_blocks_per_sm_max": max(Counter(smid_h[:n_first]).values()),
+            # every block: [SM, start, end] in microseconds from the first start
+            "blocks_sm_start_end_us": [[smid_h[i], round((a - t_first) * 1e-3, 3), round((b - t_first) * 1e-3, 3)]
+                                       for i, (a, b) in enumerate(t_h)]}
 
 
 def main(argv=None) -> int:

@@ -12,6 +12,7 @@ again, by one of these patterns (the ones the GEMM kernels use, and controls):
 ``b_async16``        cp.async 16 B, consecutive 16-byte chunks (GEMM's B with cp.async)
 ``a_t_sts``          the register-staged version of ``a_t_async``: 16-byte loads, four 4-byte
                      transposed shared stores
+``*_l2``             the same with a source that misses L1 and hits L2 (a tile of a 32 MiB buffer)
 ===================  ================================================================================
 
 Nsight Compute counts the shared-memory wavefronts and bank conflicts of each (``--clock-control
@@ -71,23 +72,33 @@ __device__ void stage(float* s, const float* __restrict__ A, int tid) {
     }
 }
 
-template <int P>
+template <int P, bool L2>
 __device__ void run(const float* __restrict__ A, int iters, float* out) {
     __shared__ __align__(16) float s[2048];
     const int tid = threadIdx.x;
     for (int it = 0; it < iters; ++it) {
-        stage<P>(s, A + (blockIdx.x % 8) * 16, tid);
+        // L1-resident: the same 8 KiB tile every time; L2: a tile of a 32 MiB buffer that moves on
+        // each time (misses L1, hits L2)
+        const float* src = L2 ? A + ((blockIdx.x * 7 + it) % 64) * 128 * K_STRIDE + ((blockIdx.x + it) % 64) * 16
+                              : A + (blockIdx.x % 8) * 16;
+        stage<P>(s, src, tid);
         if (P != 4) wait_all();
         __syncthreads();
     }
     if (s[(tid * 7) % 2048] == -1.f) out[blockIdx.x] = 1.f;
 }
 
-extern "C" __global__ void __launch_bounds__(128) staging_a_t_async(const float* A, int it, float* o) { run<0>(A, it, o); }
-extern "C" __global__ void __launch_bounds__(128) staging_a_lin_async(const float* A, int it, float* o) { run<1>(A, it, o); }
-extern "C" __global__ void __launch_bounds__(128) staging_contig_async4(const float* A, int it, float* o) { run<2>(A, it, o); }
-extern "C" __global__ void __launch_bounds__(128) staging_b_async16(const float* A, int it, float* o) { run<3>(A, it, o); }
-extern "C" __global__ void __launch_bounds__(128) staging_a_t_sts(const float* A, int it, float* o) { run<4>(A, it, o); }
+#define KERNEL(name, P, L2) extern "C" __global__ void __launch_bounds__(128) \
+    staging_##name(const float* A, int it, float* o) { run<P, L2>(A, it, o); }
+KERNEL(a_t_async, 0, false)
+KERNEL(a_lin_async, 1, false)
+KERNEL(contig_async4, 2, false)
+KERNEL(b_async16, 3, false)
+KERNEL(a_t_sts, 4, false)
+KERNEL(a_t_async_l2, 0, true)
+KERNEL(a_lin_async_l2, 1, true)
+KERNEL(b_async16_l2, 3, true)
+KERNEL(a_t_sts_l2, 4, true)
 """
 
 #: pattern -> (copy instructions per warp and iteration, what they are)
@@ -97,6 +108,10 @@ PATTERNS = {
     "contig_async4": (16, "LDGSTS.32, consecutive words"),
     "b_async16": (4, "LDGSTS.128, consecutive chunks"),
     "a_t_sts": (16, "STS.32 (after LDG.128), transposed destination"),
+    "a_t_async_l2": (16, "LDGSTS.32, transposed destination, source in L2 (L1 misses)"),
+    "a_lin_async_l2": (16, "LDGSTS.32, linear destination, source in L2 (L1 misses)"),
+    "b_async16_l2": (4, "LDGSTS.128, consecutive chunks, source in L2"),
+    "a_t_sts_l2": (16, "STS.32 (after LDG.128), transposed destination, source in L2"),
 }
 BLOCKS_PER_SM = 8
 ITERS = 200
@@ -111,7 +126,7 @@ def target() -> int:
 
     mod = cp.RawModule(code=SRC, options=("-std=c++17",))
     sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
-    a = cp.random.rand(8 * 16 + 128 * 1024, dtype=cp.float32) + 0.5
+    a = cp.random.rand(64 * 128 * 1024, dtype=cp.float32) + 0.5  # 32 MiB
     out = cp.zeros(sms * BLOCKS_PER_SM, dtype=cp.float32)
     for name in PATTERNS:  # compile and warm outside the profiled range
         mod.get_function(f"staging_{name}")((sms * BLOCKS_PER_SM,), (128,), (a, cp.int32(1), out))
