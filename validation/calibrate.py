@@ -58,7 +58,8 @@ PROFILE_FIELDS = ("sm_clock_hz", "hbm_bytes_per_s", "hbm_latency_cycles", "l2_by
                   "l2_latency_cycles", "l1_bytes_per_clk_per_sm", "l1_latency_cycles",
                   "smem_latency_cycles", "fp32_lanes_per_sm", "issue_warp_instr_per_clk_per_sm",
                   "launch_overhead_s", "ffma_rate_by_warps", "warp_issue_per_clk", "warp_issue_by_code_bytes",
-                  "tail_packing_by_slots")
+                  "tail_packing_by_slots", "ldgsts_wavefronts_per_line", "ldgsts_wavefronts_per_conflict",
+                  "ldgsts_bypass_wavefronts")
 
 
 def summarize(values: Sequence[float]) -> dict:
@@ -521,6 +522,10 @@ def fields_from_benchmarks(bm: dict) -> dict:
             "p90": max(v["p90"] for k, v in rows.items() if k.endswith("B_4w"))}
     if "probes" in bm.get("dispatch", {}):
         fields["tail_packing_by_slots"] = tail_packing_field(bm["dispatch"]["probes"])
+    if "patterns" in bm.get("staging", {}):
+        from validation.staging_probe import profile_fields  # noqa: PLC0415
+
+        fields.update(profile_fields(bm["staging"]["patterns"]))
     return {k: {kk: vv for kk, vv in v.items() if kk != "runs"} for k, v in fields.items()}
 
 
@@ -616,6 +621,13 @@ def run_calibration(runs: int = RUNS) -> dict:
                           "spin_probes": [probe(r, work="spin") for r in (1, 2, 4, 7)]}
     except Exception as exc:  # a failed extra benchmark must not lose the others
         bm["dispatch"] = {"error": repr(exc)}
+    try:  # cp.async wavefronts (Nsight Compute, when on PATH)
+        if shutil.which("ncu"):
+            from validation.staging_probe import measure  # noqa: PLC0415
+
+            bm["staging"] = {"patterns": measure()}
+    except Exception as exc:  # a failed extra benchmark must not lose the others
+        bm["staging"] = {"error": repr(exc)}
     try:
         bm["icache"] = bench_icache(b)
     except Exception as exc:  # a failed extra benchmark must not lose the others
@@ -717,6 +729,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "probes" not in results["benchmarks"].get("dispatch", {}) and dispatch.exists():
             # an older calibration.json: the scheduler probe was recorded beside it
             results["benchmarks"]["dispatch"] = json.loads(dispatch.read_text())
+        staging = Path(args.from_json).with_name("staging.json")
+        if "patterns" not in results["benchmarks"].get("staging", {}) and staging.exists():
+            results["benchmarks"]["staging"] = json.loads(staging.read_text())
         results["fields"] = fields_from_benchmarks(results["benchmarks"])
         print(f"wrote {write_profile(results, args.profile)} from {args.from_json}")
         return 0

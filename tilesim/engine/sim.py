@@ -491,17 +491,22 @@ class Engine:
     def _next_group_size(self, remaining: int) -> int:
         """Blocks (one per SM) the next group of a freed slot takes.
 
-        At launch blocks spread over the SMs. A last partial wave lands on the slots as they free,
-        and the slots of an SM free nearly together: it spreads over fewer SMs, between one block
-        per SM and all slots of as few SMs as possible, as the hardware's measured
-        ``tail_packing`` says.
+        At launch blocks spread over the SMs. A last partial wave lands on the slots as they free:
+        it spreads over fewer SMs, between one block per SM and all slots of as few SMs as
+        possible, as the hardware's measured ``tail_packing`` says, with the same number of blocks
+        on each SM it lands on (as the probe sees): its groups are equal, and as many as the blocks
+        per SM, rounded.
         """
         sms, slots = self.hw.sm_count, self.occ.blocks_per_sm
         if self.env.now == 0 or remaining >= sms * slots:
             return min(sms, remaining)
         if self.tail_sms is None:
             widest, narrowest = min(sms, remaining), -(-remaining // slots)
-            self.tail_sms = max(1, round(widest - self.hw.tail_packing(slots) * (widest - narrowest)))
+            landed = max(1, round(widest - self.hw.tail_packing(slots) * (widest - narrowest)))
+            per_sm = max(1, round(remaining / landed))
+            while -(-remaining // per_sm) > sms:
+                per_sm += 1
+            self.tail_sms = -(-remaining // per_sm)
         return min(self.tail_sms, remaining)
 
     def _scale_and_add(self, tally: _Tally, count: int) -> None:

@@ -60,6 +60,10 @@ class HardwareSpec:
     smem_banks: int
     smem_bank_width_bytes: int
     smem_latency_cycles: float
+    # cp.async (LDGSTS) on the shared-memory pipe, in wavefronts (tilesim.kernels.access.ldgsts_wavefronts)
+    ldgsts_wavefronts_per_line: float  # 4-byte copy: per 128-byte global line one warp instruction touches
+    ldgsts_wavefronts_per_conflict: float  # 4-byte copy: per extra wavefront of its stores' bank conflicts
+    ldgsts_bypass_wavefronts: float  # 16-byte copy (bypasses L1): per warp instruction
     # --- L1 / load-store path ----------------------------------------------------------------
     l1_bytes_per_clk_per_sm: float  # global (L1TEX) data returned to one SM per clock
     l1_requests_per_clk_per_sm: float  # warp load instructions (one line each) the L1 serves per clock

@@ -62,6 +62,26 @@ def ideal_wavefronts(active_lanes: int, width_bytes: int, banks: int = 32, bank_
     return max(1, -(-(active_lanes * width_bytes) // (banks * bank_width_bytes)))
 
 
+def ldgsts_wavefronts(global_addresses: Sequence[int], shared_addresses: Sequence[int | None],
+                      width_bytes: int, hw) -> float:
+    """Shared-memory wavefronts of one warp's cp.async (LDGSTS) instruction.
+
+    A 16-byte copy bypasses L1 and costs ``hw.ldgsts_bypass_wavefronts``. A 4-byte copy is
+    allocated in L1 and written line by line: ``ldgsts_wavefronts_per_line`` per 128-byte global
+    line the warp touches, plus ``ldgsts_wavefronts_per_conflict`` per extra wavefront its shared
+    stores' bank conflicts add. (Rule and rates from validation/staging_probe.py: with the same
+    global reads, conflict-free stores cost one wavefront per line, and 4-way conflicted ones add
+    about twice their extra store wavefronts.)
+    """
+    if width_bytes >= 16:
+        return hw.ldgsts_bypass_wavefronts
+    _, lines = global_sectors_and_lines(global_addresses, width_bytes, hw.sector_bytes, 4 * hw.sector_bytes)
+    active = [a for a in shared_addresses if a is not None]
+    extra = (smem_wavefronts(shared_addresses, width_bytes, hw.smem_banks, hw.smem_bank_width_bytes)
+             - ideal_wavefronts(len(active), width_bytes, hw.smem_banks, hw.smem_bank_width_bytes))
+    return lines * hw.ldgsts_wavefronts_per_line + max(0, extra) * hw.ldgsts_wavefronts_per_conflict
+
+
 def l1_cycles(addresses: Sequence[int], width_bytes: int, hw) -> float:
     """L1 cycles one warp load instruction occupies on its SM.
 

@@ -26,6 +26,7 @@ from tilesim.kernels.access import (
     global_sectors_and_lines,
     ideal_wavefronts,
     l1_cycles,
+    ldgsts_wavefronts,
     smem_wavefronts,
 )
 from tilesim.kernels.gemm_config import GemmConfig, check_fits
@@ -114,13 +115,15 @@ def _naive_step(cfg: GemmConfig, hw: HardwareSpec):
     return step, math.ceil(cfg.k / kstep), kstep, W
 
 
-def _tile_load(cfg, hw, tensor, coords, rows, cols, row_stride_elems, vec, dest, smem_addr, split=False):
+def _tile_load(cfg, hw, tensor, coords, rows, cols, row_stride_elems, vec, dest, smem_addr):
     """Loads of a rows x cols tile (row-major in global memory) by all threads, ``vec`` elements each.
 
     Returns the GlobalAccess and the SharedAccess of staging it (``smem_addr(row, col)`` gives the
-    shared byte address of an element; transposed layouts store ``vec`` scalars). With ``split``
-    each thread's ``vec``-element chunk is moved by ``vec`` 4-byte copies (cp.async into a
-    transposed layout), one instruction per component.
+    shared byte address of an element; transposed layouts store ``vec`` scalars). Register staging
+    stores through shared-store instructions. cp.async (``dest == "async"``) cannot scatter a
+    chunk: into a transposed layout each thread's chunk is moved by ``vec`` 4-byte copies, one
+    instruction per component, and every copy's shared-memory wavefronts follow
+    :func:`~tilesim.kernels.access.ldgsts_wavefronts`.
     """
     e, ws, T = cfg.elem_bytes, hw.warp_size, cfg.threads
     row_stride_elems = max(row_stride_elems, cols)  # tiles wider than the matrix: rows do not overlap
@@ -142,16 +145,20 @@ def _tile_load(cfg, hw, tensor, coords, rows, cols, row_stride_elems, vec, dest,
                 continue
             addrs = [((i // cols) * row_stride_elems + (i % cols)) * e for i in idxs]
             sectors.update((a + off) // hw.sector_bytes for a in addrs for off in range(0, vec * e, 4))
-            if split:
-                for q in range(vec):
-                    l1 += l1_cycles([a + q * e for a in addrs], e, hw)
-                    instr += 1
-            else:
-                l1 += l1_cycles(addrs, vec * e, hw)
-                instr += 1
-            # shared stores of these elements
             saddrs = [smem_addr(i // cols, i % cols) for i in idxs]
-            if all(isinstance(s, tuple) for s in saddrs):  # transposed: vec scalar stores
+            scattered = all(isinstance(s, tuple) for s in saddrs)  # transposed: vec scalar stores
+            if dest == "async":
+                parts = ([([a + q * e for a in addrs], [s[q] for s in saddrs], e) for q in range(vec)]
+                         if scattered else [(addrs, saddrs, vec * e)])
+                for g, sa, width in parts:
+                    l1 += l1_cycles(g, width, hw)
+                    instr += 1
+                    st_wave += ldgsts_wavefronts(g, sa, width, hw)
+                    st_ideal += ideal_wavefronts(len(sa), width, banks, bw)
+                continue
+            l1 += l1_cycles(addrs, vec * e, hw)
+            instr += 1
+            if scattered:
                 for q in range(vec):
                     st_wave += smem_wavefronts([s[q] for s in saddrs], e, banks, bw)
                     st_ideal += ideal_wavefronts(len(saddrs), e, banks, bw)
@@ -185,9 +192,7 @@ def _staged_step(cfg: GemmConfig, hw: HardwareSpec):
             return b_base + (r * b_stride + c) * e
         return tuple(b_base + (r * b_stride + c + q) * e for q in range(vec))
 
-    # cp.async cannot transpose: a transposed A is copied 4 bytes at a time
-    la, sa = _tile_load(cfg, hw, "A", ("by", "k"), cfg.bm, cfg.bk, cfg.k, vec, dest, a_addr,
-                        split=cfg.vectorize and dest == "async")
+    la, sa = _tile_load(cfg, hw, "A", ("by", "k"), cfg.bm, cfg.bk, cfg.k, vec, dest, a_addr)
     lb, sb = _tile_load(cfg, hw, "B", ("k", "bx"), cfg.bk, cfg.bn, cfg.n, vec, dest, b_addr)
     stores = SharedAccess(bytes=sa.bytes + sb.bytes,
                           instructions=0 if dest == "async" else sa.instructions + sb.instructions,
