@@ -13,8 +13,6 @@ again, by one of these patterns (the ones the GEMM kernels use, and controls):
 ``a_t_sts``          the register-staged version of ``a_t_async``: 16-byte loads, four 4-byte
                      transposed shared stores
 ``*_l2``             the same with a source that misses L1 and hits L2 (a tile of a 32 MiB buffer)
-``lds128_*``         16-byte shared loads of register fragments: lane l reads chunk f(l) (shared
-                     chunks, as the GEMMs' fragments are)
 ===================  ================================================================================
 
 Nsight Compute counts the shared-memory wavefronts and bank conflicts of each (``--clock-control
@@ -90,39 +88,6 @@ __device__ void run(const float* __restrict__ A, int iters, float* out) {
     if (s[(tid * 7) % 2048] == -1.f) out[blockIdx.x] = 1.f;
 }
 
-// 16-byte shared loads (LDS.128) of GEMM register fragments: lane l reads 16-byte chunk f(l)
-template <int F>
-__device__ __forceinline__ int chunk_of(int l) {
-    return F == 0 ? l / 8 : F == 1 ? l % 8 : F == 2 ? l / 4 : F == 3 ? l % 4 : F == 4 ? l / 16 : F == 5 ? l % 16 : l;
-}
-template <int F>
-__device__ void lds(int iters, float* out) {
-    __shared__ __align__(16) float s[4096];
-    for (int i = threadIdx.x; i < 4096; i += blockDim.x) s[i] = i * 0.5f;
-    __syncthreads();
-    const unsigned base = (unsigned)__cvta_generic_to_shared(s) + chunk_of<F>(threadIdx.x % 32) * 16;
-    float acc = 0.f;
-    for (int it = 0; it < iters; ++it) {
-#pragma unroll
-        for (int k = 0; k < 16; ++k) {
-            float x, y, z, w;
-            asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(x), "=f"(y), "=f"(z), "=f"(w)
-                         : "r"(base + k * 512));
-            acc += x + y + z + w;
-        }
-    }
-    if (acc == -1.f) out[blockIdx.x] = acc;
-}
-#define LDS_KERNEL(name, F) extern "C" __global__ void __launch_bounds__(128) \
-    staging_##name(const float* A, int it, float* o) { lds<F>(it, o); }
-LDS_KERNEL(lds128_bcast8, 0)
-LDS_KERNEL(lds128_mod8, 1)
-LDS_KERNEL(lds128_bcast4, 2)
-LDS_KERNEL(lds128_mod4, 3)
-LDS_KERNEL(lds128_bcast16, 4)
-LDS_KERNEL(lds128_mod16, 5)
-LDS_KERNEL(lds128_lin, 6)
-
 #define KERNEL(name, P, L2) extern "C" __global__ void __launch_bounds__(128) \
     staging_##name(const float* A, int it, float* o) { run<P, L2>(A, it, o); }
 KERNEL(a_t_async, 0, false)
@@ -147,14 +112,6 @@ PATTERNS = {
     "a_lin_async_l2": (16, "LDGSTS.32, linear destination, source in L2 (L1 misses)"),
     "b_async16_l2": (4, "LDGSTS.128, consecutive chunks, source in L2"),
     "a_t_sts_l2": (16, "STS.32 (after LDG.128), transposed destination, source in L2"),
-    # fragment loads: lane l reads 16-byte chunk f(l) of a 512-byte row
-    "lds128_bcast8": (16, "LDS.128, chunk l/8 (warp-tiled A, 8 lanes share)"),
-    "lds128_mod8": (16, "LDS.128, chunk l%8 (warp-tiled B, 128 B read by each quarter-warp)"),
-    "lds128_bcast4": (16, "LDS.128, chunk l/4"),
-    "lds128_mod4": (16, "LDS.128, chunk l%4"),
-    "lds128_bcast16": (16, "LDS.128, chunk l/16 (register-tiled A)"),
-    "lds128_mod16": (16, "LDS.128, chunk l%16 (register-tiled B)"),
-    "lds128_lin": (16, "LDS.128, chunk l (512 B, no sharing)"),
 }
 #: the GEMM-A pattern, per warp instruction: 8 rows x 64 aligned bytes = 8 lines; its transposed
 #: stores are 4-way bank-conflicted = 3 wavefronts beyond the ideal one (tests/test_validation_harness.py
