@@ -241,3 +241,23 @@ def test_tensor_core_work_runs_on_the_tensor_channel():
     assert r_mma.bound == "smem"
     slow_tensor = with_overrides(H200, tensor_flops_per_s=H200.tensor_flops_per_s / 1000)
     assert simulate(mma, slow_tensor).bound == "tensor"
+
+
+def test_last_partial_wave_puts_equal_blocks_on_the_sms_it_lands_on(monkeypatch):
+    """768 blocks at 4 per SM: 240 in the last wave. Landing on about 119 SMs (packing 0.18, as
+    the probe measured) means 2 per SM: two groups of 120, not 119 + 119 + a straggler group of 2
+    that would stack a third block on the representative SM."""
+    import tilesim.engine.sim as sim
+
+    sizes = []
+    original = sim.Engine._group
+
+    def record(self, slot, first, count):
+        sizes.append(count)
+        return (yield from original(self, slot, first, count))
+
+    monkeypatch.setattr(sim.Engine, "_group", record)
+    cfg = GemmConfig(3000, 2000, 1000, "warp", bm=128, bn=64, bk=16, tm=4, tn=4, wm=64, wn=32, wniter=2,
+                     vectorize=True, regs_per_thread=127)
+    simulate(cfg, with_overrides(H200, tail_packing_by_slots=((4, 0.18),)))
+    assert sorted(sizes) == [120, 120, 132, 132, 132, 132]

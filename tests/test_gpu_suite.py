@@ -67,6 +67,9 @@ SAMPLE = [
     ("smem", dict(bm=32, bn=32, bk=32), None),
     ("reg2d", dict(bm=64, bn=64, bk=8, tm=4, tn=4), None),
     ("reg2d", dict(bm=128, bn=128, bk=8, tm=8, tn=8, vectorize=True, pipeline="regs", stages=2), None),
+    ("warp", dict(bm=128, bn=64, bk=16, tm=4, tn=4, wm=64, wn=32, wniter=2, vectorize=True, pipeline="cp_async",
+                  stages=3), None),
+    ("warp", dict(bm=64, bn=64, bk=16, tm=4, tn=4, wm=32, wn=32, wniter=1, vectorize=True), None),
 ]
 
 

@@ -210,7 +210,8 @@ def _fake_results():
     vals = {"sm_clock_hz": 1.9e9, "hbm_bytes_per_s": 4.0e12, "hbm_latency_cycles": 600.0,
             "l2_bytes_per_s": 1.1e13, "l2_latency_cycles": 250.0, "l1_bytes_per_clk_per_sm": 100.0,
             "l1_latency_cycles": 33.0, "smem_latency_cycles": 30.0, "fp32_lanes_per_sm": 110.5,
-            "issue_warp_instr_per_clk_per_sm": 3.9, "launch_overhead_s": 2.5e-6}
+            "issue_warp_instr_per_clk_per_sm": 3.9, "launch_overhead_s": 2.5e-6,
+            "ldgsts_wavefronts_per_line": 1.1, "ldgsts_wavefronts_per_conflict": 1.9, "ldgsts_bypass_wavefronts": 0.8}
     fields = {k: {"value": v, "benchmark": f"bench_{k}", "n": 25, "p10": v * 0.99, "p90": v * 1.01,
                   "unit": "u"} for k, v in vals.items()}
     fields["warp_issue_per_clk"] = {"value": 0.7, "benchmark": "bench_warp_issue_per_clk", "n": 25, "p10": 0.69,
@@ -385,3 +386,88 @@ def test_run_suite_flow_with_fake_measurements(tmp_path, monkeypatch):
     rows = list(csv.DictReader(path.open(newline="")))
     assert [r["label"] for r in rows[3:]] == ["cublas", "cublas"]
     assert {(r["m"], r["variant"]) for r in rows[3:]} == {("64", "cublas"), ("32", "cublas")}
+
+
+# ----- SASS loop bodies, the staging probe and what calibration derives from them -------------------------
+SASS_SAMPLE = """
+        Function : issue_mix
+        /*02e0*/                   UMOV UR4, URZ ;                 /* 0x0000003f00047c82 */
+        /*02f0*/                   LDC.64 R32, c[0x0][0x218] ;     /* 0x00008600ff207b82 */
+        /*0300*/                   UIADD3 UR4, UR4, 0x1, URZ ;     /* 0x0000000104047890 */
+        /*0310*/                   ISETP.LE.AND P0, PT, R3, UR4, PT ;  /* 0x0000000403007c0c */
+        /*0320*/                   FFMA R4, R31, R33, R32 ;        /* 0x000000211f047223 */
+        /*0330*/                   LOP3.LUT R5, R5, R32, R33, 0xe8, !PT ;  /* 0x0000002005057212 */
+        /*0340*/                   FFMA R2, R25, R33, R32 ;        /* 0x0000002119027223 */
+        /*0350*/              @!P0 BRA 0x2f0 ;                     /* 0xfffffff800688947 */
+        /*0360*/                   FFMA R9, R9, R9, R9 ;           /* 0x0000000909097223 */
+        /*0370*/                   EXIT ;                          /* 0x000000000000794d */
+        Function : other
+        /*0000*/                   FFMA R1, R1, R1, R1 ;           /* 0x0000000101017223 */
+        /*0010*/                   BRA 0x0 ;                       /* 0xfffffffc00fc7947 */
+"""
+
+
+def test_hot_loop_counts_every_instruction_of_the_loop_body():
+    from validation.sass_histogram import hot_loop
+
+    body = hot_loop(SASS_SAMPLE, "issue_mix")
+    assert body == Counter({"LDC": 1, "UIADD3": 1, "ISETP": 1, "FFMA": 2, "LOP3": 1, "BRA": 1})
+    with pytest.raises(ValueError, match="no function"):
+        hot_loop(SASS_SAMPLE, "missing")
+    # a loop unrolled twice: per source iteration, all instructions or only some opcodes
+    assert calibrate.per_iteration(dict(body), "FFMA", 1) == pytest.approx(7 / 2)
+    assert calibrate.per_iteration(dict(body), "FFMA", 1, ("FFMA",)) == pytest.approx(1.0)
+    assert calibrate.per_iteration(None, "FFMA", 1) is None
+
+
+def test_issue_rates_come_from_all_issued_instructions():
+    """fma_outer's warp_issue_per_clk counts every issued instruction (issue_by_warps), not FFMA only."""
+    one = {"value": 4.0, "p10": 3.9, "p90": 4.1, "benchmark": "b", "n": 20, "unit": "u", "instr_per_iter": 36.75}
+    ffma = {"value": 3.2, "p10": 3.1, "p90": 3.3, "benchmark": "b", "n": 20, "unit": "u"}
+    bm = {"fma_by_warps": {"value": [[4, 3.2]], "benchmark": "b", "n": 20, "p10": 3.1, "p90": 3.3,
+                           "by_warps": {"4": ffma}, "issue_by_warps": {"4": one}}}
+    for k in ("clock_probe", "hbm_chase", "l2_chase", "l1_read", "l1_chase", "smem_chase"):
+        bm[k] = {"value": 1.0}
+    bm.update(hbm_copy={"best": {"value": 1.0}}, l2_read={"best": {"value": 1.0}}, fma={"lanes": {"value": 1.0}},
+              issue={"rate": {"value": 1.0}}, launch={"events": {"value": 1.0}})
+    fields = calibrate.fields_from_benchmarks(bm)
+    assert fields["warp_issue_per_clk"]["value"] == pytest.approx(1.0)
+    assert fields["ffma_rate_by_warps"]["value"] == [[4, 3.2]]
+
+
+def test_staging_probe_pattern_facts_match_tilesim_access_rules():
+    """The probe's GEMM-A copy touches 8 lines and its transposed stores add 3 wavefronts: what
+    profile_fields divides by, recomputed from the probe's lane addresses with tilesim's rules."""
+    from tilesim.kernels.access import global_sectors_and_lines, ideal_wavefronts, smem_wavefronts
+    from validation import staging_probe
+
+    k_stride, j = 1024, 0
+    lanes = range(32)
+    g = [((c // 4) * k_stride + (c % 4) * 4 + j) * 4 for c in lanes]
+    s_t = [((c % 4) * 4 + j) * 128 * 4 + (c // 4) * 4 for c in lanes]
+    s_lin = [(j * 512 + c) * 4 for c in lanes]
+    assert global_sectors_and_lines(g, 4)[1] == staging_probe.A_LINES_PER_COPY
+    assert smem_wavefronts(s_t, 4) - ideal_wavefronts(32, 4) == staging_probe.A_T_EXTRA_STORE_WAVEFRONTS
+    assert smem_wavefronts(s_lin, 4) == ideal_wavefronts(32, 4)
+
+
+def test_ldgsts_rule_reproduces_the_recorded_probe():
+    """The rule with the calibrated rates gives the probe's wavefronts per copy for the patterns the
+    rates were read from, and predicts the one-line pattern it was not read from."""
+    import json
+
+    from tilesim.kernels.access import ldgsts_wavefronts
+
+    path = REPO / "validation" / "results" / "h200" / "staging.json"
+    if not path.exists():
+        pytest.skip("no recorded staging probe")
+    pats = json.loads(path.read_text())["patterns"]
+    hw = hardware.load("h200")
+    lanes = range(32)
+    g = [((c // 4) * 1024 + (c % 4) * 4) * 4 for c in lanes]
+    s_t = [((c % 4) * 4) * 128 * 4 + (c // 4) * 4 for c in lanes]
+    assert ldgsts_wavefronts(g, s_t, 4, hw) == pytest.approx(pats["a_t_async_l2"]["wavefronts_per_copy"], rel=0.01)
+    contig = [c * 4 for c in lanes]  # one line, no conflicts: not used for the rates
+    assert ldgsts_wavefronts(contig, contig, 4, hw) == pytest.approx(pats["contig_async4"]["wavefronts_per_copy"],
+                                                                     rel=0.2)
+    assert ldgsts_wavefronts(g, s_t, 16, hw) == hw.ldgsts_bypass_wavefronts
