@@ -85,6 +85,25 @@ def test_metadata_tolerates_missing_pieces(tmp_path):
     assert meta["date_utc"].endswith("+00:00")
 
 
+def test_device_copy_names_the_revision_it_was_sent_from(tmp_path):
+    """A dirty checkout beside .device_git_revision (the device's copy) reports the file's revision."""
+    import shutil as sh
+
+    if sh.which("git") is None:
+        pytest.skip("no git")
+    run = lambda *a: subprocess.run(["git", *a], cwd=tmp_path, check=True, capture_output=True)  # noqa: E731
+    run("init", "-q")
+    (tmp_path / "f").write_text("1")
+    run("add", "f")
+    run("-c", "user.email=a@b", "-c", "user.name=t", "commit", "-qm", "x")
+    base = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
+    assert git_revision(tmp_path) == base
+    (tmp_path / "f").write_text("2")
+    assert git_revision(tmp_path) == base + "-dirty"
+    (tmp_path / ".device_git_revision").write_text("abc123\n")
+    assert git_revision(tmp_path) == "abc123"
+
+
 # ----- the suite data ----------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def configs():

@@ -37,8 +37,9 @@ def _revision_file(repo: Path) -> str:
 def git_revision(repo: Path = REPO_ROOT) -> str:
     """``git rev-parse HEAD`` plus ``-dirty`` when ``git status --porcelain`` is non-empty.
 
-    Without git (or outside a checkout), the content of ``.device_git_revision`` in the repo root,
-    which ``validation/device_run.sh``'s caller writes before sending the tree; else ``"unknown"``.
+    Without git (or outside a checkout), or in a dirty checkout beside a ``.device_git_revision``
+    (the device copy: its .git may be an older checkout than the tree), the content of that file,
+    which ``validation/device.sh``'s caller writes before sending the tree; else ``"unknown"``.
     """
     exe = shutil.which("git")
     if exe is None or not (repo / ".git").exists():
@@ -51,6 +52,9 @@ def git_revision(repo: Path = REPO_ROOT) -> str:
     except (OSError, subprocess.SubprocessError):
         return _revision_file(repo)
     if not rev:
+        return _revision_file(repo)
+    if status and (repo / ".device_git_revision").exists():
+        # a copy sent to the device: its .git may be an older checkout; the sender named the revision
         return _revision_file(repo)
     return f"{rev}-dirty" if status else rev
 
