@@ -13,6 +13,9 @@ again, by one of these patterns (the ones the GEMM kernels use, and controls):
 ``a_t_sts``          the register-staged version of ``a_t_async``: 16-byte loads, four 4-byte
                      transposed shared stores
 ``*_l2``             the same with a source that misses L1 and hits L2 (a tile of a 32 MiB buffer)
+``lds128_*``         16-byte shared loads of register fragments: lane l reads chunk f(l) of a row
+                     (``LDS_CHUNK``), as the GEMMs' fragment loads do; checks the wavefront rule of
+                     ``tilesim.kernels.access.smem_wavefronts``
 ===================  ================================================================================
 
 Nsight Compute counts the shared-memory wavefronts and bank conflicts of each (``--clock-control
@@ -88,6 +91,43 @@ __device__ void run(const float* __restrict__ A, int iters, float* out) {
     if (s[(tid * 7) % 2048] == -1.f) out[blockIdx.x] = 1.f;
 }
 
+// 16-byte shared loads (LDS.128) of register fragments: lane l reads 16-byte chunk f(l) of a row,
+// a different row at each step (nothing loop-invariant), every value summed and written out
+__device__ __forceinline__ int chunk_of(int f, int l) {
+    switch (f) {
+        case 0: return l / 16;  case 1: return l / 8;  case 2: return l / 4;  case 3: return l / 2;
+        case 4: return l % 16;  case 5: return l % 8;  case 6: return l % 4;
+        case 7: return (l % 4) * 2 + l / 16;  default: return l;
+    }
+}
+template <int F>
+__device__ void lds(int iters, float* out) {
+    __shared__ __align__(16) float4 s4[16 * 32];
+    for (int i = threadIdx.x; i < 16 * 32; i += blockDim.x) s4[i] = make_float4(i, i + 1, i + 2, i + 3);
+    __syncthreads();
+    const int c = chunk_of(F, threadIdx.x % 32);
+    float acc = 0.f;
+    for (int it = 0; it < iters; ++it) {
+#pragma unroll
+        for (int k = 0; k < 16; ++k) {
+            const float4 v = s4[((it + k) & 15) * 32 + c];
+            acc += v.x * v.y + v.z * v.w;
+        }
+    }
+    out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}
+#define LDS_KERNEL(name, F) extern "C" __global__ void __launch_bounds__(128) \
+    staging_##name(const float* A, int it, float* o) { lds<F>(it, o); }
+LDS_KERNEL(lds128_bcast16, 0)
+LDS_KERNEL(lds128_bcast8, 1)
+LDS_KERNEL(lds128_bcast4, 2)
+LDS_KERNEL(lds128_pairs, 3)
+LDS_KERNEL(lds128_mod16, 4)
+LDS_KERNEL(lds128_mod8, 5)
+LDS_KERNEL(lds128_mod4, 6)
+LDS_KERNEL(lds128_mixed, 7)
+LDS_KERNEL(lds128_lin, 8)
+
 #define KERNEL(name, P, L2) extern "C" __global__ void __launch_bounds__(128) \
     staging_##name(const float* A, int it, float* o) { run<P, L2>(A, it, o); }
 KERNEL(a_t_async, 0, false)
@@ -112,7 +152,15 @@ PATTERNS = {
     "a_lin_async_l2": (16, "LDGSTS.32, linear destination, source in L2 (L1 misses)"),
     "b_async16_l2": (4, "LDGSTS.128, consecutive chunks, source in L2"),
     "a_t_sts_l2": (16, "STS.32 (after LDG.128), transposed destination, source in L2"),
+    # LDS.128 of register fragments: lane l reads 16-byte chunk f(l) (LDS_CHUNK gives f)
+    **{f"lds128_{n}": (16, f"LDS.128, lane l reads chunk {f}") for n, f in (
+        ("bcast16", "l/16"), ("bcast8", "l/8"), ("bcast4", "l/4"), ("pairs", "l/2"), ("mod16", "l%16"),
+        ("mod8", "l%8"), ("mod4", "l%4"), ("mixed", "(l%4)*2 + l/16"), ("lin", "l"))},
 }
+#: the chunk each lane reads in the lds128 patterns (as in SRC's chunk_of)
+LDS_CHUNK = {"bcast16": lambda lane: lane // 16, "bcast8": lambda lane: lane // 8, "bcast4": lambda lane: lane // 4,
+             "pairs": lambda lane: lane // 2, "mod16": lambda lane: lane % 16, "mod8": lambda lane: lane % 8, "mod4": lambda lane: lane % 4,
+             "mixed": lambda lane: (lane % 4) * 2 + lane // 16, "lin": lambda lane: lane}
 #: the GEMM-A pattern, per warp instruction: 8 rows x 64 aligned bytes = 8 lines; its transposed
 #: stores are 4-way bank-conflicted = 3 wavefronts beyond the ideal one (tests/test_validation_harness.py
 #: recomputes both with tilesim.kernels.access from the probe's addresses)
@@ -132,7 +180,7 @@ def target() -> int:
     mod = cp.RawModule(code=SRC, options=("-std=c++17",))
     sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
     a = cp.random.rand(64 * 128 * 1024, dtype=cp.float32) + 0.5  # 32 MiB
-    out = cp.zeros(sms * BLOCKS_PER_SM, dtype=cp.float32)
+    out = cp.zeros(sms * BLOCKS_PER_SM * 128, dtype=cp.float32)
     for name in PATTERNS:  # compile and warm outside the profiled range
         mod.get_function(f"staging_{name}")((sms * BLOCKS_PER_SM,), (128,), (a, cp.int32(1), out))
     cp.cuda.runtime.deviceSynchronize()

@@ -46,15 +46,27 @@ def smem_wavefronts(addresses: Sequence[int | None], width_bytes: int, banks: in
     per = LANES_PER_PHASE[width_bytes]
     total = 0
     for p in range(0, len(addresses), per):
+        phase = addresses[p:p + per]
         words_per_bank: dict[int, set[int]] = {}
-        for a in addresses[p:p + per]:
+        for a in phase:
             if a is None:
                 continue
             for off in range(0, width_bytes, bank_width_bytes):
                 word = (a + off) // bank_width_bytes
                 words_per_bank.setdefault(word % banks, set()).add(word)
-        total += max((len(w) for w in words_per_bank.values()), default=0)
+        cost = max((len(w) for w in words_per_bank.values()), default=0)
+        if width_bytes == 16 and _split_across_quarters(phase):
+            cost *= 2
+        total += cost
     return total
+
+
+def _split_across_quarters(phase: Sequence[int | None]) -> bool:
+    """A 16-byte half-warp phase in which lanes of both quarter-warps read the same chunk (and the
+    half reads more than one chunk) takes two passes: broadcast reaches only within a quarter-warp."""
+    q0 = {a for a in phase[:8] if a is not None}
+    q1 = {a for a in phase[8:] if a is not None}
+    return bool(q0 & q1) and len(q0 | q1) > 1
 
 
 def ideal_wavefronts(active_lanes: int, width_bytes: int, banks: int = 32, bank_width_bytes: int = 4) -> int:
