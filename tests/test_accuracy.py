@@ -38,25 +38,13 @@ def test_no_configuration_off_by_half(report):
     assert abs(worst.error) <= 0.5, f"{worst.label} at {worst.shape}: {worst.error:+.2f}"
 
 
-KNOWN_REGRET_GAPS = {"1024x1024x1024": "the two fastest predictions are within 1% (warp 64x64, 0.0870 ms; reg2d "
-                                     "64x64x16, 0.0876 ms) but warp 64x64 measures 15% slower: with 2 blocks of 4 "
-                                     "warps per SM its global-load and shared-load stalls are under-predicted (-17%)",
-                     "3000x2000x1000": "warp 128x64x16 (measured best) and warp 64x64x16 are predicted within 5% of "
-                                       "each other; the pick flipped between two calibration runs an hour apart "
-                                       "(rates within 0.5%, 2-slot tail packing 0.97 vs 0.95): the "
-                                       "steady-state holds put warp 128x64x16 at +7% (--exact: -1%) and warp "
-                                       "64x64x16 is predicted 10% fast; the pick is 14% slower than the best"}
-
-
 @pytest.mark.parametrize("shape", ["1024x1024x1024", "4096x4096x4096", "16384x256x4096", "3000x2000x1000"])
 def test_rank_correlation_within_shape(report, shape):
     assert report.spearman[shape] >= 0.9, f"Spearman {report.spearman[shape]:.3f}"
 
 
 @pytest.mark.parametrize("shape", ["1024x1024x1024", "4096x4096x4096", "16384x256x4096", "3000x2000x1000"])
-def test_top1_regret_within_10_percent(report, shape, request):
-    if shape in KNOWN_REGRET_GAPS:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_REGRET_GAPS[shape]))
+def test_top1_regret_within_10_percent(report, shape):
     assert report.regret[shape] <= 0.10, f"regret {report.regret[shape]:.3f}"
 
 

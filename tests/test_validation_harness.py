@@ -490,3 +490,20 @@ def test_ldgsts_rule_reproduces_the_recorded_probe():
     assert ldgsts_wavefronts(contig, contig, 4, hw) == pytest.approx(pats["contig_async4"]["wavefronts_per_copy"],
                                                                      rel=0.2)
     assert ldgsts_wavefronts(g, s_t, 16, hw) == hw.ldgsts_bypass_wavefronts
+
+
+def test_lds128_wavefront_rule_reproduces_the_recorded_probe():
+    """tilesim's 16-byte shared-load rule against the probe's Nsight Compute counts, pattern by pattern
+    (the rule was read off the warp-tiled GEMMs' counters; "pairs" and "mixed" were never fitted)."""
+    import json
+
+    from tilesim.kernels.access import smem_wavefronts
+    from validation.staging_probe import LDS_CHUNK
+
+    path = REPO / "validation" / "results" / "h200" / "staging.json"
+    pats = json.loads(path.read_text())["patterns"] if path.exists() else {}
+    if "lds128_lin" not in pats:
+        pytest.skip("no recorded LDS.128 probe")
+    for name, chunk in LDS_CHUNK.items():
+        predicted = smem_wavefronts([chunk(lane) * 16 for lane in range(32)], 16)
+        assert predicted == pytest.approx(pats[f"lds128_{name}"]["wavefronts_per_copy"], rel=0.01), name

@@ -38,8 +38,11 @@ def smem_wavefronts(addresses: Sequence[int | None], width_bytes: int, banks: in
     Within a phase each bank serves one distinct 4-byte word per wavefront, and lanes reading the
     same word share it (broadcast): a phase costs the largest number of distinct words any bank
     must serve. 4- and 8-byte accesses are one phase of 32 lanes; 16-byte accesses are two phases
-    of 16 lanes (:data:`LANES_PER_PHASE`; chosen against Nsight Compute's wavefront counts of
-    the register-tiled kernels on the H200, see validation/results/h200/counters.csv).
+    of 16 lanes (:data:`LANES_PER_PHASE`), and a phase whose two quarter-warps read a common
+    16-byte chunk takes two passes unless the whole phase reads one chunk. (Both read off Nsight
+    Compute's wavefront counts of the register- and warp-tiled GEMMs on the H200,
+    validation/results/h200/counters.csv, and confirmed pattern by pattern, two patterns never
+    fitted, by validation/staging_probe.py's LDS.128 probe.)
     """
     if width_bytes not in LANES_PER_PHASE:
         raise ValueError(f"width_bytes must be 4, 8 or 16, got {width_bytes}")

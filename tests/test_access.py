@@ -1,0 +1,40 @@
+"""Access-pattern arithmetic: wavefronts of shared-memory accesses and cp.async copies."""
+
+from __future__ import annotations
+
+import pytest
+
+from tilesim import hardware
+from tilesim.kernels.access import ldgsts_wavefronts, smem_wavefronts
+
+
+def _lds128(chunk_of_lane):
+    return smem_wavefronts([chunk_of_lane(lane) * 16 for lane in range(32)], 16)
+
+
+def test_16_byte_loads_pass_per_half_warp_and_split_when_quarters_share_a_chunk():
+    assert _lds128(lambda lane: lane // 16) == 2  # each half reads one chunk: one pass each
+    assert _lds128(lambda lane: lane // 4) == 2  # quarters read different chunks: one pass per half
+    assert _lds128(lambda lane: lane % 8) == 4  # both quarters of a half read chunks 0-7: two passes
+    assert _lds128(lambda lane: lane % 4) == 4  # only 64 distinct bytes, still two passes per half
+    assert _lds128(lambda lane: lane) == 4  # 256 distinct bytes per half
+
+
+def test_4_byte_accesses_count_bank_conflicts_and_broadcast():
+    assert smem_wavefronts([lane * 4 for lane in range(32)], 4) == 1
+    assert smem_wavefronts([lane * 128 for lane in range(32)], 4) == 32  # one bank, 32 words
+    assert smem_wavefronts([0] * 32, 4) == 1  # broadcast
+    with pytest.raises(ValueError, match="width_bytes"):
+        smem_wavefronts([0], 12)
+
+
+def test_ldgsts_costs_lines_plus_conflict_surcharge():
+    hw = hardware.with_overrides(hardware.load("h200"), ldgsts_wavefronts_per_line=1.0,
+                                 ldgsts_wavefronts_per_conflict=2.0, ldgsts_bypass_wavefronts=0.5)
+    contiguous = [lane * 4 for lane in range(32)]
+    assert ldgsts_wavefronts(contiguous, contiguous, 4, hw) == 1.0
+    rows = [(lane // 4) * 4096 + (lane % 4) * 16 for lane in range(32)]  # 8 lines
+    transposed = [((lane % 4) * 4) * 512 + (lane // 4) * 4 for lane in range(32)]  # 4-way conflicts
+    assert ldgsts_wavefronts(rows, contiguous, 4, hw) == 8.0
+    assert ldgsts_wavefronts(rows, transposed, 4, hw) == 8.0 + 3 * 2.0
+    assert ldgsts_wavefronts(rows, contiguous, 16, hw) == 0.5
