@@ -1,0 +1,130 @@
+"""How much data read from all over the chip the L2 holds (a GPU microbenchmark, Nsight Compute).
+
+The H100/H200 L2 is two partitions; each caches the data that the SMs attached to it read, so a
+line read by SMs on both sides may be held twice. One block per SM reads a slice of a buffer of
+``S`` bytes; the kernel makes ``PASSES`` passes over the buffer, block ``b`` reading slice
+``(b + p * rotate) mod blocks`` in pass ``p``:
+
+* ``rotate = 0``: every slice is re-read by the SM that read it first (near partition);
+* ``rotate = blocks / 2``: every pass moves each slice to a far block, as GEMM tiles that blocks
+  all over the chip read are.
+
+Nsight Compute counts the DRAM bytes read (``--cache-control all``: L2 flushed before the
+kernel); the passes after the first miss ``dram - S`` bytes. The footprint at which they start to
+miss is the capacity the simulator's L2 has for such data. ``python -m validation.l2_probe --out
+DIR`` writes ``DIR/l2_probe.json`` (needs a GPU and ``ncu``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+SRC = r"""
+extern "C" __global__ void l2_passes(const float4* __restrict__ buf, long long slice_vec4, int passes,
+                                     int rotate, float* out) {
+    float acc = 0.f;
+    for (int p = 0; p < passes; ++p) {
+        const long long s = (blockIdx.x + (long long)p * rotate) % gridDim.x;
+        const float4* base = buf + s * slice_vec4;
+        for (long long i = threadIdx.x; i < slice_vec4; i += blockDim.x) {
+            float4 v;
+            asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
+                         : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(base + i));
+            acc += v.x + v.y + v.z + v.w;
+        }
+        __syncthreads();
+    }
+    out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}
+"""
+FOOTPRINTS_MIB = (8, 16, 24, 32, 40, 48, 56, 64, 80)
+PASSES = 4
+THREADS = 512
+
+
+def target(sizes_mib, rotates) -> int:
+    """Launch every (footprint, rotate) case once between cudaProfilerStart/Stop."""
+    import cupy as cp  # noqa: PLC0415
+
+    sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
+    k = cp.RawModule(code=SRC).get_function("l2_passes")
+    out = cp.zeros(sms * THREADS, dtype=cp.float32)
+    buf = cp.random.rand(max(sizes_mib) * (1 << 18) + 1024, dtype=cp.float32) + 0.5
+    k((sms,), (THREADS,), (buf, cp.int64(16), cp.int32(1), cp.int32(0), out))  # compile, warm
+    cp.cuda.runtime.deviceSynchronize()
+    cp.cuda.runtime.profilerStart()
+    for mib in sizes_mib:
+        slice_vec4 = (mib << 20) // 16 // sms
+        for rot in rotates:
+            k((sms,), (THREADS,), (buf, cp.int64(slice_vec4), cp.int32(PASSES), cp.int32(rot), out))
+    cp.cuda.runtime.deviceSynchronize()
+    cp.cuda.runtime.profilerStop()
+    return 0
+
+
+def measure(ncu: str = "ncu") -> dict:
+    import cupy as cp  # noqa: PLC0415
+
+    from validation.ncu import parse_number  # noqa: PLC0415
+
+    sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
+    rotates = (0, sms // 2)
+    metrics = ("dram__bytes_read.sum", "lts__t_sectors_srcunit_tex_op_read.sum", "gpu__time_duration.sum")
+    cmd = [ncu, "--clock-control", "none", "--cache-control", "all", "--csv", "--page", "raw", "--print-units",
+           "base", "--profile-from-start", "off", "--metrics", ",".join(metrics),
+           sys.executable, "-m", "validation.l2_probe", "--target"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    rows = list(csv.reader([ln for ln in p.stdout.splitlines() if ln.startswith('"')]))
+    if len(rows) < 3:
+        raise RuntimeError(f"ncu gave no rows (rc={p.returncode}): {p.stderr[-800:]}")
+    col = {h: i for i, h in enumerate(rows[0])}
+    cases = [(mib, rot) for mib in FOOTPRINTS_MIB for rot in rotates]
+    res = []
+    for (mib, rot), r in zip(cases, rows[2:], strict=False):
+        slice_bytes = ((mib << 20) // 16 // sms) * 16
+        footprint = slice_bytes * sms
+        dram = parse_number(r[col["dram__bytes_read.sum"]])
+        res.append({"footprint_bytes": footprint, "rotate": rot, "passes": PASSES, "dram_read_bytes": dram,
+                    "l2_read_sectors": parse_number(r[col["lts__t_sectors_srcunit_tex_op_read.sum"]]),
+                    "time_s": parse_number(r[col["gpu__time_duration.sum"]]) * 1e-9,
+                    # the passes after the first: the fraction of their bytes that came from DRAM
+                    "repeat_miss_fraction": max(0.0, dram - footprint) / (footprint * (PASSES - 1))})
+    return {"sms": sms, "cases": res}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m validation.l2_probe", description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="validation/results/h200")
+    ap.add_argument("--target", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    try:
+        import cupy as cp  # noqa: PLC0415
+    except ImportError as exc:
+        print(f"validation.l2_probe: needs CuPy and an NVIDIA GPU: {exc}", file=sys.stderr)
+        return 2
+    if args.target:
+        sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
+        return target(FOOTPRINTS_MIB, (0, sms // 2))
+    if not shutil.which("ncu"):
+        print("validation.l2_probe: needs Nsight Compute (ncu) on PATH", file=sys.stderr)
+        return 2
+    from validation.metadata import collect_metadata  # noqa: PLC0415
+
+    res = {"meta": collect_metadata(), **measure()}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "l2_probe.json").write_text(json.dumps(res, indent=2, default=str) + "\n")
+    for c in res["cases"]:
+        print(f"{c['footprint_bytes'] / 2**20:6.1f} MiB rotate {c['rotate']:3d}: repeat miss "
+              f"{c['repeat_miss_fraction']:.3f}  ({c['time_s'] * 1e6:.0f} us)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
