@@ -230,7 +230,8 @@ def _fake_results():
             "l2_bytes_per_s": 1.1e13, "l2_latency_cycles": 250.0, "l1_bytes_per_clk_per_sm": 100.0,
             "l1_latency_cycles": 33.0, "smem_latency_cycles": 30.0, "fp32_lanes_per_sm": 110.5,
             "issue_warp_instr_per_clk_per_sm": 3.9, "launch_overhead_s": 2.5e-6,
-            "ldgsts_wavefronts_per_line": 1.1, "ldgsts_wavefronts_per_conflict": 1.9, "ldgsts_bypass_wavefronts": 0.8}
+            "ldgsts_wavefronts_per_line": 1.1, "ldgsts_wavefronts_per_conflict": 1.9, "ldgsts_bypass_wavefronts": 0.8,
+            "l2_bytes": 5.0e7}
     fields = {k: {"value": v, "benchmark": f"bench_{k}", "n": 25, "p10": v * 0.99, "p90": v * 1.01,
                   "unit": "u"} for k, v in vals.items()}
     fields["warp_issue_per_clk"] = {"value": 0.7, "benchmark": "bench_warp_issue_per_clk", "n": 25, "p10": 0.69,
@@ -507,3 +508,20 @@ def test_lds128_wavefront_rule_reproduces_the_recorded_probe():
     for name, chunk in LDS_CHUNK.items():
         predicted = smem_wavefronts([chunk(lane) * 16 for lane in range(32)], 16)
         assert predicted == pytest.approx(pats[f"lds128_{name}"]["wavefronts_per_copy"], rel=0.01), name
+
+
+def test_l2_capacity_is_where_cyclic_rereads_miss_half_the_time():
+    from validation.l2_probe import capacity_field
+
+    mib = 1 << 20
+    cases = [{"rotate": r, "footprint_bytes": f * mib, "repeat_miss_fraction": m}
+             for r in (0, 66) for f, m in ((32, 0.0), (40, 0.1), (48, 0.9), (56, 1.0))]
+    field = capacity_field(cases)
+    assert field["value"] == round(44 * mib) and field["n"] == 2
+    with pytest.raises(ValueError, match="never cross"):
+        capacity_field([c for c in cases if c["footprint_bytes"] <= 40 * mib])
+    path = REPO / "validation" / "results" / "h200" / "l2_probe.json"
+    if path.exists():  # the recorded probe gives the calibrated profile's L2 capacity
+        import json
+
+        assert hardware.load("h200").l2_bytes == capacity_field(json.loads(path.read_text())["cases"])["value"]

@@ -59,7 +59,7 @@ PROFILE_FIELDS = ("sm_clock_hz", "hbm_bytes_per_s", "hbm_latency_cycles", "l2_by
                   "smem_latency_cycles", "fp32_lanes_per_sm", "issue_warp_instr_per_clk_per_sm",
                   "launch_overhead_s", "ffma_rate_by_warps", "warp_issue_per_clk", "warp_issue_by_code_bytes",
                   "tail_packing_by_slots", "ldgsts_wavefronts_per_line", "ldgsts_wavefronts_per_conflict",
-                  "ldgsts_bypass_wavefronts")
+                  "ldgsts_bypass_wavefronts", "l2_bytes")
 
 
 def summarize(values: Sequence[float]) -> dict:
@@ -522,6 +522,10 @@ def fields_from_benchmarks(bm: dict) -> dict:
             "p90": max(v["p90"] for k, v in rows.items() if k.endswith("B_4w"))}
     if "probes" in bm.get("dispatch", {}):
         fields["tail_packing_by_slots"] = tail_packing_field(bm["dispatch"]["probes"])
+    if "cases" in bm.get("l2_probe", {}):
+        from validation.l2_probe import capacity_field  # noqa: PLC0415
+
+        fields["l2_bytes"] = capacity_field(bm["l2_probe"]["cases"])
     if "patterns" in bm.get("staging", {}):
         from validation.staging_probe import profile_fields  # noqa: PLC0415
 
@@ -628,6 +632,13 @@ def run_calibration(runs: int = RUNS) -> dict:
             bm["staging"] = {"patterns": measure()}
     except Exception as exc:  # a failed extra benchmark must not lose the others
         bm["staging"] = {"error": repr(exc)}
+    try:  # the L2 capacity re-read data sees (Nsight Compute, when on PATH)
+        if shutil.which("ncu"):
+            from validation.l2_probe import measure as measure_l2  # noqa: PLC0415
+
+            bm["l2_probe"] = measure_l2()
+    except Exception as exc:  # a failed extra benchmark must not lose the others
+        bm["l2_probe"] = {"error": repr(exc)}
     try:
         bm["icache"] = bench_icache(b)
     except Exception as exc:  # a failed extra benchmark must not lose the others
@@ -669,8 +680,8 @@ def _toml_num(v) -> str:
 
 def source_text(entry: dict, date: str) -> str:
     """``calibration: <benchmark>, <date>, median of N runs (p10..p90)``."""
-    return (f"calibration: {entry['benchmark']}, {date}, median of {entry['n']} runs "
-            f"({entry['p10']:.4g}..{entry['p90']:.4g})")
+    how = entry.get("how") or f"median of {entry['n']} runs"
+    return f"calibration: {entry['benchmark']}, {date}, {how} ({entry['p10']:.4g}..{entry['p90']:.4g})"
 
 
 def write_profile(results: dict, path: str | Path) -> Path:
@@ -729,6 +740,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "probes" not in results["benchmarks"].get("dispatch", {}) and dispatch.exists():
             # an older calibration.json: the scheduler probe was recorded beside it
             results["benchmarks"]["dispatch"] = json.loads(dispatch.read_text())
+        l2p = Path(args.from_json).with_name("l2_probe.json")
+        if "cases" not in results["benchmarks"].get("l2_probe", {}) and l2p.exists():
+            results["benchmarks"]["l2_probe"] = json.loads(l2p.read_text())
         staging = Path(args.from_json).with_name("staging.json")
         if "patterns" not in results["benchmarks"].get("staging", {}) and staging.exists():
             results["benchmarks"]["staging"] = json.loads(staging.read_text())

@@ -98,6 +98,26 @@ def measure(ncu: str = "ncu") -> dict:
     return {"sms": sms, "cases": res}
 
 
+def capacity_field(cases: list[dict]) -> dict:
+    """``l2_bytes`` for the simulator: the footprint at which re-reads miss half the time,
+    interpolated, averaged over near and far re-reads (pure: no GPU)."""
+    points = []
+    for rot in sorted({c["rotate"] for c in cases}):
+        cs = sorted((c for c in cases if c["rotate"] == rot), key=lambda c: c["footprint_bytes"])
+        for a, b in zip(cs, cs[1:], strict=False):
+            ma, mb = a["repeat_miss_fraction"], b["repeat_miss_fraction"]
+            if ma < 0.5 <= mb:
+                fa, fb = a["footprint_bytes"], b["footprint_bytes"]
+                points.append(fa + (fb - fa) * (0.5 - ma) / (mb - ma))
+                break
+    if not points:
+        raise ValueError("l2_probe: repeat misses never cross 50%; extend FOOTPRINTS_MIB")
+    value = sum(points) / len(points)
+    return {"value": round(value), "benchmark": "l2_probe, Nsight Compute DRAM bytes: footprint at which "
+            "cyclic re-reads (near and far) miss half the time", "unit": "bytes", "n": len(points),
+            "p10": min(points), "p90": max(points), "how": f"mean of {len(points)} crossings"}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m validation.l2_probe", description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="validation/results/h200")
