@@ -216,7 +216,8 @@ def test_suite_main_without_gpu_exits_2():
         pytest.skip("cupy is installed; the no-GPU path is not reachable here")
     except ImportError:
         pass
-    for mod in ("validation.suite", "validation.calibrate"):
+    for mod in ("validation.suite", "validation.calibrate", "validation.staging_probe", "validation.l2_probe",
+                "validation.dispatch_probe"):
         p = subprocess.run([sys.executable, "-m", mod, "--out", "/nonexistent/x"], cwd=REPO,
                            capture_output=True, text=True)
         assert p.returncode == 2, p.stderr
@@ -526,3 +527,22 @@ def test_l2_capacity_is_where_cyclic_rereads_miss_half_the_time():
     recorded = json.loads(path.read_text())["benchmarks"].get("l2_probe", {}) if path.exists() else {}
     if "cases" in recorded:  # the recorded probe gives the calibrated profile's L2 capacity
         assert hardware.load("h200").l2_bytes == capacity_field(recorded["cases"])["value"]
+
+
+def test_probe_rows_reads_ncu_csv_in_launch_order(tmp_path):
+    fake = tmp_path / "ncu"
+    fake.write_text("#!/bin/sh\n"
+                    "echo '==PROF== Connected'\n"
+                    "echo '\"ID\",\"Kernel Name\",\"dram__bytes_read.sum\"'\n"
+                    "echo '\"\",\"\",\"byte\"'\n"
+                    "echo '\"0\",\"k_a\",\"1,024\"'\n"
+                    "echo '\"1\",\"k_b\",\"n/a\"'\n")
+    fake.chmod(0o755)
+    rows = ncu.probe_rows("validation.l2_probe", ("dram__bytes_read.sum", "missing.metric"), ncu=str(fake))
+    assert rows == [{"kernel_name": "k_a", "dram__bytes_read.sum": 1024.0, "missing.metric": None},
+                    {"kernel_name": "k_b", "dram__bytes_read.sum": None, "missing.metric": None}]
+    empty = tmp_path / "ncu_empty"
+    empty.write_text("#!/bin/sh\necho 'no kernels' >&2\nexit 1\n")
+    empty.chmod(0o755)
+    with pytest.raises(RuntimeError, match="no kernels"):
+        ncu.probe_rows("validation.l2_probe", ("dram__bytes_read.sum",), ncu=str(empty))

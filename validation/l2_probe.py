@@ -17,13 +17,7 @@ DIR`` writes ``DIR/l2_probe.json`` (needs a GPU and ``ncu``).
 
 from __future__ import annotations
 
-import argparse
-import csv
-import json
-import shutil
-import subprocess
 import sys
-from pathlib import Path
 
 SRC = r"""
 extern "C" __global__ void l2_passes(const float4* __restrict__ buf, long long slice_vec4, int passes,
@@ -71,28 +65,21 @@ def target(sizes_mib, rotates) -> int:
 def measure(ncu: str = "ncu") -> dict:
     import cupy as cp  # noqa: PLC0415
 
-    from validation.ncu import parse_number  # noqa: PLC0415
+    from validation.ncu import probe_rows  # noqa: PLC0415
 
     sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
     rotates = (0, sms // 2)
     metrics = ("dram__bytes_read.sum", "lts__t_sectors_srcunit_tex_op_read.sum", "gpu__time_duration.sum")
-    cmd = [ncu, "--clock-control", "none", "--cache-control", "all", "--csv", "--page", "raw", "--print-units",
-           "base", "--profile-from-start", "off", "--metrics", ",".join(metrics),
-           sys.executable, "-m", "validation.l2_probe", "--target"]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-    rows = list(csv.reader([ln for ln in p.stdout.splitlines() if ln.startswith('"')]))
-    if len(rows) < 3:
-        raise RuntimeError(f"ncu gave no rows (rc={p.returncode}): {p.stderr[-800:]}")
-    col = {h: i for i, h in enumerate(rows[0])}
+    rows = probe_rows("validation.l2_probe", metrics, cache_control="all", ncu=ncu)
     cases = [(mib, rot) for mib in FOOTPRINTS_MIB for rot in rotates]
     res = []
-    for (mib, rot), r in zip(cases, rows[2:], strict=False):
+    for (mib, rot), r in zip(cases, rows, strict=False):
         slice_bytes = ((mib << 20) // 16 // sms) * 16
         footprint = slice_bytes * sms
-        dram = parse_number(r[col["dram__bytes_read.sum"]])
+        dram = r["dram__bytes_read.sum"]
         res.append({"footprint_bytes": footprint, "rotate": rot, "passes": PASSES, "dram_read_bytes": dram,
-                    "l2_read_sectors": parse_number(r[col["lts__t_sectors_srcunit_tex_op_read.sum"]]),
-                    "time_s": parse_number(r[col["gpu__time_duration.sum"]]) * 1e-9,
+                    "l2_read_sectors": r["lts__t_sectors_srcunit_tex_op_read.sum"],
+                    "time_s": r["gpu__time_duration.sum"] * 1e-9,
                     # the passes after the first: the fraction of their bytes that came from DRAM
                     "repeat_miss_fraction": max(0.0, dram - footprint) / (footprint * (PASSES - 1))})
     return {"sms": sms, "cases": res}
@@ -118,32 +105,22 @@ def capacity_field(cases: list[dict]) -> dict:
             "p10": min(points), "p90": max(points), "how": f"mean of {len(points)} crossings"}
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m validation.l2_probe", description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default="validation/results/h200")
-    ap.add_argument("--target", action="store_true", help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
-    try:
-        import cupy as cp  # noqa: PLC0415
-    except ImportError as exc:
-        print(f"validation.l2_probe: needs CuPy and an NVIDIA GPU: {exc}", file=sys.stderr)
-        return 2
-    if args.target:
-        sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
-        return target(FOOTPRINTS_MIB, (0, sms // 2))
-    if not shutil.which("ncu"):
-        print("validation.l2_probe: needs Nsight Compute (ncu) on PATH", file=sys.stderr)
-        return 2
-    from validation.metadata import collect_metadata  # noqa: PLC0415
+def _target() -> int:
+    import cupy as cp  # noqa: PLC0415
 
-    res = {"meta": collect_metadata(), **measure()}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "l2_probe.json").write_text(json.dumps(res, indent=2, default=str) + "\n")
+    return target(FOOTPRINTS_MIB, (0, cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"] // 2))
+
+
+def _show(res: dict) -> None:
     for c in res["cases"]:
         print(f"{c['footprint_bytes'] / 2**20:6.1f} MiB rotate {c['rotate']:3d}: repeat miss "
               f"{c['repeat_miss_fraction']:.3f}  ({c['time_s'] * 1e6:.0f} us)")
-    return 0
+
+
+def main(argv=None) -> int:
+    from validation.ncu import probe_main  # noqa: PLC0415
+
+    return probe_main("validation.l2_probe", __doc__, argv, _target, measure, "l2_probe.json", show=_show)
 
 
 if __name__ == "__main__":

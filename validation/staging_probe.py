@@ -26,12 +26,7 @@ writes ``DIR/staging.json`` (needs a GPU and ``ncu``).
 
 from __future__ import annotations
 
-import argparse
-import json
-import shutil
-import subprocess
 import sys
-from pathlib import Path
 
 SRC = r"""
 #define K_STRIDE 1024
@@ -194,32 +189,21 @@ def target() -> int:
 
 def measure(ncu: str = "ncu") -> dict:
     """Profile the patterns with ncu; wavefronts and conflicts per copy instruction."""
-    from validation.ncu import parse_number  # noqa: PLC0415
+    from validation.ncu import probe_rows  # noqa: PLC0415
 
-    cmd = [ncu, "--clock-control", "none", "--csv", "--page", "raw", "--print-units", "base",
-           "--profile-from-start", "off", "--metrics", ",".join(METRICS),
-           sys.executable, "-m", "validation.staging_probe", "--target"]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    lines = [ln for ln in p.stdout.splitlines() if ln.startswith('"')]
-    import csv  # noqa: PLC0415
-
-    rows = list(csv.reader(lines))
-    if len(rows) < 3:
-        raise RuntimeError(f"ncu gave no rows (rc={p.returncode}): {p.stderr[-800:]}")
-    header = rows[0]
-    col = {h: i for i, h in enumerate(header)}
+    rows = probe_rows("validation.staging_probe", METRICS, ncu=ncu, timeout_s=600)
     import cupy as cp  # noqa: PLC0415
 
     sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
     warps = sms * BLOCKS_PER_SM * 4
     res = {}
-    for r in rows[2:]:
-        name = r[col["Kernel Name"]].removeprefix("staging_")
+    for r in rows:
+        name = r["kernel_name"].removeprefix("staging_")
         if name not in PATTERNS:
             continue
         per_warp_iter, what = PATTERNS[name]
         copies = warps * ITERS * per_warp_iter
-        v = {m: parse_number(r[col[m]]) for m in METRICS if m in col}
+        v = {m: r[m] for m in METRICS}
         wf = v["l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"]
         res[name] = {"instruction": what, "copy_instructions": copies, **v,
                      "wavefronts_per_copy": wf / copies,
@@ -244,31 +228,17 @@ def profile_fields(patterns: dict) -> dict:
             "ldgsts_bypass_wavefronts": f(b16, "b_async16_l2 per instruction")}
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m validation.staging_probe", description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default="validation/results/h200")
-    ap.add_argument("--target", action="store_true", help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
-    try:
-        import cupy  # noqa: F401, PLC0415
-    except ImportError as exc:
-        print(f"validation.staging_probe: needs CuPy and an NVIDIA GPU: {exc}", file=sys.stderr)
-        return 2
-    if args.target:
-        return target()
-    if not shutil.which("ncu"):
-        print("validation.staging_probe: needs Nsight Compute (ncu) on PATH", file=sys.stderr)
-        return 2
-    from validation.metadata import collect_metadata  # noqa: PLC0415
-
-    res = {"meta": collect_metadata(), "iters": ITERS, "blocks_per_sm": BLOCKS_PER_SM, "patterns": measure()}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "staging.json").write_text(json.dumps(res, indent=2, default=str) + "\n")
+def _show(res: dict) -> None:
     for k, v in res["patterns"].items():
         print(f"{k:14s} wavefronts/copy {v['wavefronts_per_copy']:.2f} conflicts/copy {v['conflicts_per_copy']:.2f}"
               f" wavefronts/clk/SM {v['wavefronts_per_clk_per_sm']:.2f}")
-    return 0
+
+
+def main(argv=None) -> int:
+    from validation.ncu import probe_main  # noqa: PLC0415
+
+    return probe_main("validation.staging_probe", __doc__, argv, target, lambda: {"patterns": measure()},
+                      "staging.json", {"iters": ITERS, "blocks_per_sm": BLOCKS_PER_SM}, _show)
 
 
 if __name__ == "__main__":
