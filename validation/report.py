@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import math
+import sys
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -264,7 +265,8 @@ def main_report(results_dir=None, csv_path=None, plot_path=None, hardware: str =
     from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    # written to a file or pipe, the tables keep their rows on one line each
+    console = Console() if sys.stdout.isatty() else Console(width=200)
     try:
         rep = compute_report(results_dir, hardware, steady_state=steady_state)
     except ValueError as exc:
