@@ -11,7 +11,9 @@ line read by SMs on both sides may be held twice. One block per SM reads a slice
 
 Nsight Compute counts the DRAM bytes read (``--cache-control all``: L2 flushed before the
 kernel); the passes after the first miss ``dram - S`` bytes. The footprint at which they start to
-miss is the capacity the simulator's L2 has for such data. ``python -m validation.l2_probe --out
+miss is the capacity the simulator's L2 has for such data. A second kernel first writes
+``WRITE_MIB`` (dirty lines, as a GEMM's output) and then re-reads ``READ_MIB``; the DRAM bytes it
+writes during the kernel are the dirty lines the reads pushed out. ``python -m validation.l2_probe --out
 DIR`` writes ``DIR/l2_probe.json`` (needs a GPU and ``ncu``).
 """
 
@@ -36,8 +38,35 @@ extern "C" __global__ void l2_passes(const float4* __restrict__ buf, long long s
     }
     out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
 }
+
+// write-back: each block first writes its slice of `dst` (dirty lines enter L2), then re-reads
+// slices of `buf` as l2_passes does; the DRAM bytes written during the kernel are the dirty lines
+// the reads pushed out
+extern "C" __global__ void l2_write_read(float4* __restrict__ dst, long long dst_slice_vec4,
+                                         const float4* __restrict__ buf, long long slice_vec4, int passes,
+                                         int rotate, float* out) {
+    float4* d = dst + blockIdx.x * dst_slice_vec4;
+    for (long long i = threadIdx.x; i < dst_slice_vec4; i += blockDim.x)
+        d[i] = make_float4(i, 1.f, 2.f, 3.f);
+    __syncthreads();
+    float acc = 0.f;
+    for (int p = 0; p < passes; ++p) {
+        const long long s = (blockIdx.x + (long long)p * rotate) % gridDim.x;
+        const float4* base = buf + s * slice_vec4;
+        for (long long i = threadIdx.x; i < slice_vec4; i += blockDim.x) {
+            float4 v;
+            asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
+                         : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(base + i));
+            acc += v.x + v.y + v.z + v.w;
+        }
+        __syncthreads();
+    }
+    out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}
 """
 FOOTPRINTS_MIB = (8, 16, 24, 32, 40, 48, 56, 64, 80)
+WRITE_MIB = 24  # written first (as a GEMM's C), then re-reads of READ_MIB
+READ_MIB = (8, 12, 16, 20, 24, 28, 32)
 PASSES = 4
 THREADS = 512
 
@@ -57,6 +86,11 @@ def target(sizes_mib, rotates) -> int:
         slice_vec4 = (mib << 20) // 16 // sms
         for rot in rotates:
             k((sms,), (THREADS,), (buf, cp.int64(slice_vec4), cp.int32(PASSES), cp.int32(rot), out))
+    kw = cp.RawModule(code=SRC).get_function("l2_write_read")
+    dst = cp.zeros((WRITE_MIB << 20) // 4 + 1024, dtype=cp.float32)
+    for mib in READ_MIB:
+        kw((sms,), (THREADS,), (dst, cp.int64((WRITE_MIB << 20) // 16 // sms), buf, cp.int64((mib << 20) // 16 // sms),
+                                cp.int32(PASSES), cp.int32(sms // 2), out))
     cp.cuda.runtime.deviceSynchronize()
     cp.cuda.runtime.profilerStop()
     return 0
@@ -69,7 +103,8 @@ def measure(ncu: str = "ncu") -> dict:
 
     sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
     rotates = (0, sms // 2)
-    metrics = ("dram__bytes_read.sum", "lts__t_sectors_srcunit_tex_op_read.sum", "gpu__time_duration.sum")
+    metrics = ("dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sectors_srcunit_tex_op_read.sum",
+               "gpu__time_duration.sum")
     rows = probe_rows("validation.l2_probe", metrics, cache_control="all", ncu=ncu)
     cases = [(mib, rot) for mib in FOOTPRINTS_MIB for rot in rotates]
     res = []
@@ -82,7 +117,12 @@ def measure(ncu: str = "ncu") -> dict:
                     "time_s": r["gpu__time_duration.sum"] * 1e-9,
                     # the passes after the first: the fraction of their bytes that came from DRAM
                     "repeat_miss_fraction": max(0.0, dram - footprint) / (footprint * (PASSES - 1))})
-    return {"sms": sms, "cases": res}
+    wb = []
+    for mib, r in zip(READ_MIB, rows[len(cases):], strict=False):
+        wb.append({"written_bytes": ((WRITE_MIB << 20) // 16 // sms) * 16 * sms,
+                   "read_footprint_bytes": ((mib << 20) // 16 // sms) * 16 * sms, "passes": PASSES,
+                   "dram_write_bytes": r["dram__bytes_write.sum"], "dram_read_bytes": r["dram__bytes_read.sum"]})
+    return {"sms": sms, "cases": res, "writeback": wb}
 
 
 def capacity_field(cases: list[dict]) -> dict:
@@ -115,6 +155,9 @@ def _show(res: dict) -> None:
     for c in res["cases"]:
         print(f"{c['footprint_bytes'] / 2**20:6.1f} MiB rotate {c['rotate']:3d}: repeat miss "
               f"{c['repeat_miss_fraction']:.3f}  ({c['time_s'] * 1e6:.0f} us)")
+    for w in res["writeback"]:
+        print(f"wrote {w['written_bytes'] / 2**20:.0f} MiB, re-read {w['read_footprint_bytes'] / 2**20:.0f} MiB: "
+              f"DRAM written {w['dram_write_bytes'] / 2**20:.1f} MiB, read {w['dram_read_bytes'] / 2**20:.1f} MiB")
 
 
 def main(argv=None) -> int:
