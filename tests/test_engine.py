@@ -261,3 +261,14 @@ def test_last_partial_wave_puts_equal_blocks_on_the_sms_it_lands_on(monkeypatch)
                      vectorize=True, regs_per_thread=127)
     simulate(cfg, with_overrides(H200, tail_packing_by_slots=((4, 0.18),)))
     assert sorted(sizes) == [120, 120, 132, 132, 132, 132]
+
+
+def test_written_output_beyond_what_l2_keeps_reaches_hbm():
+    """3000x2000x1000 touches 44 MB: with l2_dirty_bytes of 36 MB, at least 8 MB of C is written back;
+    with room for everything, none; with none, all of C."""
+    cfg = GemmConfig(3000, 2000, 1000, "reg2d", vectorize=True, regs_per_thread=120)
+    c_bytes = 3000 * 2000 * 4
+    some = simulate(cfg, with_overrides(H200, l2_dirty_bytes=36e6)).traffic.hbm_write_bytes
+    assert some == pytest.approx(44e6 - 36e6, rel=0.01)
+    assert simulate(cfg, with_overrides(H200, l2_dirty_bytes=1e9, l2_bytes=10**9)).traffic.hbm_write_bytes == 0
+    assert simulate(cfg, with_overrides(H200, l2_bytes=1)).traffic.hbm_write_bytes >= c_bytes  # edge tiles whole

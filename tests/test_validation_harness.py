@@ -232,7 +232,7 @@ def _fake_results():
             "l1_latency_cycles": 33.0, "smem_latency_cycles": 30.0, "fp32_lanes_per_sm": 110.5,
             "issue_warp_instr_per_clk_per_sm": 3.9, "launch_overhead_s": 2.5e-6,
             "ldgsts_wavefronts_per_line": 1.1, "ldgsts_wavefronts_per_conflict": 1.9, "ldgsts_bypass_wavefronts": 0.8,
-            "l2_bytes": 5.0e7}
+            "l2_bytes": 5.0e7, "l2_dirty_bytes": 4.0e7}
     fields = {k: {"value": v, "benchmark": f"bench_{k}", "n": 25, "p10": v * 0.99, "p90": v * 1.01,
                   "unit": "u"} for k, v in vals.items()}
     fields["warp_issue_per_clk"] = {"value": 0.7, "benchmark": "bench_warp_issue_per_clk", "n": 25, "p10": 0.69,
@@ -546,3 +546,16 @@ def test_probe_rows_reads_ncu_csv_in_launch_order(tmp_path):
     empty.chmod(0o755)
     with pytest.raises(RuntimeError, match="no kernels"):
         ncu.probe_rows("validation.l2_probe", ("dram__bytes_read.sum",), ncu=str(empty))
+
+
+def test_l2_dirty_bytes_is_what_the_l2_keeps_once_written_lines_are_pushed_out():
+    from validation.l2_probe import dirty_field
+
+    mib = 1 << 20
+    wb = [{"written_bytes": 24 * mib, "read_footprint_bytes": r * mib, "dram_write_bytes": w * mib,
+           "dram_read_bytes": rd * mib} for r, w, rd in ((8, 0.5, 8), (12, 2, 12), (16, 6, 16), (20, 10, 20),
+                                                         (32, 23, 35))]
+    f = dirty_field(wb)  # 0.5 MiB is below the threshold; the last case's re-reads missed
+    assert f["n"] == 3 and f["value"] == 34 * mib
+    with pytest.raises(ValueError, match="no write-back case"):
+        dirty_field(wb[:1])

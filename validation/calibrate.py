@@ -59,7 +59,7 @@ PROFILE_FIELDS = ("sm_clock_hz", "hbm_bytes_per_s", "hbm_latency_cycles", "l2_by
                   "smem_latency_cycles", "fp32_lanes_per_sm", "issue_warp_instr_per_clk_per_sm",
                   "launch_overhead_s", "ffma_rate_by_warps", "warp_issue_per_clk", "warp_issue_by_code_bytes",
                   "tail_packing_by_slots", "ldgsts_wavefronts_per_line", "ldgsts_wavefronts_per_conflict",
-                  "ldgsts_bypass_wavefronts", "l2_bytes")
+                  "ldgsts_bypass_wavefronts", "l2_bytes", "l2_dirty_bytes")
 
 
 def summarize(values: Sequence[float]) -> dict:
@@ -526,6 +526,10 @@ def fields_from_benchmarks(bm: dict) -> dict:
         from validation.l2_probe import capacity_field  # noqa: PLC0415
 
         fields["l2_bytes"] = capacity_field(bm["l2_probe"]["cases"])
+        if bm["l2_probe"].get("writeback"):
+            from validation.l2_probe import dirty_field  # noqa: PLC0415
+
+            fields["l2_dirty_bytes"] = dirty_field(bm["l2_probe"]["writeback"])
     if "patterns" in bm.get("staging", {}):
         from validation.staging_probe import profile_fields  # noqa: PLC0415
 
@@ -741,7 +745,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             # an older calibration.json: the scheduler probe was recorded beside it
             results["benchmarks"]["dispatch"] = json.loads(dispatch.read_text())
         l2p = Path(args.from_json).with_name("l2_probe.json")
-        if "cases" not in results["benchmarks"].get("l2_probe", {}) and l2p.exists():
+        if "writeback" not in results["benchmarks"].get("l2_probe", {}) and l2p.exists():
             results["benchmarks"]["l2_probe"] = json.loads(l2p.read_text())
         staging = Path(args.from_json).with_name("staging.json")
         if "patterns" not in results["benchmarks"].get("staging", {}) and staging.exists():

@@ -160,6 +160,22 @@ def _show(res: dict) -> None:
               f"DRAM written {w['dram_write_bytes'] / 2**20:.1f} MiB, read {w['dram_read_bytes'] / 2**20:.1f} MiB")
 
 
+def dirty_field(writeback: list[dict]) -> dict:
+    """``l2_dirty_bytes``: what the L2 keeps in all once written lines are among it, from the
+    write-then-re-read cases that wrote back at least 1 MiB while their re-reads still hit:
+    written + re-read - written back (pure: no GPU)."""
+    kept = [w["written_bytes"] + w["read_footprint_bytes"] - w["dram_write_bytes"] for w in writeback
+            if w["dram_write_bytes"] >= 2**20 and w["dram_read_bytes"] <= 1.02 * w["read_footprint_bytes"]]
+    if not kept:
+        raise ValueError("l2_probe: no write-back case evicted dirty lines with its re-reads hitting")
+    kept.sort()
+    mid = len(kept) // 2
+    value = kept[mid] if len(kept) % 2 else (kept[mid - 1] + kept[mid]) / 2
+    return {"value": round(value), "benchmark": "l2_probe, Nsight Compute DRAM bytes: written + re-read - "
+            "written back, when written lines are pushed out", "unit": "bytes", "n": len(kept),
+            "p10": kept[0], "p90": kept[-1], "how": f"median of {len(kept)} cases"}
+
+
 def main(argv=None) -> int:
     from validation.ncu import probe_main  # noqa: PLC0415
 

@@ -131,7 +131,8 @@ class Engine:
         # barrier-free kernels already run independent warp groups (``warp_groups``)
         self.math_groups = min(self.warps_per_block, MAX_MATH_GROUPS) if self.groups == 1 else 1
         out_bytes = program.launch.blocks * sum(a.useful_bytes for a in program.epilogue.writes)
-        self.writeback_share = max(0.0, 1.0 - hw.l2_bytes / out_bytes) if out_bytes else 0.0
+        self.dirty_bytes = min(hw.l2_dirty_bytes, hw.l2_bytes)  # never more than the whole L2
+        self.writeback_share = max(0.0, 1.0 - self.dirty_bytes / out_bytes) if out_bytes else 0.0
         self.writes: list[tuple[float, float]] = []
         self.settled_group_s = 0.0  # duration of a full block group once some slot has settled
         self.tail_sms: int | None = None  # SMs a last partial wave lands on
@@ -527,9 +528,14 @@ class Engine:
         bound = top if util[top] >= 0.6 else "latency"
         l2_load = v["l2_load"]
         end_clock = self.cache.clock(self.env.now)
-        resident = sum(b for c, b in self.writes if end_clock - c + b <= self.cache.capacity_bytes)
+        # written lines still in L2 at the end: those with fewer than l2_dirty_bytes brought in since;
+        # and, since the L2 keeps no more than l2_dirty_bytes in all once written lines are among it
+        # (validation/l2_probe.py) while the byte clock does not count hits, at least the kernel's
+        # compulsory bytes beyond that reach HBM as written-back output
+        resident = sum(b for c, b in self.writes if end_clock - c + b <= self.dirty_bytes)
+        floor = min(v["hbm_write"], max(0.0, p.min_hbm_bytes - self.dirty_bytes))
         traffic = Traffic(
-            hbm_read_bytes=v["hbm_read"], hbm_write_bytes=max(0.0, v["hbm_write"] - resident),
+            hbm_read_bytes=v["hbm_read"], hbm_write_bytes=max(v["hbm_write"] - resident, floor),
             l2_load_bytes=l2_load, l2_store_bytes=v["l2_store"],
             l2_hit_rate=(1.0 - v["hbm_read"] / l2_load) if l2_load else 0.0,
             l1_wavefronts=v["l1"], smem_bytes=v["smem_bytes"], smem_wavefronts=v["smem"],

@@ -71,6 +71,7 @@ class HardwareSpec:
     sector_bytes: int
     # --- L2 ---------------------------------------------------------------------------------
     l2_bytes: int
+    l2_dirty_bytes: float  # what L2 keeps in all once written (dirty) lines are among it: beyond, they go to HBM
     l2_bytes_per_s: float  # total L2 -> SM read bandwidth
     l2_latency_cycles: float
     # --- HBM --------------------------------------------------------------------------------
