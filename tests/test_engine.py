@@ -42,8 +42,12 @@ def test_time_at_least_roofline_and_hbm_within_l2(cfg):
                          ids=lambda c: c.label)
 def test_hbm_traffic_matches_analytic_counts_at_both_l2_extremes(cfg):
     t = gemm_traffic(cfg)
-    everything = simulate(cfg, with_overrides(H200, l2_bytes=10**13))
-    assert everything.traffic.hbm_read_bytes == pytest.approx(t.hbm_a_bytes + t.hbm_b_bytes, rel=1e-9)
+    huge = with_overrides(H200, l2_bytes=10**13)
+    exact = simulate(cfg, huge, steady_state=False)
+    assert exact.traffic.hbm_read_bytes == pytest.approx(t.hbm_a_bytes + t.hbm_b_bytes, rel=1e-9)
+    # held phases count their misses per step on average: within a tile or so of the compulsory bytes
+    everything = simulate(cfg, huge)
+    assert everything.traffic.hbm_read_bytes == pytest.approx(t.hbm_a_bytes + t.hbm_b_bytes, rel=1e-3)
     nothing = simulate(cfg, with_overrides(H200, l2_bytes=1))
     assert nothing.traffic.hbm_read_bytes == pytest.approx(t.global_a_bytes + t.global_b_bytes, rel=1e-9)
     assert nothing.traffic.hbm_write_bytes == pytest.approx(t.hbm_c_write_bytes, rel=1e-9)

@@ -138,7 +138,9 @@ class Engine:
         self.tail_sms: int | None = None  # SMs a last partial wave lands on
         self.in_loop: set[int] = set()  # slots inside a k-loop
         self.steady: dict[int, float] = {}  # steady slots -> their step period
-        self.holding: set[int] = set()
+        self.holding: dict[int, float] = {}  # holding slots -> the period they hold at
+        self.group_holding: dict[int, float] = {}  # slots standing in for whole block groups -> group time
+        self.group_share = 0  # groups each slot stands in for, fixed when the first one settles
         self.changed = self.env.event()  # fires when the set of slots in a k-loop changes
 
     # ----- per-step amounts (independent of which blocks run) --------------------------------
@@ -388,7 +390,8 @@ class Engine:
         The k-loop runs in windows of ``pipeline_depth + 1`` steps (every warp group finishes a
         window before the next starts). A group is *steady* once two windows take the same time.
         It holds the rest of its loop (but one window) once every slot in a k-loop is steady or
-        already holding, at the mean period of the steady slots (alike slots share the SM alike),
+        already holding, at the period the holding slots hold at, else the steady slots' mean
+        period (alike slots share the SM alike),
         or alone after FALLBACK_WINDOWS steady windows. A hold that the arrival or departure of
         another slot cuts short leaves the group stepping again until it settles anew.
         """
@@ -429,8 +432,12 @@ class Engine:
             together = all(s in self.steady or s in self.holding for s in self.in_loop)
             if together or steady_windows >= FALLBACK_WINDOWS:
                 n_hold = left
-                if together:  # alike slots share the SM alike: hold at their mean period
-                    a = sum(self.steady.values()) / len(self.steady)
+                if together:
+                    # alike slots share the SM alike: join the period the holding ones hold at
+                    # (measured while they stepped side by side; a slot stepping among holders is
+                    # served worse than they are), else the steady ones' mean period
+                    periods = [self.holding[s] for s in self.in_loop if s in self.holding]
+                    a = sum(periods) / len(periods) if periods else sum(self.steady.values()) / len(self.steady)
             else:
                 n_hold = 0
             if n_hold > 0:
@@ -440,9 +447,9 @@ class Engine:
                 # tiles it found resident are someone else's to bring in
                 ranges = [(prefix, i, i + n_hold) for prefix in lanes[0].missed]
                 self.steady.pop(slot, None)
-                self.holding.add(slot)
+                self.holding[slot] = a
                 done = yield from self._hold(slot, per, a, n_hold, tally, ranges, interruptible=True)
-                self.holding.discard(slot)
+                self.holding.pop(slot, None)
                 i += done
                 for ln in lanes:
                     ln.issued += done
@@ -479,13 +486,21 @@ class Engine:
                 self.settled_group_s and abs(d1 - self.settled_group_s) <= self.group_tol * self.settled_group_s)
             if settled:
                 self.settled_group_s = d1
-                j = (total - self.next_block) // (sms * slots) - 1  # this slot's share, less a last group
+                # every slot's share of the groups left when the first of them settled, less a last
+                # group (slots settling while others hold groups take the same share)
+                if not self.group_holding:
+                    self.group_share = (total - self.next_block) // (sms * slots) - 1
+                j = min(self.group_share, (total - self.next_block) // sms - 1)
                 if j >= 1:
+                    if self.group_holding:  # alike slots: the group time the holding ones hold at
+                        d1 = sum(self.group_holding.values()) / len(self.group_holding)
                     self.next_block += j * sms
                     per = _Tally()
                     per.add(tally)
                     hold = _Tally()
+                    self.group_holding[slot] = d1
                     yield from self._hold(slot, per, d1, j, hold)
+                    self.group_holding.pop(slot, None)
                     self._scale_and_add(hold, count)
                     history.clear()
 
