@@ -22,8 +22,8 @@ from __future__ import annotations
 import sys
 
 SRC = r"""
-extern "C" __global__ void l2_passes(const float4* __restrict__ buf, long long slice_vec4, int passes,
-                                     int rotate, float* out) {
+// block b reads slice (b + p * rotate) mod blocks in pass p, through L2 only (ld.global.cg)
+__device__ float reread(const float4* __restrict__ buf, long long slice_vec4, int passes, int rotate) {
     float acc = 0.f;
     for (int p = 0; p < passes; ++p) {
         const long long s = (blockIdx.x + (long long)p * rotate) % gridDim.x;
@@ -36,7 +36,12 @@ extern "C" __global__ void l2_passes(const float4* __restrict__ buf, long long s
         }
         __syncthreads();
     }
-    out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+    return acc;
+}
+
+extern "C" __global__ void l2_passes(const float4* __restrict__ buf, long long slice_vec4, int passes,
+                                     int rotate, float* out) {
+    out[blockIdx.x * blockDim.x + threadIdx.x] = reread(buf, slice_vec4, passes, rotate);
 }
 
 // write-back: each block first writes its slice of `dst` (dirty lines enter L2), then re-reads
@@ -49,19 +54,7 @@ extern "C" __global__ void l2_write_read(float4* __restrict__ dst, long long dst
     for (long long i = threadIdx.x; i < dst_slice_vec4; i += blockDim.x)
         d[i] = make_float4(i, 1.f, 2.f, 3.f);
     __syncthreads();
-    float acc = 0.f;
-    for (int p = 0; p < passes; ++p) {
-        const long long s = (blockIdx.x + (long long)p * rotate) % gridDim.x;
-        const float4* base = buf + s * slice_vec4;
-        for (long long i = threadIdx.x; i < slice_vec4; i += blockDim.x) {
-            float4 v;
-            asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
-                         : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(base + i));
-            acc += v.x + v.y + v.z + v.w;
-        }
-        __syncthreads();
-    }
-    out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+    out[blockIdx.x * blockDim.x + threadIdx.x] = reread(buf, slice_vec4, passes, rotate);
 }
 """
 FOOTPRINTS_MIB = (8, 16, 24, 32, 40, 48, 56, 64, 80)
