@@ -523,12 +523,10 @@ def fields_from_benchmarks(bm: dict) -> dict:
     if "probes" in bm.get("dispatch", {}):
         fields["tail_packing_by_slots"] = tail_packing_field(bm["dispatch"]["probes"])
     if "cases" in bm.get("l2_probe", {}):
-        from validation.l2_probe import capacity_field  # noqa: PLC0415
+        from validation.l2_probe import capacity_field, dirty_field  # noqa: PLC0415
 
         fields["l2_bytes"] = capacity_field(bm["l2_probe"]["cases"])
         if bm["l2_probe"].get("writeback"):
-            from validation.l2_probe import dirty_field  # noqa: PLC0415
-
             fields["l2_dirty_bytes"] = dirty_field(bm["l2_probe"]["writeback"])
     if "patterns" in bm.get("staging", {}):
         from validation.staging_probe import profile_fields  # noqa: PLC0415
@@ -623,10 +621,9 @@ def run_calibration(runs: int = RUNS) -> dict:
     bm["fma"] = bench_fma(b)
     bm["issue"] = bench_issue(b)
     try:  # where the block scheduler puts a last partial wave
-        from validation.dispatch_probe import probe  # noqa: PLC0415
+        from validation.dispatch_probe import probes  # noqa: PLC0415
 
-        bm["dispatch"] = {"probes": [probe(r) for r in (1, 2, 4, 7)],
-                          "spin_probes": [probe(r, work="spin") for r in (1, 2, 4, 7)]}
+        bm["dispatch"] = probes()
     except Exception as exc:  # a failed extra benchmark must not lose the others
         bm["dispatch"] = {"error": repr(exc)}
     try:  # cp.async wavefronts (Nsight Compute, when on PATH)

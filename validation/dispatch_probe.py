@@ -73,6 +73,14 @@ extern "C" __global__ void dispatch_probe_ffma(int iters, unsigned* smid_out, un
 FFMA_PER_THREAD_WAVE = 750_000
 
 
+SLOTS = (1, 2, 4, 7)  # resident blocks per SM the probes try
+
+
+def probes() -> dict:
+    """Both kinds of work at every ``SLOTS`` value (what dispatch.json and the calibration keep)."""
+    return {"probes": [probe(r) for r in SLOTS], "spin_probes": [probe(r, work="spin") for r in SLOTS]}
+
+
 def probe(per_sm: int, waves: float = 1.45, spin_cycles: int = 2_000_000, threads: int = 128,
           runs: int = 9, work: str = "ffma") -> dict:
     """Median over ``runs`` launches (which SMs free first varies from launch to launch)."""
@@ -135,8 +143,7 @@ def main(argv=None) -> int:
         return 2
     from validation.metadata import collect_metadata  # noqa: PLC0415
 
-    res = {"meta": collect_metadata(), "probes": [probe(r) for r in (1, 2, 4, 7)],
-           "spin_probes": [probe(r, work="spin") for r in (1, 2, 4, 7)]}
+    res = {"meta": collect_metadata(), **probes()}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "dispatch.json").write_text(json.dumps(res, indent=2, default=str) + "\n")

@@ -53,7 +53,7 @@ def git_revision(repo: Path = REPO_ROOT) -> str:
         return _revision_file(repo)
     if not rev:
         return _revision_file(repo)
-    if status and (repo / ".device_git_revision").exists():
+    if status and (repo / REVISION_FILE).exists():
         # a copy sent to the device: its .git may be an older checkout; the sender named the revision
         return _revision_file(repo)
     return f"{rev}-dirty" if status else rev
