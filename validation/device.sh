@@ -11,6 +11,7 @@
 #   dispatch         where the block scheduler puts a last partial wave (dispatch.json)
 #   staging          shared-memory wavefronts of cp.async and register staging (staging.json, ncu)
 #   l2               how much data read from all over the chip the L2 holds (l2_probe.json, ncu)
+#   trace:MxNxK      per-block schedule of the suite's staged kernels (schedule_trace.npz/.json)
 # Outputs are copied to $OUT (the device tool brings them back) as they are produced.
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
@@ -42,6 +43,9 @@ for step in "$@"; do
     l2)
       python3 -m validation.l2_probe --out "$R" 2>&1 | tail -20
       cp "$R/l2_probe.json" "$OUT/" ;;
+    trace:*)
+      python3 -m validation.schedule_trace --out "$R" --shape "${step#trace:}" 2>&1 | tail -30
+      cp "$R/schedule_trace.npz" "$R/schedule_trace.json" "$OUT/" ;;
     gpu-tests)
       python3 -m pytest -m gpu -p no:cacheprovider -q -rA tests 2>&1 | tee "$OUT/gpu_tests.log" | tail -30 ;;
     *) echo "unknown step $step" >&2; exit 2 ;;

@@ -104,13 +104,15 @@ def batch_source(cfgs) -> str:
     return base_source() + "\n" + "".join(_instantiation(n) for n in names)
 
 
-def kernel_source(cfg: GemmConfig) -> KernelSource:
-    """The source, kernel name, options and launch geometry of ``cfg`` (no compilation, no GPU)."""
+def kernel_source(cfg: GemmConfig, extra_options: tuple[str, ...] = ()) -> KernelSource:
+    """The source, kernel name, options and launch geometry of ``cfg`` (no compilation, no GPU).
+
+    ``extra_options`` are appended to :data:`OPTIONS` (e.g. ``("-DGEMM_TRACE",)``)."""
     name = kernel_name(cfg)
     return KernelSource(
         code=base_source() + "\n" + _instantiation(name),
         name=name,
-        options=OPTIONS,
+        options=OPTIONS + tuple(extra_options),
         dynamic_smem_bytes=cfg.smem_bytes,
         grid=cfg.grid,
         block=(cfg.threads, 1, 1),
@@ -124,6 +126,7 @@ class CompiledGemm:
     cfg: GemmConfig
     source: KernelSource
     kernel: Any = field(repr=False)  # cupy.RawKernel
+    module: Any = field(repr=False, default=None)  # the cupy.RawModule it came from
 
     @property
     def attributes(self) -> dict:
@@ -166,9 +169,10 @@ class CompiledGemm:
                 self.kernel(src.grid, src.block, args, shared_mem=src.dynamic_smem_bytes)
 
 
-def compile_gemm(cfg: GemmConfig, hw=None) -> CompiledGemm:
+def compile_gemm(cfg: GemmConfig, hw=None, *, extra_options: tuple[str, ...] = ()) -> CompiledGemm:
     """Check ``cfg`` against ``hw`` (default: the H200 spec) and compile its kernel with CuPy.
 
+    ``extra_options`` are added to the NVRTC options (``-DGEMM_TRACE`` compiles the schedule trace in).
     Raises the simulator's ``ValueError`` (from ``check_fits``) before compiling, ``ValueError`` for
     non-fp32 or index ranges beyond 32-bit, and :class:`GemmCompileError` when NVRTC fails.
     Modules are cached by source and options.
@@ -182,7 +186,7 @@ def compile_gemm(cfg: GemmConfig, hw=None) -> CompiledGemm:
     for f, v in (("m*k", cfg.m * cfg.k), ("k*n", cfg.k * cfg.n), ("m*n", cfg.m * cfg.n)):
         if v >= _INT32_LIMIT:
             raise ValueError(f"GemmConfig {f} = {v}: the kernels use 32-bit indices (limit {_INT32_LIMIT})")
-    src = kernel_source(cfg)
+    src = kernel_source(cfg, extra_options)
     import cupy
 
     key = (src.code, src.options)
@@ -196,7 +200,7 @@ def compile_gemm(cfg: GemmConfig, hw=None) -> CompiledGemm:
     _MODULES[key] = module
     if src.dynamic_smem_bytes > DEFAULT_SMEM_LIMIT_BYTES:
         kernel.max_dynamic_shared_size_bytes = src.dynamic_smem_bytes
-    return CompiledGemm(cfg=cfg, source=src, kernel=kernel)
+    return CompiledGemm(cfg=cfg, source=src, kernel=kernel, module=module)
 
 
 @dataclass(frozen=True)

@@ -220,6 +220,34 @@ struct Tiles {
     }
 };
 
+// ----- schedule trace (compiled in only with -DGEMM_TRACE; validation/schedule_trace.py) ---------
+// Thread 0 of each block writes, at gemm_trace + block * (GEMM_TRACE_MARKS + 2): its SM id, then
+// %globaltimer (ns) when k-tiles 0, nk/8, 2nk/8, ... start and when the k-loop ends.
+#define GEMM_TRACE_MARKS 8
+#ifdef GEMM_TRACE
+__device__ unsigned long long* gemm_trace;
+__device__ __forceinline__ void trace_stamp(int slot) {
+    if (threadIdx.x == 0) {
+        unsigned long long t;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+        unsigned long long* p = gemm_trace + (size_t)(blockIdx.y * gridDim.x + blockIdx.x) * (GEMM_TRACE_MARKS + 2);
+        if (slot == 0) {
+            unsigned s;
+            asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
+            p[0] = s;
+        }
+        p[1 + slot] = t;
+    }
+}
+__device__ __forceinline__ void trace_step(int kt, int nk) {
+    const int j = kt * GEMM_TRACE_MARKS / nk;
+    if (kt == 0 || j != (kt - 1) * GEMM_TRACE_MARKS / nk) trace_stamp(j);
+}
+#else
+__device__ __forceinline__ void trace_stamp(int) {}
+__device__ __forceinline__ void trace_step(int, int) {}
+#endif
+
 // The k-loop shared by all staged variants. Compute is a struct with
 //   __device__ void step(const float* As, const float* Bs)   (one BK-deep tile)
 // holding its accumulators; the caller writes C afterwards.
@@ -236,6 +264,7 @@ __device__ __forceinline__ void mainloop(Compute& comp, float* smem, const float
         }
         int read_stage = 0, write_stage = STAGES - 1;
         for (int kt = 0; kt < nk; ++kt) {
+            trace_step(kt, nk);
             cp_async_wait<STAGES - 2>();   // tile kt has landed (this thread's copies)
             __syncthreads();               // ... everyone's, and everyone finished tile kt-1
             const int nt = kt + STAGES - 1;
@@ -254,6 +283,7 @@ __device__ __forceinline__ void mainloop(Compute& comp, float* smem, const float
         T::store_regs(T::a_buf(smem, 0), T::b_buf(smem, 0), tid, ra, rb);
         __syncthreads();
         for (int kt = 0; kt < nk; ++kt) {
+            trace_step(kt, nk);
             const int cur = kt & 1;
             const bool more = kt + 1 < nk;
             if (more) T::load_regs(A, B, M, N, K, row0, col0, (kt + 1) * BK, tid, ra, rb);
@@ -264,6 +294,7 @@ __device__ __forceinline__ void mainloop(Compute& comp, float* smem, const float
     } else {
         typename T::V ra[T::A_ITERS], rb[T::B_ITERS];
         for (int kt = 0; kt < nk; ++kt) {
+            trace_step(kt, nk);
             T::load_regs(A, B, M, N, K, row0, col0, kt * BK, tid, ra, rb);
             T::store_regs(T::a_buf(smem, 0), T::b_buf(smem, 0), tid, ra, rb);
             __syncthreads();
@@ -271,6 +302,7 @@ __device__ __forceinline__ void mainloop(Compute& comp, float* smem, const float
             __syncthreads();
         }
     }
+    trace_stamp(GEMM_TRACE_MARKS);
 }
 
 __device__ __forceinline__ void store_c(float* C, int M, int N, int row, int col, float v, float alpha, float beta) {
