@@ -225,7 +225,7 @@ struct Tiles {
 // %globaltimer (ns) when k-tiles 0, nk/8, 2nk/8, ... start and when the k-loop ends.
 #define GEMM_TRACE_MARKS 8
 #ifdef GEMM_TRACE
-__device__ unsigned long long* gemm_trace;
+extern "C" { __device__ unsigned long long* gemm_trace; }  // unmangled: set from Python
 __device__ __forceinline__ void trace_stamp(int slot) {
     if (threadIdx.x == 0) {
         unsigned long long t;
