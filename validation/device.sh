@@ -11,6 +11,7 @@
 #   dispatch         where the block scheduler puts a last partial wave (dispatch.json)
 #   staging          shared-memory wavefronts of cp.async and register staging (staging.json, ncu)
 #   l2               how much data read from all over the chip the L2 holds (l2_probe.json, ncu)
+#   l2share          L2 capacity for data many SMs read at once / at a 16 KiB pitch (l2_share_probe.json)
 #   trace:MxNxK      per-block schedule of the suite's staged kernels (schedule_trace.npz/.json)
 # Outputs are copied to $OUT (the device tool brings them back) as they are produced.
 set -u
@@ -43,6 +44,9 @@ for step in "$@"; do
     l2)
       python3 -m validation.l2_probe --out "$R" 2>&1 | tail -20
       cp "$R/l2_probe.json" "$OUT/" ;;
+    l2share)
+      python3 -m validation.l2_share_probe --out "$R" 2>&1 | tail -12
+      cp "$R/l2_share_probe.json" "$OUT/" ;;
     trace:*)
       python3 -m validation.schedule_trace --out "$R" --shape "${step#trace:}" 2>&1 | tail -30
       cp "$R/schedule_trace.npz" "$R/schedule_trace.json" "$OUT/" ;;
