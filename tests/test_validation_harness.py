@@ -217,7 +217,7 @@ def test_suite_main_without_gpu_exits_2():
     except ImportError:
         pass
     for mod in ("validation.suite", "validation.calibrate", "validation.staging_probe", "validation.l2_probe",
-                "validation.dispatch_probe"):
+                "validation.dispatch_probe", "validation.l2_share_probe"):
         p = subprocess.run([sys.executable, "-m", mod, "--out", "/nonexistent/x"], cwd=REPO,
                            capture_output=True, text=True)
         assert p.returncode == 2, p.stderr
@@ -559,3 +559,87 @@ def test_l2_dirty_bytes_is_what_the_l2_keeps_once_written_lines_are_pushed_out()
     assert f["n"] == 3 and f["value"] == 34 * mib
     with pytest.raises(ValueError, match="no write-back case"):
         dirty_field(wb[:1])
+
+
+# ----- schedule trace, replay and the L2 share probe ---------------------------------------------------------
+def test_trace_marks_are_the_k_tiles_where_gemm_cu_stamps():
+    from validation.schedule_trace import MARKS, mark_tiles
+
+    for nk in (1, 5, 8, 63, 256):
+        # gemm.cu stamps slot j at the first kt with kt*MARKS//nk == j (or kt == 0), and MARKS at the end
+        stamped = {}
+        for kt in range(nk):
+            j = kt * MARKS // nk
+            if kt == 0 or j != (kt - 1) * MARKS // nk:
+                stamped[j] = kt
+        marks = mark_tiles(nk)
+        assert marks[-1] == nk and len(marks) == MARKS + 1
+        assert all(marks[j] == kt for j, kt in stamped.items())
+    src = (REPO / "validation" / "kernels" / "gemm.cu").read_text()
+    assert f"#define GEMM_TRACE_MARKS {MARKS}" in src
+
+
+def test_replay_lru_counts_shared_tiles_once_and_thrashes_beyond_capacity():
+    import numpy as np
+
+    from validation.schedule_replay import lru_miss_bytes
+
+    # 4 blocks in one row of a 2-wide grid... gx=2: blocks 0,1 share A row 0; blocks 0,2 share B column 0
+    nk = 3
+    together = np.array([[0.0, 1.0, 2.0]] * 4)
+    missed = lru_miss_bytes(together, gx=2, a_bytes=10, b_bytes=10, capacity_bytes=1e9)
+    assert missed == 2 * 3 * 10 + 2 * 3 * 10  # 2 A rows and 2 B columns, 3 k-tiles each, once
+    # block 2 runs long after block 0 with a cache of one tile: nothing it shares survives
+    apart = np.array([[0.0, 1.0, 2.0], [0.1, 1.1, 2.1], [10.0, 11.0, 12.0], [10.1, 11.1, 12.1]])
+    tiny = lru_miss_bytes(apart, gx=2, a_bytes=10, b_bytes=10, capacity_bytes=10)
+    assert tiny == 4 * nk * 2 * 10 - 0  # every access misses: no tile stays resident to its next reader
+    assert lru_miss_bytes(apart, gx=2, a_bytes=10, b_bytes=10, capacity_bytes=1e9) == missed
+
+
+def test_replay_interpolates_k_tiles_between_stamps():
+    import numpy as np
+
+    from validation.schedule_replay import tile_times
+
+    nk = 16
+    stamps = np.array([[0, 10, 20, 30, 40, 50, 60, 70, 160]])  # the last 2 k-tiles take 90 ns
+    t = tile_times(stamps, nk)
+    assert t.shape == (1, nk) and t[0, 0] == 0 and t[0, 2] == 10 and t[0, 14] == 70 and t[0, 15] == 115
+
+
+def test_recorded_schedule_replay_matches_the_rows_it_was_traced_for():
+    path = REPO / "validation" / "results" / "h200" / "schedule_trace.json"
+    if not path.exists():
+        pytest.skip("no recorded schedule trace")
+    import json
+
+    meta = json.loads(path.read_text())
+    from validation.suite import load_suite
+
+    labels = {c.label for c in load_suite() if [c.m, c.n, c.k] == meta["shape"]}
+    ok = [lab for lab, r in meta["configs"].items() if r["status"] == "ok"]
+    assert ok and set(ok) <= labels
+    assert meta["meta"]["device_name"] and meta["meta"]["git_revision"]
+
+
+def test_l2_share_probe_geometry_and_half_miss_footprints():
+    from validation.l2_share_probe import BLOCKS, LAYOUTS, ROW_BYTES, SHARES, geometry, half_miss_footprints
+
+    mib = 1 << 20
+    for lay in LAYOUTS:
+        for sh in SHARES:
+            g = geometry(lay, sh, 32)
+            assert g["nslices"] * sh == BLOCKS
+            assert g["footprint_bytes"] == 32 * mib  # what every case reads, whatever the layout
+            if lay == "pitch16k":
+                assert g["row_vec4"] * 16 == ROW_BYTES and g["span_bytes"] == g["footprint_bytes"]
+            if lay == "pitch16k_pad":
+                assert g["span_bytes"] > g["footprint_bytes"]
+    with pytest.raises(ValueError, match="share"):
+        geometry("contiguous", 3, 32)
+    with pytest.raises(ValueError, match="layout"):
+        geometry("diagonal", 1, 32)
+    cases = [{"layout": "contiguous", "share": 1, "footprint_bytes": f * mib, "repeat_miss_fraction": m}
+             for f, m in ((32, 0.0), (40, 0.25), (48, 0.75))]
+    got = half_miss_footprints(cases)
+    assert got[("contiguous", 1)] == pytest.approx(44 * mib) and got[("contiguous", 2)] is None

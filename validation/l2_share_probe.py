@@ -46,8 +46,8 @@ extern "C" __global__ void l2_share(const float4* __restrict__ buf, int nslices,
 BLOCKS = 128  # one per SM (fewer than the SMs), so that 16 KiB / slices is a power of two
 THREADS = 512
 PASSES = 4
-FOOTPRINTS_MIB = (16, 24, 32, 40, 48, 56)
-SHARES = (1, 2, 4)
+FOOTPRINTS_MIB = (8, 12, 16, 20, 24, 32, 40, 48, 56)
+SHARES = (1, 2, 4, 8, 32)
 LAYOUTS = ("contiguous", "pitch16k", "pitch16k_pad")
 ROW_BYTES = 16 * 1024
 PAD_BYTES = 256
