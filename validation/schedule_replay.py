@@ -38,16 +38,28 @@ def tile_times(stamps_ns: np.ndarray, nk: int) -> np.ndarray:
     return out
 
 
-def lru_miss_bytes(times: np.ndarray, gx: int, a_bytes: int, b_bytes: int, capacity_bytes: float) -> float:
-    """Bytes missed by an LRU cache of whole tiles when block ``b`` touches A ``(b // gx, kt)`` and
-    B ``(b % gx, kt)`` at ``times[b, kt]`` (ties in block order)."""
+def lru_miss_bytes(times: np.ndarray, gx: int, a_bytes: int, b_bytes: int, capacity_bytes: float,
+                   c_bytes: int = 0) -> float:
+    """Bytes read on misses of an LRU cache of whole tiles when block ``b`` touches A ``(b // gx, kt)``
+    and B ``(b % gx, kt)`` at ``times[b, kt]`` (ties in block order). With ``c_bytes``, each block's
+    output tile enters the cache when its last k-tile starts (written lines take capacity too; they
+    are not reads)."""
     blocks, nk = times.shape
+    cols = nk + (1 if c_bytes else 0)
+    if c_bytes:
+        times = np.concatenate([times, times[:, -1:]], axis=1)
     order = np.argsort(times, axis=None, kind="stable")
     cache: OrderedDict = OrderedDict()
     size = 0.0
     missed = 0.0
     for flat in order.tolist():
-        b, kt = divmod(flat, nk)
+        b, kt = divmod(flat, cols)
+        if kt == nk:  # the output tile
+            cache[("C", b)] = c_bytes
+            size += c_bytes
+            while size > capacity_bytes:
+                size -= cache.popitem(last=False)[1]
+            continue
         for key, nbytes in ((("A", b // gx, kt), a_bytes), (("B", b % gx, kt), b_bytes)):
             if key in cache:
                 cache.move_to_end(key)
@@ -73,7 +85,8 @@ def measured_dram_reads(results: Path) -> dict:
     return out
 
 
-def replay(results: Path = DEFAULT_DIR, capacity_bytes: float | None = None, rep: int = 0) -> list[dict]:
+def replay(results: Path = DEFAULT_DIR, capacity_bytes: float | None = None, rep: int = 0,
+           with_output: bool = True) -> list[dict]:
     """One row per traced configuration (see the module docstring)."""
     from tilesim import hardware
     from validation.suite import load_suite
@@ -93,7 +106,8 @@ def replay(results: Path = DEFAULT_DIR, capacity_bytes: float | None = None, rep
         nk = -(-k // cfg.bk)
         gx = cfg.grid[0]
         a_bytes, b_bytes = cfg.bm * cfg.bk * 4, cfg.bk * cfg.bn * 4
-        rec = lru_miss_bytes(tile_times(stamps, nk), gx, a_bytes, b_bytes, cap)
+        rec = lru_miss_bytes(tile_times(stamps, nk), gx, a_bytes, b_bytes, cap,
+                             cfg.bm * cfg.bn * 4 if with_output else 0)
         rows.append({
             "label": label, "variant": cfg.variant,
             "measured_read_bytes": measured.get((label, m, n, k)),
