@@ -59,8 +59,7 @@ __device__ __forceinline__ float access(float* s, int lane, int warp, int i, int
 }
 
 template <int P>
-__device__ void run(int iters, float* out) {
-    __shared__ __align__(16) float s[2048];
+__device__ void run(float* s, int iters, float* out) {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     for (int i = tid; i < 2048; i += blockDim.x) s[i] = i * 1e-3f;
     __syncthreads();
@@ -86,14 +85,15 @@ __device__ void run(int iters, float* out) {
 }
 
 extern "C" __global__ void smem_rate(int pattern, int iters, float* out) {
+    __shared__ __align__(16) float s[2048];
     switch (pattern) {
-        case 0: run<0>(iters, out); break;
-        case 1: run<1>(iters, out); break;
-        case 2: run<2>(iters, out); break;
-        case 3: run<3>(iters, out); break;
-        case 4: run<4>(iters, out); break;
-        case 5: run<5>(iters, out); break;
-        default: run<6>(iters, out); break;
+        case 0: run<0>(s, iters, out); break;
+        case 1: run<1>(s, iters, out); break;
+        case 2: run<2>(s, iters, out); break;
+        case 3: run<3>(s, iters, out); break;
+        case 4: run<4>(s, iters, out); break;
+        case 5: run<5>(s, iters, out); break;
+        default: run<6>(s, iters, out); break;
     }
 }
 """
