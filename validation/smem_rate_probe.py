@@ -17,7 +17,11 @@ instructions, and the SM cycles:
 ``gemm_smem``     the tiled GEMM's inner loop: a broadcast load of A, a load of B, one FFMA
 ``lds32_w32``     ``lds32`` with 32 warps per SM
 ``lds32_w8``      ``lds32`` with 8 warps per SM
+``lds32_bcast_w32`` ``lds32_bcast`` with 32 warps per SM
+``lds32_pair``    a broadcast load and a consecutive load, no FMA (the GEMM loop without its math)
 ================  ==================================================================================
+
+Addresses move with the loop counter, so that no load is loop-invariant (a compiler may hoist those).
 
 ``python -m validation.smem_rate_probe --out DIR`` writes ``DIR/smem_rate.json``: per pattern the
 wavefronts and shared instructions per clock and SM.
@@ -33,19 +37,19 @@ __device__ __forceinline__ float access(float* s, int lane, int warp, int i, int
     const unsigned base = (unsigned)__cvta_generic_to_shared(s);
     float v = 0.f;
     if (P == 0) {          // lds32: word (warp*8 + i)*32 + lane
-        const unsigned a = base + (((warp * 8 + i) * 32 + lane) & 2047) * 4;
+        const unsigned a = base + (((warp * 8 + i + it) * 32 + lane) & 2047) * 4;
         asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(a));
     } else if (P == 1) {   // broadcast
         const unsigned a = base + (((warp * 8 + i + it) & 2047)) * 4;
         asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(a));
     } else if (P == 2) {   // 8 bytes
         float w;
-        const unsigned a = base + (((warp * 8 + i) * 64 + lane * 2) & 2047) * 4;
+        const unsigned a = base + (((warp * 8 + i + it) * 64 + lane * 2) & 2047) * 4;
         asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(v), "=f"(w) : "r"(a));
         v += w;
     } else if (P == 3) {   // 16 bytes
         float w, x, y;
-        const unsigned a = base + (((warp * 8 + i) * 128 + lane * 4) & 2047) * 4;
+        const unsigned a = base + (((warp * 8 + i + it) * 128 + lane * 4) & 2047) * 4;
         asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v), "=f"(w), "=f"(x), "=f"(y) : "r"(a));
         v += w + x + y;
     } else if (P == 4) {   // 4-byte stores
@@ -64,7 +68,7 @@ __device__ void run(float* s, int iters, float* out) {
     for (int i = tid; i < 2048; i += blockDim.x) s[i] = i * 1e-3f;
     __syncthreads();
     float acc = 0.f;
-    if (P == 6) {  // the tiled GEMM's inner loop: As[ty][k] (broadcast), Bs[k][tx], one FFMA
+    if (P >= 6) {  // the tiled GEMM's inner loop (P 7: without the FFMA): As[ty][k] (broadcast), Bs[k][tx], one FFMA
         const unsigned base = (unsigned)__cvta_generic_to_shared(s);
         for (int it = 0; it < iters; ++it) {
 #pragma unroll
@@ -72,7 +76,7 @@ __device__ void run(float* s, int iters, float* out) {
                 float a, b;
                 asm volatile("ld.shared.f32 %0, [%1];" : "=f"(a) : "r"(base + ((warp * 32 + k + it) & 1023) * 4));
                 asm volatile("ld.shared.f32 %0, [%1];" : "=f"(b) : "r"(base + (1024 + ((k * 32 + lane) & 1023)) * 4));
-                acc = fmaf(a, b, acc);
+                acc = P == 6 ? fmaf(a, b, acc) : acc + a + b;
             }
         }
     } else {
@@ -93,7 +97,8 @@ extern "C" __global__ void smem_rate(int pattern, int iters, float* out) {
         case 3: run<3>(s, iters, out); break;
         case 4: run<4>(s, iters, out); break;
         case 5: run<5>(s, iters, out); break;
-        default: run<6>(s, iters, out); break;
+        case 6: run<6>(s, iters, out); break;
+        default: run<7>(s, iters, out); break;
     }
 }
 """
@@ -101,9 +106,11 @@ THREADS = 128
 ITERS = 4000
 # name -> (pattern code, blocks per SM)
 PATTERNS = {"lds32": (0, 4), "lds32_bcast": (1, 4), "lds64": (2, 4), "lds128": (3, 4), "sts32": (4, 4),
-            "sts128": (5, 4), "gemm_smem": (6, 4), "lds32_w32": (0, 8), "lds32_w8": (0, 2)}
+            "sts128": (5, 4), "gemm_smem": (6, 4), "lds32_w32": (0, 8), "lds32_w8": (0, 2),
+            "lds32_pair": (7, 4), "lds32_bcast_w32": (1, 8)}
 WAVEFRONTS_PER_ACCESS = {"lds32": 1, "lds32_bcast": 1, "lds64": 2, "lds128": 4, "sts32": 1, "sts128": 4,
-                         "gemm_smem": 1, "lds32_w32": 1, "lds32_w8": 1}
+                         "gemm_smem": 1, "lds32_w32": 1, "lds32_w8": 1,
+                         "lds32_pair": 1, "lds32_bcast_w32": 1}
 
 
 def _target() -> int:
