@@ -18,7 +18,7 @@ instructions, and the SM cycles:
 ``lds32_w32``     ``lds32`` with 32 warps per SM
 ``lds32_w8``      ``lds32`` with 8 warps per SM
 ``lds32_bcast_w32`` ``lds32_bcast`` with 32 warps per SM
-``lds32_pair``    a broadcast load and a consecutive load, no FMA (the GEMM loop without its math)
+``lds32_pair``    a broadcast load and a consecutive load, multiplied and added (FMUL + FADD)
 ================  ==================================================================================
 
 Addresses move with the loop counter, so that no load is loop-invariant (a compiler may hoist those).
@@ -32,57 +32,40 @@ from __future__ import annotations
 import sys
 
 SRC = r"""
-template <int P>
-__device__ __forceinline__ float access(float* s, int lane, int warp, int i, int it, float acc) {
-    const unsigned base = (unsigned)__cvta_generic_to_shared(s);
-    float v = 0.f;
-    if (P == 0) {          // lds32: word (warp*8 + i)*32 + lane
-        const unsigned a = base + (((warp * 8 + i + it) * 32 + lane) & 2047) * 4;
-        asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(a));
-    } else if (P == 1) {   // broadcast
-        const unsigned a = base + (((warp * 8 + i + it) & 2047)) * 4;
-        asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(a));
-    } else if (P == 2) {   // 8 bytes
-        float w;
-        const unsigned a = base + (((warp * 8 + i + it) * 64 + lane * 2) & 2047) * 4;
-        asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(v), "=f"(w) : "r"(a));
-        v += w;
-    } else if (P == 3) {   // 16 bytes
-        float w, x, y;
-        const unsigned a = base + (((warp * 8 + i + it) * 128 + lane * 4) & 2047) * 4;
-        asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v), "=f"(w), "=f"(x), "=f"(y) : "r"(a));
-        v += w + x + y;
-    } else if (P == 4) {   // 4-byte stores
-        const unsigned a = base + (((warp * 8 + i) * 32 + lane) & 2047) * 4;
-        asm volatile("st.shared.f32 [%0], %1;" :: "r"(a), "f"(acc + i));
-    } else if (P == 5) {   // 16-byte stores
-        const unsigned a = base + (((warp * 8 + i) * 128 + lane * 4) & 2047) * 4;
-        asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" :: "r"(a), "f"(acc), "f"(acc + 1.f), "f"(acc + 2.f), "f"(acc + 3.f));
-    }
-    return v;
-}
-
+// Loads through a volatile pointer (never hoisted or merged); one base index per iteration and
+// immediate offsets, so that the loop is about one instruction per access besides the access.
 template <int P>
 __device__ void run(float* s, int iters, float* out) {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     for (int i = tid; i < 2048; i += blockDim.x) s[i] = i * 1e-3f;
     __syncthreads();
+    volatile float* vs = s;
+    const unsigned base = (unsigned)__cvta_generic_to_shared(s);  // vector accesses: PTX, same addresses
     float acc = 0.f;
-    if (P >= 6) {  // the tiled GEMM's inner loop (P 7: without the FFMA): As[ty][k] (broadcast), Bs[k][tx], one FFMA
-        const unsigned base = (unsigned)__cvta_generic_to_shared(s);
-        for (int it = 0; it < iters; ++it) {
+    for (int it = 0; it < iters; ++it) {
+        const int r = it & 7;
 #pragma unroll
-            for (int k = 0; k < 8; ++k) {
-                float a, b;
-                asm volatile("ld.shared.f32 %0, [%1];" : "=f"(a) : "r"(base + ((warp * 32 + k + it) & 1023) * 4));
-                asm volatile("ld.shared.f32 %0, [%1];" : "=f"(b) : "r"(base + (1024 + ((k * 32 + lane) & 1023)) * 4));
-                acc = P == 6 ? fmaf(a, b, acc) : acc + a + b;
+        for (int i = 0; i < 8; ++i) {
+            if (P == 0) acc += vs[r * 256 + i * 32 + lane];                       // lds32
+            if (P == 1) acc += vs[r * 256 + i * 32 + warp];                       // lds32, broadcast
+            if (P == 2) {
+                float x, y;
+                asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(x), "=f"(y)
+                             : "r"(base + ((r & 3) * 256 + i * 32 + lane) * 8));
+                acc += x + y;
             }
-        }
-    } else {
-        for (int it = 0; it < iters; ++it) {
-#pragma unroll
-            for (int i = 0; i < 8; ++i) acc += access<P>(s, lane, warp, i, it, acc);
+            if (P == 3) {
+                float x, y, z, w;
+                asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(x), "=f"(y), "=f"(z), "=f"(w)
+                             : "r"(base + ((r & 1) * 256 + i * 32 + lane) * 16));
+                acc += (x + y) + (z + w);
+            }
+            if (P == 4) vs[r * 256 + i * 32 + lane] = acc + i;                    // sts32
+            if (P == 5)
+                asm volatile("st.shared.v4.f32 [%0], {%1, %1, %1, %1};"
+                             :: "r"(base + ((r & 1) * 256 + i * 32 + lane) * 16), "f"(acc + i));
+            if (P == 6) acc = fmaf(vs[r * 128 + i * 16 + warp], vs[1024 + r * 128 + i * 16 + lane], acc);
+            if (P == 7) acc += vs[r * 128 + i * 16 + warp] * vs[1024 + r * 128 + i * 16 + lane];
         }
     }
     out[blockIdx.x * blockDim.x + tid] = acc;
