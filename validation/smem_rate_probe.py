@@ -64,8 +64,8 @@ __device__ void run(float* s, int iters, float* out) {
             if (P == 5)
                 asm volatile("st.shared.v4.f32 [%0], {%1, %1, %1, %1};"
                              :: "r"(base + ((r & 1) * 256 + i * 32 + lane) * 16), "f"(acc + i));
-            if (P == 6) acc = fmaf(vs[r * 128 + i * 16 + warp], vs[1024 + r * 128 + i * 16 + lane], acc);
-            if (P == 7) acc += vs[r * 128 + i * 16 + warp] * vs[1024 + r * 128 + i * 16 + lane];
+            if (P == 6) acc = fmaf(vs[r * 128 + i * 16 + warp], vs[1024 + (r & 3) * 128 + i * 16 + lane], acc);
+            if (P == 7) acc += vs[r * 128 + i * 16 + warp] * vs[1024 + (r & 3) * 128 + i * 16 + lane];
         }
     }
     out[blockIdx.x * blockDim.x + tid] = acc;
@@ -131,6 +131,8 @@ def rates(rows: list[dict], sms: int) -> dict:
     """Per pattern: wavefronts, shared instructions and all instructions per clock and SM (pure)."""
     out = {}
     for (name, (_, per_sm)), r in zip(PATTERNS.items(), rows, strict=False):
+        if r["sm__cycles_elapsed.avg"] is None:
+            raise RuntimeError(f"smem_rate_probe: pattern {name} was not profiled (did its launch fail?)")
         cyc = r["sm__cycles_elapsed.avg"] * sms
         sh = (r["smsp__inst_executed_op_shared_ld.sum"] or 0) + (r["smsp__inst_executed_op_shared_st.sum"] or 0)
         out[name] = {"warps_per_sm": per_sm * THREADS // 32,
