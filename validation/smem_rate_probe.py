@@ -43,6 +43,7 @@ __device__ void run(float* s, int iters, float* out) {
     const unsigned base = (unsigned)__cvta_generic_to_shared(s);  // vector accesses: PTX, same addresses
     float acc = 0.f;
     for (int it = 0; it < iters; ++it) {
+        asm volatile("" ::: "memory");  // no load is hoisted out of the loop
         const int r = it & 7;
 #pragma unroll
         for (int i = 0; i < 8; ++i) {
@@ -54,11 +55,9 @@ __device__ void run(float* s, int iters, float* out) {
                              : "r"(base + ((r & 3) * 256 + i * 32 + lane) * 8));
                 acc += x + y;
             }
-            if (P == 3) {
-                float x, y, z, w;
-                asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(x), "=f"(y), "=f"(z), "=f"(w)
-                             : "r"(base + ((r & 1) * 256 + i * 32 + lane) * 16));
-                acc += (x + y) + (z + w);
+            if (P == 3) {  // a plain 16-byte load; the memory clobber below keeps it in the loop
+                const float4 v = reinterpret_cast<const float4*>(s)[(r & 1) * 256 + i * 32 + lane];
+                acc += (v.x + v.y) + (v.z + v.w);
             }
             if (P == 4) vs[r * 256 + i * 32 + lane] = acc + i;                    // sts32
             if (P == 5)
