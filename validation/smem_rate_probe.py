@@ -1,7 +1,8 @@
 """How fast does the shared-memory pipe go for each kind of access? (a GPU microbenchmark, ncu)
 
 ``smem_read`` in ``validation/calibrate.py`` measures 16-byte conflict-free loads (about 126 B, one
-wavefront, per clock and SM). Kernels also issue 4- and 8-byte loads, broadcasts, and stores, and mix
+wavefront, per clock and SM); 16-byte loads are left to it (a loop of them written here did
+not execute its loads, for a reason not found). Kernels also issue 4- and 8-byte loads, broadcasts, and stores, and mix
 them with FMAs and barriers. Here 16 warps per SM (4 blocks of 128 threads) run a loop of one kind
 of shared access. Each warp does 8 independent accesses per iteration; the loaded values are
 summed, so the loads cannot be dropped. Nsight Compute counts the shared-memory wavefronts and
@@ -11,7 +12,6 @@ instructions, and the SM cycles:
 ``lds32``         4-byte loads, consecutive words (1 wavefront each)
 ``lds32_bcast``   4-byte loads, every lane the same word (1 wavefront)
 ``lds64``         8-byte loads, consecutive (2 wavefronts)
-``lds128``        16-byte loads, consecutive (4 wavefronts)
 ``sts32``         4-byte stores, consecutive words (1 wavefront)
 ``sts128``        16-byte stores, consecutive (4 wavefronts)
 ``gemm_smem``     the tiled GEMM's inner loop: a broadcast load of A, a load of B, one FFMA
@@ -55,10 +55,6 @@ __device__ void run(float* s, int iters, float* out) {
                              : "r"(base + ((r & 3) * 256 + i * 32 + lane) * 8));
                 acc += x + y;
             }
-            if (P == 3) {  // a plain 16-byte load; the memory clobber below keeps it in the loop
-                const float4 v = reinterpret_cast<const float4*>(s)[(r & 1) * 256 + i * 32 + lane];
-                acc += (v.x + v.y) + (v.z + v.w);
-            }
             if (P == 4) vs[r * 256 + i * 32 + lane] = acc + i;                    // sts32
             if (P == 5)
                 asm volatile("st.shared.v4.f32 [%0], {%1, %1, %1, %1};"
@@ -76,7 +72,6 @@ extern "C" __global__ void smem_rate(int pattern, int iters, float* out) {
         case 0: run<0>(s, iters, out); break;
         case 1: run<1>(s, iters, out); break;
         case 2: run<2>(s, iters, out); break;
-        case 3: run<3>(s, iters, out); break;
         case 4: run<4>(s, iters, out); break;
         case 5: run<5>(s, iters, out); break;
         case 6: run<6>(s, iters, out); break;
@@ -87,10 +82,10 @@ extern "C" __global__ void smem_rate(int pattern, int iters, float* out) {
 THREADS = 128
 ITERS = 4000
 # name -> (pattern code, blocks per SM)
-PATTERNS = {"lds32": (0, 4), "lds32_bcast": (1, 4), "lds64": (2, 4), "lds128": (3, 4), "sts32": (4, 4),
+PATTERNS = {"lds32": (0, 4), "lds32_bcast": (1, 4), "lds64": (2, 4), "sts32": (4, 4),
             "sts128": (5, 4), "gemm_smem": (6, 4), "lds32_w32": (0, 8), "lds32_w8": (0, 2),
             "lds32_pair": (7, 4), "lds32_bcast_w32": (1, 8)}
-WAVEFRONTS_PER_ACCESS = {"lds32": 1, "lds32_bcast": 1, "lds64": 2, "lds128": 4, "sts32": 1, "sts128": 4,
+WAVEFRONTS_PER_ACCESS = {"lds32": 1, "lds32_bcast": 1, "lds64": 2, "sts32": 1, "sts128": 4,
                          "gemm_smem": 1, "lds32_w32": 1, "lds32_w8": 1,
                          "lds32_pair": 1, "lds32_bcast_w32": 1}
 
