@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tilesim import hardware
-from tilesim.kernels.access import ldgsts_wavefronts, smem_wavefronts
+from tilesim.kernels.access import l1_cycles, ldgsts_wavefronts, smem_wavefronts
 
 
 def _lds128(chunk_of_lane):
@@ -38,3 +38,16 @@ def test_ldgsts_costs_lines_plus_conflict_surcharge():
     assert ldgsts_wavefronts(rows, contiguous, 4, hw) == 8.0
     assert ldgsts_wavefronts(rows, transposed, 4, hw) == 8.0 + 3 * 2.0
     assert ldgsts_wavefronts(rows, contiguous, 16, hw) == 0.5
+
+
+def test_l1_cycles_serialise_a_sector_position_and_cap_distinct_lines_per_clock():
+    hw = hardware.with_overrides(hardware.load("h200"), l1_bytes_per_clk_per_sm=128.0,
+                                 l1_requests_per_clk_per_sm=1.0, l1_lines_per_clk_per_sm=2.0)
+    aliased = [lane * 16384 for lane in range(32)]  # every lane's sector at position 0: 32 clocks
+    spread = [lane * 4000 for lane in range(32)]  # 125 sectors apart: 8 lanes per position
+    coalesced = [lane * 4 for lane in range(32)]  # one line
+    assert l1_cycles(aliased, 4, hw) == pytest.approx(32.0)
+    assert l1_cycles(spread, 4, hw) == pytest.approx(16.0)  # 32 lines at 2 per clock, not 8 by positions
+    assert l1_cycles(coalesced, 4, hw) == pytest.approx(1.0)
+    four = hardware.with_overrides(hw, l1_lines_per_clk_per_sm=4.0)
+    assert l1_cycles(spread, 4, four) == pytest.approx(8.0)  # then the positions decide

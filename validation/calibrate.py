@@ -59,7 +59,7 @@ PROFILE_FIELDS = ("sm_clock_hz", "hbm_bytes_per_s", "hbm_latency_cycles", "l2_by
                   "smem_latency_cycles", "fp32_lanes_per_sm", "issue_warp_instr_per_clk_per_sm",
                   "launch_overhead_s", "ffma_rate_by_warps", "warp_issue_per_clk", "warp_issue_by_code_bytes",
                   "tail_packing_by_slots", "ldgsts_wavefronts_per_line", "ldgsts_wavefronts_per_conflict",
-                  "ldgsts_bypass_wavefronts", "l2_bytes", "l2_dirty_bytes")
+                  "ldgsts_bypass_wavefronts", "l2_bytes", "l2_dirty_bytes", "l1_lines_per_clk_per_sm")
 
 
 def summarize(values: Sequence[float]) -> dict:
@@ -317,6 +317,20 @@ def bench_l1_scatter(b: _Bench, clock_hz: float, stride_bytes: int) -> dict:
     return r
 
 
+SPREAD_STRIDES_BYTES = (1056, 4000, 4128)  # 33, 125 and 129 sectors: lanes cycle through the 4 positions
+
+
+def bench_l1_spread(b: _Bench, clock_hz: float) -> dict:
+    """Scattered L1-resident loads whose lanes' sectors spread evenly over a line's four 32-byte
+    positions (strides of an odd number of sectors): how many distinct lines per clock the L1
+    serves when the positions do not collide (``l1_lines_per_clk_per_sm``)."""
+    rows = {str(s): bench_l1_scatter(b, clock_hz, s) for s in SPREAD_STRIDES_BYTES}
+    pooled = [v for r in rows.values() for v in r["runs"]]
+    return {**_field(f"l1_scatter at strides {', '.join(str(s) for s in SPREAD_STRIDES_BYTES)} B "
+                     "(lanes spread over the sector positions)", "lines/clk/SM", pooled),
+            "by_stride": {k: {kk: vv for kk, vv in v.items() if kk != "runs"} for k, v in rows.items()}}
+
+
 def bench_smem_bw(b: _Bench, clock_hz: float) -> dict:
     """Conflict-free float4 shared-memory reads, 2 blocks of 256 threads per SM: bytes per clock per SM."""
     cp = b.cp
@@ -501,6 +515,8 @@ def fields_from_benchmarks(bm: dict) -> dict:
         "issue_warp_instr_per_clk_per_sm": bm["issue"]["rate"],
         "launch_overhead_s": bm["launch"]["events"],
     }
+    if "value" in bm.get("l1_scatter_spread", {}):
+        fields["l1_lines_per_clk_per_sm"] = bm["l1_scatter_spread"]
     if "value" in bm["fma_by_warps"]:
         fields["ffma_rate_by_warps"] = bm["fma_by_warps"]
         # all issued instructions (older results counted FFMA only and have no issue_by_warps)
@@ -611,6 +627,7 @@ def run_calibration(runs: int = RUNS) -> dict:
     bm["l1_req"] = bench_l1_req(b, clock_hz)
     bm["l1_scatter"] = bench_l1_scatter(b, clock_hz, 1152)
     bm["l1_scatter_aliased"] = bench_l1_scatter(b, clock_hz, 16384)
+    bm["l1_scatter_spread"] = bench_l1_spread(b, clock_hz)
     bm["smem_chase"] = bench_smem_chase(b)
     bm["l1_chase"] = bench_chase(b, "l1_chase", 16 << 10, 128, mode=0, steps=10000, warm_steps=256,
                                  fresh_lines=False)
@@ -732,6 +749,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--profile", default=str(DEFAULT_PROFILE), help="calibrated profile TOML to write")
     ap.add_argument("--no-profile", action="store_true", help="only write calibration.json")
     ap.add_argument("--runs", type=int, default=RUNS, help=f"runs per benchmark (>= {MIN_RUNS})")
+    ap.add_argument("--l1-spread", action="store_true",
+                    help="measure only the spread-lane L1 rate into <out>/l1_spread.json (merged by --from-json)")
     ap.add_argument("--from-json", default=None,
                     help="rebuild the profile from a recorded calibration.json (no GPU needed)")
     args = ap.parse_args(argv)
@@ -744,6 +763,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         l2p = Path(args.from_json).with_name("l2_probe.json")
         if "writeback" not in results["benchmarks"].get("l2_probe", {}) and l2p.exists():
             results["benchmarks"]["l2_probe"] = json.loads(l2p.read_text())
+        spread = Path(args.from_json).with_name("l1_spread.json")
+        if "value" not in results["benchmarks"].get("l1_scatter_spread", {}) and spread.exists():
+            results["benchmarks"]["l1_scatter_spread"] = json.loads(spread.read_text())["l1_scatter_spread"]
         staging = Path(args.from_json).with_name("staging.json")
         if "patterns" not in results["benchmarks"].get("staging", {}) and staging.exists():
             results["benchmarks"]["staging"] = json.loads(staging.read_text())
@@ -756,8 +778,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if why:
         print(f"validation.calibrate: needs CuPy and an NVIDIA GPU: {why}", file=sys.stderr)
         return 2
-    results = run_calibration(args.runs)
     out = Path(args.out)
+    if args.l1_spread:
+        from validation.metadata import collect_metadata  # noqa: PLC0415
+
+        b = _Bench(args.runs)
+        clock = bench_clock(b)
+        res = {"meta": collect_metadata(), "clock_probe": clock,
+               "l1_scatter_spread": bench_l1_spread(b, clock["value"])}
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "l1_spread.json").write_text(json.dumps(res, indent=2, default=str) + "\n")
+        for k, v in res["l1_scatter_spread"]["by_stride"].items():
+            print(f"  stride {k} B: {v['value']:.4g} lines/clk/SM (p10 {v['p10']:.4g}, p90 {v['p90']:.4g})")
+        return 0
+    results = run_calibration(args.runs)
     out.mkdir(parents=True, exist_ok=True)
     (out / "calibration.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
     print(f"wrote {out / 'calibration.json'} in {results['meta']['calibration_wall_s']:.1f} s")

@@ -12,6 +12,7 @@
 #   staging          shared-memory wavefronts of cp.async and register staging (staging.json, ncu)
 #   l2               how much data read from all over the chip the L2 holds (l2_probe.json, ncu)
 #   l2share          L2 capacity for data many SMs read at once / at a 16 KiB pitch (l2_share_probe.json)
+#   l1spread         the L1's lines per clock for lanes spread over sector positions (l1_spread.json)
 #   smemrate         wavefronts and shared instructions per clock for each access kind (smem_rate.json)
 #   trace:MxNxK      per-block schedule of the suite's staged kernels (schedule_trace.npz/.json)
 # Outputs are copied to $OUT (the device tool brings them back) as they are produced.
@@ -48,6 +49,9 @@ for step in "$@"; do
     l2share)
       python3 -m validation.l2_share_probe --out "$R" 2>&1 | tail -12
       cp "$R/l2_share_probe.json" "$OUT/" ;;
+    l1spread)
+      python3 -m validation.calibrate --out "$R" --l1-spread 2>&1 | tail -5
+      cp "$R/l1_spread.json" "$OUT/" ;;
     smemrate)
       python3 -m validation.smem_rate_probe --out "$R" 2>&1 | tail -12
       cp "$R/smem_rate.json" "$OUT/" ;;

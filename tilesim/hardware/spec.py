@@ -67,6 +67,7 @@ class HardwareSpec:
     # --- L1 / load-store path ----------------------------------------------------------------
     l1_bytes_per_clk_per_sm: float  # global (L1TEX) data returned to one SM per clock
     l1_requests_per_clk_per_sm: float  # warp load instructions (one line each) the L1 serves per clock
+    l1_lines_per_clk_per_sm: float  # distinct 128-byte lines of one instruction the L1 serves per clock
     l1_latency_cycles: float
     sector_bytes: int
     # --- L2 ---------------------------------------------------------------------------------

@@ -105,8 +105,10 @@ def l1_cycles(addresses: Sequence[int], width_bytes: int, hw) -> float:
     the largest number of distinct sectors sharing one position, and at least one request slot
     (``l1_requests_per_clk_per_sm``). Lanes in different lines at the same offset (a column walk
     with a row stride that is a multiple of 128 bytes) serialise; a coalesced 128-byte access
-    takes one clock. (Checked by validation/calibrate.py: scattered 4-byte loads at strides of
-    1152 B and 16 KiB both run at one line per clock.)
+    takes one clock. However the sectors spread over the positions, the L1 serves at most
+    ``l1_lines_per_clk_per_sm`` distinct lines per clock. (Checked by validation/calibrate.py:
+    scattered 4-byte loads at strides of 1152 B and 16 KiB, all lanes at one position, run at one
+    line per clock; ``l1_scatter_spread`` measures strides that spread the lanes over the positions.)
     """
     sector = hw.sector_bytes
     positions = 4
@@ -115,4 +117,6 @@ def l1_cycles(addresses: Sequence[int], width_bytes: int, hw) -> float:
     for sc in sectors:
         per_pos[sc % positions] = per_pos.get(sc % positions, 0) + 1
     worst = max(per_pos.values(), default=0)
-    return max(1.0 / hw.l1_requests_per_clk_per_sm, worst * sector * positions / hw.l1_bytes_per_clk_per_sm)
+    lines = len({sc // positions for sc in sectors})
+    return max(1.0 / hw.l1_requests_per_clk_per_sm, worst * sector * positions / hw.l1_bytes_per_clk_per_sm,
+               lines / hw.l1_lines_per_clk_per_sm)
