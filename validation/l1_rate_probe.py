@@ -1,0 +1,109 @@
+"""How many global-load requests per clock does an SM's L1 serve when they hit? (a GPU microbenchmark, ncu)
+
+``read_l1_req`` in ``validation/calibrate.py`` measured 0.37 requests per clock for coalesced 4-byte
+loads, but its loop spends several integer instructions on each load's address, and Nsight Compute
+reads twice that rate off naive GEMMs; so the profile kept the datasheet lead (1.0). Here each warp
+issues 8 plain loads per iteration from one address register with immediate offsets, so the
+loop is little more than its loads. All data is L1-resident (8 KiB per block, read again and
+again). Nsight Compute counts the L1 requests and sectors for global loads and the SM cycles:
+
+================  ==================================================================================
+``ld32``          4-byte loads, lanes consecutive: one 128-byte line per request
+``ld32_bcast``    4-byte loads, every lane the same word: one sector per request
+``ld32_w64``      ``ld32`` with 64 warps per SM (the others run 32)
+``ld32_w16``      ``ld32`` with 16 warps per SM
+================  ==================================================================================
+
+``python -m validation.l1_rate_probe --out DIR`` writes ``DIR/l1_rate.json``: per pattern the
+requests, sectors and instructions per clock and SM.
+"""
+
+from __future__ import annotations
+
+import sys
+
+SRC = r"""
+// 8 L1-resident loads per iteration from one address register (offsets 1 KiB apart: different
+// lines); plain loads, as the GEMM kernels' (the address moves by a step the compiler cannot see, so none is hoisted)
+extern "C" __global__ void l1_rate(const float* __restrict__ buf, int pattern, int iters, float* out) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const float* block = buf + blockIdx.x * 2048;  // 8 KiB per block
+    const float* p0 = block + (pattern == 1 ? warp : lane);
+    const int step = 1 + (int)out[blockIdx.x * blockDim.x];  // 1 at run time, unknown to the compiler
+    float acc = 0.f;
+    for (int it = 0; it < iters; ++it) {
+        const float* p = p0 + ((it * step) & 3) * 32;  // the next 128 bytes of each 1-KiB row
+        float v[8];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) v[i] = p[i * 256];
+        acc += ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+    }
+    out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}
+"""
+THREADS = 256
+ITERS = 4000
+# name -> (pattern code, blocks per SM)
+PATTERNS = {"ld32": (0, 4), "ld32_bcast": (1, 4), "ld32_w64": (0, 8), "ld32_w16": (0, 2)}
+METRICS = ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+           "sm__cycles_elapsed.avg", "smsp__inst_executed.sum", "gpu__time_duration.sum")
+
+
+def _target() -> int:
+    import cupy as cp  # noqa: PLC0415
+
+    sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
+    k = cp.RawModule(code=SRC).get_function("l1_rate")
+    blocks = sms * max(per for _, per in PATTERNS.values())
+    buf = cp.random.rand(blocks * 2048 + 8 * 1024, dtype=cp.float32) + 0.5
+    out = cp.zeros(blocks * THREADS, dtype=cp.float32)
+    k((sms,), (THREADS,), (buf, cp.int32(0), cp.int32(10), out))
+    cp.cuda.runtime.deviceSynchronize()
+    cp.cuda.runtime.profilerStart()
+    for code, per_sm in PATTERNS.values():
+        k((sms * per_sm,), (THREADS,), (buf, cp.int32(code), cp.int32(ITERS), out))
+    cp.cuda.runtime.deviceSynchronize()
+    cp.cuda.runtime.profilerStop()
+    return 0
+
+
+def rates(rows: list[dict], sms: int) -> dict:
+    """Per pattern: requests, sectors and instructions per clock and SM (pure)."""
+    out = {}
+    for (name, (_, per_sm)), r in zip(PATTERNS.items(), rows, strict=False):
+        if r["sm__cycles_elapsed.avg"] is None:
+            raise RuntimeError(f"l1_rate_probe: pattern {name} was not profiled (did its launch fail?)")
+        cyc = r["sm__cycles_elapsed.avg"] * sms
+        req = r["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"]
+        out[name] = {"warps_per_sm": per_sm * THREADS // 32, "requests": req,
+                     "requests_per_clk_per_sm": req / cyc,
+                     "sectors_per_clk_per_sm": r["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"] / cyc,
+                     "instr_per_clk_per_sm": r["smsp__inst_executed.sum"] / cyc,
+                     "time_s": r["gpu__time_duration.sum"] * 1e-9}
+    return out
+
+
+def measure(ncu: str = "ncu") -> dict:
+    import cupy as cp  # noqa: PLC0415
+
+    from validation.ncu import probe_rows  # noqa: PLC0415
+
+    sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
+    return {"sms": sms, "patterns": rates(probe_rows("validation.l1_rate_probe", METRICS, cache_control="all",
+                                                     ncu=ncu), sms)}
+
+
+def _show(res: dict) -> None:
+    for name, p in res["patterns"].items():
+        print(f"{name:11s} {p['warps_per_sm']:2d} warps/SM: {p['requests_per_clk_per_sm']:.3f} requests/clk, "
+              f"{p['sectors_per_clk_per_sm']:.3f} sectors/clk, {p['instr_per_clk_per_sm']:.3f} instr/clk")
+
+
+def main(argv=None) -> int:
+    from validation.ncu import probe_main  # noqa: PLC0415
+
+    return probe_main("validation.l1_rate_probe", __doc__, argv, _target, measure, "l1_rate.json", show=_show)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
