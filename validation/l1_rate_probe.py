@@ -21,6 +21,7 @@ requests, sectors and instructions per clock and SM.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 _ASM_LOADS = "\n".join(f'            "ld.global.ca.f32 %{i}, [%8+{i * 1024}];\\n"' for i in range(8))
 SRC = r"""
@@ -54,11 +55,26 @@ METRICS = ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_
            "sm__cycles_elapsed.avg", "smsp__inst_executed.sum", "gpu__time_duration.sum")
 
 
+def _module(cp, arch: str):
+    """The probe compiled by nvcc (as validation/calibrate.py's microbenchmarks are: its SASS was
+    read and has the loads in the loop), NVRTC when nvcc is missing."""
+    import tempfile  # noqa: PLC0415
+
+    from validation.calibrate import build_cubin  # noqa: PLC0415
+
+    tmp = Path(tempfile.mkdtemp())
+    src = tmp / "l1_rate.cu"
+    src.write_text(SRC)
+    built = build_cubin(src, arch, tmp)
+    return cp.RawModule(path=str(built[0])) if built else cp.RawModule(code=SRC)
+
+
 def _target() -> int:
     import cupy as cp  # noqa: PLC0415
 
-    sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
-    k = cp.RawModule(code=SRC).get_function("l1_rate")
+    props = cp.cuda.runtime.getDeviceProperties(0)
+    sms = props["multiProcessorCount"]
+    k = _module(cp, f"sm_{props['major']}{props['minor']}").get_function("l1_rate")
     blocks = sms * max(per for _, per in PATTERNS.values())
     buf = cp.random.rand(blocks * 2048 + 8 * 1024, dtype=cp.float32) + 0.5
     out = cp.zeros(blocks * THREADS, dtype=cp.float32)
