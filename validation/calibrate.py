@@ -500,6 +500,49 @@ def bench_fma_by_warps(b: _Bench, warps_list: Sequence[int] = (4, 8, 12, 16, 24,
             "p10": min(r["p10"] for r in out_rows.values()), "p90": max(r["p90"] for r in out_rows.values())}
 
 
+LDS_OUTER_SHAPES = ((8, 8), (8, 4), (4, 4))  # (TM, TN) of lds_outer_<TM>x<TN>
+
+
+def bench_lds_outer(b: _Bench, warps_list: Sequence[int] = (4, 8, 16)) -> dict:
+    """Outer products fed from shared memory (a register-tiled GEMM's inner loop without its global
+    loads and barriers), one block per SM with ``warps`` warps: all issued warp instructions and
+    FFMA per clock per SM, per (TM, TN) and warp count."""
+    cp = b.cp
+    smem = 200 * 1024  # one block per SM
+    iters = 2000
+    out_rows: dict = {}
+    for tm, tn in LDS_OUTER_SHAPES:
+        name = f"lds_outer_{tm}x{tn}"
+        k = b.fn(name)
+        k.max_dynamic_shared_size_bytes = smem
+        body = b.loop_counts(name)
+        ffma = 8 * tm * tn  # per iteration (8 rounds)
+        instr = per_iteration(body, "FFMA", ffma) or ffma * (1 + (tm + tn) / 4 / (tm * tn))
+        lds = per_iteration(body, "FFMA", ffma, ("LDS",)) or 8 * (tm + tn) / 4
+        for warps in warps_list:
+            threads = 32 * warps
+            blocks = b.sm_count
+            out = cp.zeros(blocks * threads, dtype=cp.float32)
+            clk = cp.zeros(2 * blocks, dtype=cp.int64)
+            args = (cp.int32(iters), out, clk)
+
+            def launch(k=k, threads=threads, args=args, blocks=blocks):
+                k((blocks,), (threads,), args, shared_mem=smem)
+
+            launch()
+            issued, ffmas = [], []
+            for _ in range(MIN_RUNS):
+                t = b.event_times(launch, runs=1, warmup=0)[0]
+                hz = _clock_runs(clk)
+                issued.append(float(warps) * iters * instr / (t * hz))
+                ffmas.append(float(warps) * iters * ffma / (t * hz))
+            out_rows[f"{tm}x{tn}_{warps}w"] = {
+                **_field(name, "warp instr/clk/SM", issued, warps_per_sm=warps, iters=iters, tm=tm, tn=tn,
+                         instr_per_iter=instr, lds_per_iter=lds, ffma_per_iter=ffma, sass_loop_body=body),
+                "ffma_per_clk_per_sm": summarize(ffmas)["median"]}
+    return {"rows": out_rows}
+
+
 def fields_from_benchmarks(bm: dict) -> dict:
     """The HardwareSpec fields a set of microbenchmark results calibrates (pure: no GPU)."""
     fields = {
@@ -751,6 +794,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=RUNS, help=f"runs per benchmark (>= {MIN_RUNS})")
     ap.add_argument("--l1-spread", action="store_true",
                     help="measure only the spread-lane L1 rate into <out>/l1_spread.json (merged by --from-json)")
+    ap.add_argument("--lds-outer", action="store_true",
+                    help="measure only the shared-memory-fed outer products into <out>/lds_outer.json")
     ap.add_argument("--from-json", default=None,
                     help="rebuild the profile from a recorded calibration.json (no GPU needed)")
     args = ap.parse_args(argv)
@@ -790,6 +835,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         (out / "l1_spread.json").write_text(json.dumps(res, indent=2, default=str) + "\n")
         for k, v in res["l1_scatter_spread"]["by_stride"].items():
             print(f"  stride {k} B: {v['value']:.4g} lines/clk/SM (p10 {v['p10']:.4g}, p90 {v['p90']:.4g})")
+        return 0
+    if args.lds_outer:
+        from validation.metadata import collect_metadata  # noqa: PLC0415
+
+        b = _Bench(args.runs)
+        res = {"meta": collect_metadata(), "lds_outer": bench_lds_outer(b)}
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "lds_outer.json").write_text(json.dumps(res, indent=2, default=str) + "\n")
+        for key, v in res["lds_outer"]["rows"].items():
+            print(f"  {key:10s} {v['value']:.3f} instr/clk/SM, {v['ffma_per_clk_per_sm']:.3f} FFMA/clk/SM "
+                  f"({v['instr_per_iter']:g} instr, {v['lds_per_iter']:g} LDS per iteration)")
         return 0
     results = run_calibration(args.runs)
     out.mkdir(parents=True, exist_ok=True)
