@@ -500,7 +500,7 @@ def bench_fma_by_warps(b: _Bench, warps_list: Sequence[int] = (4, 8, 12, 16, 24,
             "p10": min(r["p10"] for r in out_rows.values()), "p90": max(r["p90"] for r in out_rows.values())}
 
 
-LDS_OUTER_SHAPES = ((8, 8), (8, 4), (4, 4))  # (TM, TN) of lds_outer_<TM>x<TN>
+LDS_OUTER_SHAPES = ((8, 8), (8, 4), (4, 4), ("rm", 8, 8))  # lds_outer_<TM>x<TN>; "rm": A row-major
 
 
 def bench_lds_outer(b: _Bench, warps_list: Sequence[int] = (4, 8, 16)) -> dict:
@@ -511,8 +511,10 @@ def bench_lds_outer(b: _Bench, warps_list: Sequence[int] = (4, 8, 16)) -> dict:
     smem = 200 * 1024  # one block per SM
     iters = 2000
     out_rows: dict = {}
-    for tm, tn in LDS_OUTER_SHAPES:
-        name = f"lds_outer_{tm}x{tn}"
+    for shape in LDS_OUTER_SHAPES:
+        rm = shape[0] == "rm"
+        tm, tn = shape[-2:]
+        name = f"lds_outer_{'rm_' if rm else ''}{tm}x{tn}"
         k = b.fn(name)
         k.max_dynamic_shared_size_bytes = smem
         body = b.loop_counts(name)
@@ -536,7 +538,7 @@ def bench_lds_outer(b: _Bench, warps_list: Sequence[int] = (4, 8, 16)) -> dict:
                 hz = _clock_runs(clk)
                 issued.append(float(warps) * iters * instr / (t * hz))
                 ffmas.append(float(warps) * iters * ffma / (t * hz))
-            out_rows[f"{tm}x{tn}_{warps}w"] = {
+            out_rows[f"{'rm_' if rm else ''}{tm}x{tn}_{warps}w"] = {
                 **_field(name, "warp instr/clk/SM", issued, warps_per_sm=warps, iters=iters, tm=tm, tn=tn,
                          instr_per_iter=instr, lds_per_iter=lds, ffma_per_iter=ffma, sass_loop_body=body),
                 "ffma_per_clk_per_sm": summarize(ffmas)["median"]}

@@ -332,7 +332,7 @@ extern "C" __global__ void fma_code_64k(float a, float b, int iters, float* out,
 // GEMM's, 8 along N and 4 along M, so A is read by groups of 8 lanes) and does TM x TN FFMA. Eight
 // rounds per iteration are unrolled (a BK = 8 tile); a compiler barrier per iteration makes every
 // iteration load its operands again. One block per SM (dynamic shared memory sized for it).
-template <int TM, int TN>
+template <int TM, int TN, bool A_ROWMAJOR = false>
 __device__ __forceinline__ void lds_outer(int iters, float* out, long long* clk) {
     extern __shared__ float4 lds_smem4[];
     float* sm = reinterpret_cast<float*>(lds_smem4);
@@ -357,10 +357,15 @@ __device__ __forceinline__ void lds_outer(int iters, float* out, long long* clk)
 #pragma unroll
         for (int k = 0; k < 8; ++k) {
             float a[TM], b[TN];
+            if constexpr (A_ROWMAJOR) {  // As[m][k] (8 k per row): a column of the tile per round
 #pragma unroll
-            for (int i = 0; i < TM; i += 4) {
-                const float4 v = *reinterpret_cast<const float4*>(&As[(r0 + k) * AW + m0 + i]);
-                a[i] = v.x; a[i + 1] = v.y; a[i + 2] = v.z; a[i + 3] = v.w;
+                for (int i = 0; i < TM; ++i) a[i] = As[r0 * AW + (m0 + i) * 8 + k];
+            } else {
+#pragma unroll
+                for (int i = 0; i < TM; i += 4) {
+                    const float4 v = *reinterpret_cast<const float4*>(&As[(r0 + k) * AW + m0 + i]);
+                    a[i] = v.x; a[i + 1] = v.y; a[i + 2] = v.z; a[i + 3] = v.w;
+                }
             }
 #pragma unroll
             for (int j = 0; j < TN; j += 4) {
@@ -387,3 +392,5 @@ __device__ __forceinline__ void lds_outer(int iters, float* out, long long* clk)
 extern "C" __global__ void lds_outer_8x8(int iters, float* out, long long* clk) { lds_outer<8, 8>(iters, out, clk); }
 extern "C" __global__ void lds_outer_8x4(int iters, float* out, long long* clk) { lds_outer<8, 4>(iters, out, clk); }
 extern "C" __global__ void lds_outer_4x4(int iters, float* out, long long* clk) { lds_outer<4, 4>(iters, out, clk); }
+// A stored row-major as in the non-vectorized GEMMs (As[m][k]): lanes 8 rows apart share a bank
+extern "C" __global__ void lds_outer_rm_8x8(int iters, float* out, long long* clk) { lds_outer<8, 8, true>(iters, out, clk); }
