@@ -546,6 +546,48 @@ def bench_lds_outer(b: _Bench, warps_list: Sequence[int] = (4, 8, 16)) -> dict:
     return {"rows": out_rows}
 
 
+STAGED_OUTER_CASES = ((8, 8, 4, 1), (8, 8, 4, 2), (8, 8, 4, 4), (8, 8, 8, 1), (8, 8, 8, 2),
+                      (4, 4, 4, 1), (4, 4, 4, 2), (4, 4, 4, 4), (4, 4, 4, 7))  # TM, TN, warps per block, blocks per SM
+
+
+def bench_staged_outer(b: _Bench) -> dict:
+    """The shared-memory-fed outer products with a non-pipelined GEMM's staging per k-step (barrier,
+    the block's next tiles stored, barrier; no global loads), ``R`` blocks of ``warps`` warps per SM
+    (shared memory sized so that exactly R fit): warp instructions per clock per SM. A check of how
+    the engine treats barriers and staging between blocks that share an SM."""
+    cp = b.cp
+    smem_sm = 227 * 1024
+    iters = 2000
+    rows: dict = {}
+    for tm, tn, warps, per_sm in STAGED_OUTER_CASES:
+        name = f"staged_outer_{tm}x{tn}"
+        k = b.fn(name)
+        smem = smem_sm // per_sm - 2048  # leaves room for the per-block reservation, not for one more block
+        k.max_dynamic_shared_size_bytes = smem
+        body = b.loop_counts(name)
+        ffma = 8 * tm * tn
+        instr = per_iteration(body, "FFMA", ffma) or ffma
+        threads = 32 * warps
+        blocks = b.sm_count * per_sm
+        out = cp.zeros(blocks * threads, dtype=cp.float32)
+        clk = cp.zeros(2 * blocks, dtype=cp.int64)
+        args = (cp.int32(iters), out, clk)
+
+        def launch(k=k, threads=threads, args=args, blocks=blocks, smem=smem):
+            k((blocks,), (threads,), args, shared_mem=smem)
+
+        launch()
+        issued = []
+        for _ in range(MIN_RUNS):
+            t = b.event_times(launch, runs=1, warmup=0)[0]
+            hz = _clock_runs(clk)
+            issued.append(float(warps) * per_sm * iters * instr / (t * hz))
+        rows[f"{tm}x{tn}_{warps}w_R{per_sm}"] = _field(
+            name, "warp instr/clk/SM", issued, tm=tm, tn=tn, warps_per_block=warps, blocks_per_sm=per_sm,
+            iters=iters, instr_per_iter=instr, smem_per_block_bytes=smem, sass_loop_body=body)
+    return {"rows": rows}
+
+
 def fields_from_benchmarks(bm: dict) -> dict:
     """The HardwareSpec fields a set of microbenchmark results calibrates (pure: no GPU)."""
     fields = {
@@ -820,6 +862,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="measure only the spread-lane L1 rate into <out>/l1_spread.json (merged by --from-json)")
     ap.add_argument("--lds-outer", action="store_true",
                     help="measure only the shared-memory-fed outer products into <out>/lds_outer.json")
+    ap.add_argument("--staged-outer", action="store_true",
+                    help="measure only the staged outer products (R blocks per SM) into <out>/staged_outer.json")
     ap.add_argument("--from-json", default=None,
                     help="rebuild the profile from a recorded calibration.json (no GPU needed)")
     args = ap.parse_args(argv)
@@ -867,6 +911,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         (out / "l1_spread.json").write_text(json.dumps(res, indent=2, default=str) + "\n")
         for k, v in res["l1_scatter_spread"]["by_stride"].items():
             print(f"  stride {k} B: {v['value']:.4g} lines/clk/SM (p10 {v['p10']:.4g}, p90 {v['p90']:.4g})")
+        return 0
+    if args.staged_outer:
+        from validation.metadata import collect_metadata  # noqa: PLC0415
+
+        b = _Bench(args.runs)
+        res = {"meta": collect_metadata(), "staged_outer": bench_staged_outer(b)}
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "staged_outer.json").write_text(json.dumps(res, indent=2, default=str) + "\n")
+        for key, v in res["staged_outer"]["rows"].items():
+            print(f"  {key:14s} {v['value']:.3f} instr/clk/SM ({v['instr_per_iter']:g} instr per iteration)")
         return 0
     if args.lds_outer:
         from validation.metadata import collect_metadata  # noqa: PLC0415

@@ -14,6 +14,7 @@
 #   l2share          L2 capacity for data many SMs read at once / at a 16 KiB pitch (l2_share_probe.json)
 #   l1spread         the L1's lines per clock for lanes spread over sector positions (l1_spread.json)
 #   ldsouter         issue rate of outer products fed from shared memory, 4-16 warps (lds_outer.json)
+#   stagedouter      the same with a non-pipelined k-step's staging, R blocks per SM (staged_outer.json)
 #   smemrate         wavefronts and shared instructions per clock for each access kind (smem_rate.json)
 #   trace:MxNxK      per-block schedule of the suite's staged kernels (schedule_trace.npz/.json)
 # Outputs are copied to $OUT (the device tool brings them back) as they are produced.
@@ -56,6 +57,9 @@ for step in "$@"; do
     ldsouter)
       python3 -m validation.calibrate --out "$R" --lds-outer 2>&1 | tail -12
       cp "$R/lds_outer.json" "$OUT/" ;;
+    stagedouter)
+      python3 -m validation.calibrate --out "$R" --staged-outer 2>&1 | tail -12
+      cp "$R/staged_outer.json" "$OUT/" ;;
     smemrate)
       python3 -m validation.smem_rate_probe --out "$R" 2>&1 | tail -12
       cp "$R/smem_rate.json" "$OUT/" ;;

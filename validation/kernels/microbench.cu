@@ -331,15 +331,16 @@ extern "C" __global__ void fma_code_64k(float a, float b, int iters, float* out,
 // (one k) a thread loads TM values of A and TN of B (16-byte shared loads; lanes laid out as the
 // GEMM's, 8 along N and 4 along M, so A is read by groups of 8 lanes) and does TM x TN FFMA. Eight
 // rounds per iteration are unrolled (a BK = 8 tile); a compiler barrier per iteration makes every
-// iteration load its operands again. One block per SM (dynamic shared memory sized for it).
-template <int TM, int TN, bool A_ROWMAJOR = false>
+// iteration load its operands again. Dynamic shared memory: 16 x (AW + 8 TN) floats (more to
+// keep one block per SM).
+template <int TM, int TN, bool A_ROWMAJOR = false, bool STAGED = false>
 __device__ __forceinline__ void lds_outer(int iters, float* out, long long* clk) {
     extern __shared__ float4 lds_smem4[];
     float* sm = reinterpret_cast<float*>(lds_smem4);
-    constexpr int AW = 32 * 4 * TM;  // A row: 32 warps x 4 lane rows x TM
-    constexpr int BW = 8 * TN;       // B row: 8 lane columns x TN
-    float* As = sm;                  // [16][AW]
-    float* Bs = sm + 16 * AW;        // [16][BW]
+    const int AW = STAGED ? blockDim.x / 32 * 4 * TM : 32 * 4 * TM;  // A row: warps x 4 lane rows x TM
+    constexpr int BW = 8 * TN;                  // B row: 8 lane columns x TN
+    float* As = sm;                             // [16][AW]
+    float* Bs = sm + 16 * AW;                   // [16][BW]
     for (int i = threadIdx.x; i < 16 * (AW + BW); i += blockDim.x) sm[i] = 1.0f + i * 1e-6f;
     __syncthreads();
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -352,8 +353,23 @@ __device__ __forceinline__ void lds_outer(int iters, float* out, long long* clk)
     long long c0 = clock64();
     unsigned long long g0 = global_ns();
     for (int it = 0; it < iters; ++it) {
-        asm volatile("" ::: "memory");
         const int r0 = (it & 1) * 8;
+        if constexpr (STAGED) {  // a non-pipelined GEMM's k-step: store the block's next tile, barrier
+            const int bm = AW;  // this block's A tile: 8 x bm, B tile: 8 x 8TN
+            __syncthreads();
+#pragma unroll
+            for (int q = 0; q < TM / 4; ++q) {
+                const int e = (q * blockDim.x + threadIdx.x) * 4;  // A float index in the 8 x bm tile
+                *reinterpret_cast<float4*>(&As[(r0 + e / bm) * AW + e % bm]) = make_float4(acc[0][0], 1.f, 2.f, 3.f);
+            }
+            if (threadIdx.x < 2 * TN) {
+                const int e = threadIdx.x * 4;
+                *reinterpret_cast<float4*>(&Bs[(r0 + e / BW) * BW + e % BW]) = make_float4(acc[0][0], 1.f, 2.f, 3.f);
+            }
+            __syncthreads();
+        } else {
+            asm volatile("" ::: "memory");
+        }
 #pragma unroll
         for (int k = 0; k < 8; ++k) {
             float a[TM], b[TN];
@@ -394,3 +410,6 @@ extern "C" __global__ void lds_outer_8x4(int iters, float* out, long long* clk) 
 extern "C" __global__ void lds_outer_4x4(int iters, float* out, long long* clk) { lds_outer<4, 4>(iters, out, clk); }
 // A stored row-major as in the non-vectorized GEMMs (As[m][k]): lanes 8 rows apart share a bank
 extern "C" __global__ void lds_outer_rm_8x8(int iters, float* out, long long* clk) { lds_outer<8, 8, true>(iters, out, clk); }
+// with a non-pipelined GEMM's staging per k-step: barrier, the block's next A and B tiles stored, barrier
+extern "C" __global__ void staged_outer_8x8(int iters, float* out, long long* clk) { lds_outer<8, 8, false, true>(iters, out, clk); }
+extern "C" __global__ void staged_outer_4x4(int iters, float* out, long long* clk) { lds_outer<4, 4, false, true>(iters, out, clk); }
