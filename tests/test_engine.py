@@ -276,17 +276,3 @@ def test_written_output_beyond_what_l2_keeps_reaches_hbm():
     assert some == pytest.approx(44e6 - 36e6, rel=0.01)
     assert simulate(cfg, with_overrides(H200, l2_dirty_bytes=1e9, l2_bytes=10**9)).traffic.hbm_write_bytes == 0
     assert simulate(cfg, with_overrides(H200, l2_bytes=1)).traffic.hbm_write_bytes >= c_bytes  # edge tiles whole
-
-
-def test_warps_fed_by_shared_loads_issue_at_their_own_per_warp_rate():
-    """A warp whose FMAs take operands from shared loads of the same step is held to
-    ``warp_issue_per_clk_lds_fed``; a kernel without shared loads keeps ``warp_issue_per_clk``."""
-    hw = hardware.load("h200")
-    # few warps per SM, so that the per-warp rate (not the SM's issue cap) decides
-    staged = GemmConfig(4096, 4096, 4096, "reg2d", bm=128, bn=64, bk=16, tm=8, tn=8, regs_per_thread=200)
-    naive = GemmConfig(2048, 2048, 2048, "naive", bm=8, bn=32)
-    slow = with_overrides(hw, warp_issue_per_clk_lds_fed=hw.warp_issue_per_clk_lds_fed / 2)
-    fast = with_overrides(hw, warp_issue_per_clk_lds_fed=hw.warp_issue_per_clk)
-    assert simulate(staged, slow).time_s > 1.02 * simulate(staged, hw).time_s
-    assert simulate(staged, fast).time_s < 0.98 * simulate(staged, hw).time_s
-    assert simulate(naive, slow).time_s == simulate(naive, hw).time_s

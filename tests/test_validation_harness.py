@@ -232,8 +232,7 @@ def _fake_results():
             "l1_latency_cycles": 33.0, "smem_latency_cycles": 30.0, "fp32_lanes_per_sm": 110.5,
             "issue_warp_instr_per_clk_per_sm": 3.9, "launch_overhead_s": 2.5e-6,
             "ldgsts_wavefronts_per_line": 1.1, "ldgsts_wavefronts_per_conflict": 1.9, "ldgsts_bypass_wavefronts": 0.8,
-            "l2_bytes": 5.0e7, "l2_dirty_bytes": 4.0e7, "l1_lines_per_clk_per_sm": 2.2,
-            "warp_issue_per_clk_lds_fed": 0.5}
+            "l2_bytes": 5.0e7, "l2_dirty_bytes": 4.0e7, "l1_lines_per_clk_per_sm": 2.2}
     fields = {k: {"value": v, "benchmark": f"bench_{k}", "n": 25, "p10": v * 0.99, "p90": v * 1.01,
                   "unit": "u"} for k, v in vals.items()}
     fields["warp_issue_per_clk"] = {"value": 0.7, "benchmark": "bench_warp_issue_per_clk", "n": 25, "p10": 0.69,

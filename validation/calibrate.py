@@ -59,8 +59,7 @@ PROFILE_FIELDS = ("sm_clock_hz", "hbm_bytes_per_s", "hbm_latency_cycles", "l2_by
                   "smem_latency_cycles", "fp32_lanes_per_sm", "issue_warp_instr_per_clk_per_sm",
                   "launch_overhead_s", "ffma_rate_by_warps", "warp_issue_per_clk", "warp_issue_by_code_bytes",
                   "tail_packing_by_slots", "ldgsts_wavefronts_per_line", "ldgsts_wavefronts_per_conflict",
-                  "ldgsts_bypass_wavefronts", "l2_bytes", "l2_dirty_bytes", "l1_lines_per_clk_per_sm",
-                  "warp_issue_per_clk_lds_fed")
+                  "ldgsts_bypass_wavefronts", "l2_bytes", "l2_dirty_bytes", "l1_lines_per_clk_per_sm")
 
 
 def summarize(values: Sequence[float]) -> dict:
@@ -605,8 +604,6 @@ def fields_from_benchmarks(bm: dict) -> dict:
     }
     if "value" in bm.get("l1_scatter_spread", {}):
         fields["l1_lines_per_clk_per_sm"] = bm["l1_scatter_spread"]
-    if "rows" in bm.get("lds_outer", {}):
-        fields["warp_issue_per_clk_lds_fed"] = lds_fed_field(bm["lds_outer"]["rows"], bm["lds_outer"].get("measured"))
     if "value" in bm["fma_by_warps"]:
         fields["ffma_rate_by_warps"] = bm["fma_by_warps"]
         # all issued instructions (older results counted FFMA only and have no issue_by_warps)
@@ -639,21 +636,6 @@ def fields_from_benchmarks(bm: dict) -> dict:
 
         fields.update(profile_fields(bm["staging"]["patterns"]))
     return {k: {kk: vv for kk, vv in v.items() if kk != "runs"} for k, v in fields.items()}
-
-
-def lds_fed_field(rows: dict, measured: str | None = None) -> dict:
-    """``warp_issue_per_clk_lds_fed``: what one warp issues per clock in the shared-memory-fed outer
-    products with one warp per scheduler (4 warps per SM), pooled over the loop shapes (pure)."""
-    lone = [r for r in rows.values() if r["warps_per_sm"] == 4]
-    if not lone:
-        raise ValueError("lds_outer: no 4-warp rows")
-    per_warp = [v / 4 for r in lone for v in r["runs"]] if all("runs" in r for r in lone) else \
-        [r["value"] / 4 for r in lone]
-    shapes = ", ".join(sorted({f"{r.get('tm')}x{r.get('tn')}" + (" (A row-major)" if "rm" in k else "")
-                               for k, r in rows.items() if r["warps_per_sm"] == 4}))
-    where = f" [{measured}]" if measured else ""
-    return {**_field(f"lds_outer ({shapes}; 4 warps per SM, one per scheduler){where}", "instr/clk/warp", per_warp),
-            "how": f"median of {len(per_warp)} runs over {len(lone)} loop shapes"}
 
 
 def tail_packing_field(probes: list[dict]) -> dict:
@@ -767,10 +749,6 @@ def run_calibration(runs: int = RUNS) -> dict:
     except Exception as exc:  # a failed extra benchmark must not lose the others
         bm["icache"] = {"error": repr(exc)}
     try:
-        bm["lds_outer"] = bench_lds_outer(b)
-    except Exception as exc:  # a failed extra benchmark must not lose the others
-        bm["lds_outer"] = {"error": repr(exc)}
-    try:
         bm["fma_by_warps"] = bench_fma_by_warps(b)
     except Exception as exc:  # a failed extra benchmark must not lose the others
         bm["fma_by_warps"] = {"error": repr(exc)}
@@ -878,15 +856,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             results["benchmarks"]["l2_probe"] = json.loads(l2p.read_text())
         spread = Path(args.from_json).with_name("l1_spread.json")
         if "value" not in results["benchmarks"].get("l1_scatter_spread", {}) and spread.exists():
-            rec = json.loads(spread.read_text())
-            entry = rec["l1_scatter_spread"]
-            entry["benchmark"] += f" [l1_spread.json, {rec['meta'].get('date_utc')}]"
-            results["benchmarks"]["l1_scatter_spread"] = entry
-        lds = Path(args.from_json).with_name("lds_outer.json")
-        if "rows" not in results["benchmarks"].get("lds_outer", {}) and lds.exists():
-            rec = json.loads(lds.read_text())
-            results["benchmarks"]["lds_outer"] = {**rec["lds_outer"],
-                                                  "measured": f"lds_outer.json, {rec['meta'].get('date_utc')}"}
+            results["benchmarks"]["l1_scatter_spread"] = json.loads(spread.read_text())["l1_scatter_spread"]
         staging = Path(args.from_json).with_name("staging.json")
         if "patterns" not in results["benchmarks"].get("staging", {}) and staging.exists():
             results["benchmarks"]["staging"] = json.loads(staging.read_text())

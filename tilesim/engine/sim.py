@@ -124,11 +124,7 @@ class Engine:
         self.warps_per_block = -(-lc.threads_per_block // hw.warp_size)
         # a loop body larger than the instruction cache leaves lone warps waiting on fetch
         body_bytes = self.iter_tally.v["issue"] / self.warps_per_block * hw.instruction_bytes
-        # a warp whose math takes its operands from shared loads of the same step issues slower
-        # than one computing from registers (the loads' latency is not always hidden)
-        lds_fed = step.smem_loads.instructions > 0 and step.compute.ffma + step.compute.mma > 0
-        per_warp = hw.warp_issue_per_clk_lds_fed if lds_fed else hw.warp_issue_per_clk
-        self.warp_ipc_per_s = per_warp * hw.code_issue_factor(body_bytes) * clk
+        self.warp_ipc_per_s = hw.warp_issue_per_clk * hw.code_issue_factor(body_bytes) * clk
         self.async_loads = any(ld.dest == "async" for ld in step.loads)
         self.load_instr = sum(ld.instructions for ld in step.loads)
         self.rounds = min(step.compute.rounds, MAX_ROUNDS)
@@ -244,8 +240,7 @@ class Engine:
         shared loads (wavefronts on the smem channel, then the shared-memory latency) before its
         FMAs and other instructions. A block that synchronises at barriers splits its warps into
         up to MAX_MATH_GROUPS groups that run their rounds concurrently until the barrier, so one
-        group's loads overlap another's math; no warp issues faster than ``warp_issue_per_clk`` (or
-        ``warp_issue_per_clk_lds_fed`` when its math takes operands from shared loads).
+        group's loads overlap another's math; no warp issues faster than ``warp_issue_per_clk``.
         """
         env, ch, s = self.env, self.ch, self.p.step
         it = self.iter_tally.v

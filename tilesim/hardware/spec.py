@@ -34,9 +34,6 @@ class HardwareSpec:
     fp32_lanes_per_sm: int  # FP32 FMA lanes: one FFMA per lane per clock
     issue_warp_instr_per_clk_per_sm: float  # warp schedulers x 1 instruction per clock
     warp_issue_per_clk: float  # instructions per clock one warp sustains when alone on its scheduler
-    # the same for a warp whose FMAs take their operands from shared loads of the same step (a
-    # register-tiled inner loop: the loads' latency is not always hidden)
-    warp_issue_per_clk_lds_fed: float
     # a lone warp's issue rate against its loop body's size in SASS bytes, ((bytes, rate), ...):
     # the rate falls once the body outgrows the instruction caches (relative use: rate / first rate)
     warp_issue_by_code_bytes: tuple
