@@ -333,8 +333,8 @@ extern "C" __global__ void fma_code_64k(float a, float b, int iters, float* out,
 // rounds per iteration are unrolled (a BK = 8 tile); a compiler barrier per iteration makes every
 // iteration load its operands again. Dynamic shared memory: 16 x (AW + 8 TN) floats (more to
 // keep one block per SM).
-template <int TM, int TN, bool A_ROWMAJOR = false, bool STAGED = false>
-__device__ __forceinline__ void lds_outer(int iters, float* out, long long* clk) {
+template <int TM, int TN, bool A_ROWMAJOR = false, bool STAGED = false, bool GLOBAL = false>
+__device__ __forceinline__ void lds_outer(int iters, float* out, long long* clk, const float4* g = nullptr) {
     extern __shared__ float4 lds_smem4[];
     float* sm = reinterpret_cast<float*>(lds_smem4);
     const int AW = STAGED ? blockDim.x / 32 * 4 * TM : 32 * 4 * TM;  // A row: warps x 4 lane rows x TM
@@ -357,14 +357,26 @@ __device__ __forceinline__ void lds_outer(int iters, float* out, long long* clk)
         if constexpr (STAGED) {  // a non-pipelined GEMM's k-step: store the block's next tile, barrier
             const int bm = AW;  // this block's A tile: 8 x bm, B tile: 8 x 8TN
             __syncthreads();
+            // GLOBAL: the tile comes from this block's own 8 x (bm + BW) floats in global memory, read
+            // through L2 only (ld.global.cg; the same lines every k-step, so they stay L2-resident)
+            const float4* gb = g + (size_t)blockIdx.x * (2 * bm + 2 * BW);
+            float4 va[TM / 4], vb = make_float4(acc[0][0], 1.f, 2.f, 3.f);
+#pragma unroll
+            for (int q = 0; q < TM / 4; ++q) {
+                va[q] = make_float4(acc[0][0], 1.f, 2.f, 3.f);
+                if constexpr (GLOBAL) va[q] = __ldcg(gb + q * blockDim.x + threadIdx.x);
+            }
+            if constexpr (GLOBAL) {
+                if (threadIdx.x < 2 * TN) vb = __ldcg(gb + 2 * bm + threadIdx.x);
+            }
 #pragma unroll
             for (int q = 0; q < TM / 4; ++q) {
                 const int e = (q * blockDim.x + threadIdx.x) * 4;  // A float index in the 8 x bm tile
-                *reinterpret_cast<float4*>(&As[(r0 + e / bm) * AW + e % bm]) = make_float4(acc[0][0], 1.f, 2.f, 3.f);
+                *reinterpret_cast<float4*>(&As[(r0 + e / bm) * AW + e % bm]) = va[q];
             }
             if (threadIdx.x < 2 * TN) {
                 const int e = threadIdx.x * 4;
-                *reinterpret_cast<float4*>(&Bs[(r0 + e / BW) * BW + e % BW]) = make_float4(acc[0][0], 1.f, 2.f, 3.f);
+                *reinterpret_cast<float4*>(&Bs[(r0 + e / BW) * BW + e % BW]) = vb;
             }
             __syncthreads();
         } else {
@@ -413,3 +425,10 @@ extern "C" __global__ void lds_outer_rm_8x8(int iters, float* out, long long* cl
 // with a non-pipelined GEMM's staging per k-step: barrier, the block's next A and B tiles stored, barrier
 extern "C" __global__ void staged_outer_8x8(int iters, float* out, long long* clk) { lds_outer<8, 8, false, true>(iters, out, clk); }
 extern "C" __global__ void staged_outer_4x4(int iters, float* out, long long* clk) { lds_outer<4, 4, false, true>(iters, out, clk); }
+// ... with the tiles loaded from global memory (L2 hits) each k-step, as a non-pipelined GEMM
+extern "C" __global__ void gstaged_outer_8x8(const float4* g, int iters, float* out, long long* clk) {
+    lds_outer<8, 8, false, true, true>(iters, out, clk, g);
+}
+extern "C" __global__ void gstaged_outer_4x4(const float4* g, int iters, float* out, long long* clk) {
+    lds_outer<4, 4, false, true, true>(iters, out, clk, g);
+}
