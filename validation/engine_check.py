@@ -3,8 +3,9 @@
 ``validation/kernels/microbench.cu`` has register-tiled inner loops fed from shared memory
 (``lds_outer_<TM>x<TN>``: 8 rounds per iteration, each loading TM values of A and TN of B with
 16-byte shared loads and doing TM x TN FFMA) and the same with a non-pipelined GEMM k-step's staging
-(``staged_outer_*``: barrier, the block's next tiles stored, barrier). ``calibrate.py --lds-outer``
-and ``--staged-outer`` recorded their issue rates. Here each is written as a
+(``staged_outer_*``: barrier, the block's next tiles stored, barrier), and with those tiles first
+loaded from global memory, the block's own lines, L2 hits (``gstaged_outer_*``), as a non-pipelined
+GEMM's k-step. ``calibrate.py --lds-outer`` and ``--staged-outer`` recorded their issue rates. Here each is written as a
 :class:`~tilesim.program.TileProgram` (one iteration = one k-step; the SASS loop's instruction count
 as recorded) and simulated; the table compares the engine's warp instructions per clock per SM with
 the measured ones.
@@ -21,8 +22,17 @@ from pathlib import Path
 
 from tilesim import hardware
 from tilesim.engine import simulate_program
-from tilesim.kernels.access import smem_wavefronts
-from tilesim.program import Compute, Epilogue, KStep, Launch, SharedAccess, TileProgram
+from tilesim.kernels.access import l1_cycles, smem_wavefronts
+from tilesim.program import (
+    Compute,
+    Epilogue,
+    GlobalAccess,
+    KStep,
+    Launch,
+    SharedAccess,
+    TileProgram,
+    TileRef,
+)
 
 DEFAULT_DIR = Path(__file__).parent / "results" / "h200"
 ROUNDS = 8  # rounds (k values) per loop iteration in microbench.cu
@@ -31,9 +41,10 @@ SMEM_PER_SM_BYTES = 227 * 1024  # what the benchmarks divide among the blocks of
 
 
 def outer_program(hw, tm: int, tn: int, warps: int, blocks_per_sm: int, instr_per_iter: float,
-                  staged: bool) -> TileProgram:
+                  staged: bool, global_tiles: bool = False) -> TileProgram:
     """The tile program of ``lds_outer_<tm>x<tn>`` (``staged=False``, one block per SM) or
-    ``staged_outer_<tm>x<tn>`` with ``blocks_per_sm`` blocks of ``warps`` warps."""
+    ``staged_outer_<tm>x<tn>`` with ``blocks_per_sm`` blocks of ``warps`` warps; ``global_tiles``:
+    ``gstaged_outer``, whose tiles are loaded each k-step from the block's own lines (L2 hits)."""
     aw = (warps if staged else 32) * 4 * tm  # A row length in floats, as in microbench.cu
     bw = 8 * tn
     banks, width = hw.smem_banks, hw.smem_bank_width_bytes
@@ -53,14 +64,25 @@ def outer_program(hw, tm: int, tn: int, warps: int, blocks_per_sm: int, instr_pe
     if staged:  # each thread stores tm/4 float4 of A; 2*tn threads one float4 of B
         n = (tm // 4) * warps + -(-2 * tn // 32)
         stores = SharedAccess(bytes=(ROUNDS * aw + ROUNDS * bw) * 4, instructions=n, wavefronts=4 * n)
-    other = max(0.0, instr_per_iter * warps - ffma - lds_instr - stores.instructions)
+    loads: tuple = ()
+    if global_tiles:  # 16-byte L2 loads of the block's own lines: A (tm/4 per thread), B (2 tn threads)
+        a_instr, b_instr = (tm // 4) * warps, -(-2 * tn // 32)
+        a_bytes, b_bytes = a_instr * 32 * 16, 2 * tn * 16
+        a_l1 = a_instr * l1_cycles([lane * 16 for lane in range(32)], 16, hw)
+        b_l1 = b_instr * l1_cycles([lane * 16 for lane in range(2 * tn)], 16, hw)
+        loads = (GlobalAccess(TileRef("A", ("bx",), a_bytes), a_bytes, a_bytes / hw.sector_bytes, a_l1, a_instr,
+                              dest="shared"),
+                 GlobalAccess(TileRef("B", ("bx",), b_bytes), b_bytes, b_bytes / hw.sector_bytes, b_l1, b_instr,
+                              dest="shared"))
+    other = max(0.0, instr_per_iter * warps - ffma - lds_instr - stores.instructions
+                - sum(ld.instructions for ld in loads))
     crit = hw.smem_latency_cycles * (3 if staged else 1) + ROUNDS * 4
-    step = KStep(smem_stores=stores,
+    step = KStep(loads=loads, smem_stores=stores,
                  smem_loads=SharedAccess(bytes=int(lds_instr * 512), instructions=lds_instr, wavefronts=lds_wave),
                  compute=Compute(ffma=ffma, other=other, critical_path_cycles=crit, rounds=ROUNDS),
                  barriers=2 if staged else 0)
     smem = SMEM_PER_SM_BYTES // blocks_per_sm - 2048
-    return TileProgram(name=f"{'staged' if staged else 'lds'}_outer_{tm}x{tn}",
+    return TileProgram(name=f"{'g' if global_tiles else ''}{'staged' if staged else 'lds'}_outer_{tm}x{tn}",
                        launch=Launch(grid=(hw.sm_count * blocks_per_sm, 1, 1), threads_per_block=32 * warps,
                                      regs_per_thread=64, smem_bytes_per_block=smem),
                        iterations=ITERS, step=step, epilogue=Epilogue(), flops=2.0 * ffma * ITERS,
@@ -79,10 +101,13 @@ def check(results: Path = DEFAULT_DIR, hw=None) -> list[dict]:
                 cases.append((f"lds_outer {key}", r, r["tm"], r["tn"], r["warps_per_sm"], 1, False))
     staged = results / "staged_outer.json"
     if staged.exists():
-        for key, r in json.loads(staged.read_text())["staged_outer"]["rows"].items():
-            cases.append((f"staged_outer {key}", r, r["tm"], r["tn"], r["warps_per_block"], r["blocks_per_sm"], True))
-    for name, r, tm, tn, warps, per_sm, is_staged in cases:
-        prog = outer_program(hw, tm, tn, warps, per_sm, r["instr_per_iter"], is_staged)
+        rec = json.loads(staged.read_text())
+        for part in ("staged_outer", "gstaged_outer"):
+            for key, r in rec.get(part, {}).get("rows", {}).items():
+                cases.append((f"{part} {key}", r, r["tm"], r["tn"], r["warps_per_block"], r["blocks_per_sm"], True,
+                              part == "gstaged_outer"))
+    for name, r, tm, tn, warps, per_sm, is_staged, *glob in cases:
+        prog = outer_program(hw, tm, tn, warps, per_sm, r["instr_per_iter"], is_staged, bool(glob and glob[0]))
         res = simulate_program(prog, hw)
         engine = warps * per_sm * ITERS * r["instr_per_iter"] / (res.time_s * hw.sm_clock_hz)
         rows.append({"case": name, "blocks_per_sm": res.blocks_per_sm, "warps_per_block": warps,
@@ -98,9 +123,9 @@ def main(argv: list[str] | None = None) -> int:
     if not rows:
         print(f"engine_check: no lds_outer.json / staged_outer.json in {ns.results}", file=sys.stderr)
         return 1
-    print(f"{'microbenchmark':28s} {'blocks/SM':>9s} {'measured':>9s} {'engine':>7s} {'error':>7s}  (warp instr/clk/SM)")
+    print(f"{'microbenchmark':30s} {'blocks/SM':>9s} {'measured':>9s} {'engine':>7s} {'error':>7s}  (warp instr/clk/SM)")
     for r in rows:
-        print(f"{r['case']:28s} {r['blocks_per_sm']:9d} {r['measured']:9.2f} {r['engine']:7.2f} {r['error'] * 100:+6.0f}%")
+        print(f"{r['case']:30s} {r['blocks_per_sm']:9d} {r['measured']:9.2f} {r['engine']:7.2f} {r['error'] * 100:+6.0f}%")
     return 0
 
 
