@@ -5,7 +5,8 @@
 16-byte shared loads and doing TM x TN FFMA) and the same with a non-pipelined GEMM k-step's staging
 (``staged_outer_*``: barrier, the block's next tiles stored, barrier), and with those tiles first
 loaded from global memory, the block's own lines, L2 hits (``gstaged_outer_*``), as a non-pipelined
-GEMM's k-step. ``calibrate.py --lds-outer`` and ``--staged-outer`` recorded their issue rates. Here each is written as a
+GEMM's k-step, with A by 16-byte or by 4-byte loads and stores (``sgstaged_outer_*``, as the
+non-vectorized GEMMs). ``calibrate.py --lds-outer`` and ``--staged-outer`` recorded their issue rates. Here each is written as a
 :class:`~tilesim.program.TileProgram` (one iteration = one k-step; the SASS loop's instruction count
 as recorded) and simulated; the table compares the engine's warp instructions per clock per SM with
 the measured ones.
@@ -41,10 +42,11 @@ SMEM_PER_SM_BYTES = 227 * 1024  # what the benchmarks divide among the blocks of
 
 
 def outer_program(hw, tm: int, tn: int, warps: int, blocks_per_sm: int, instr_per_iter: float,
-                  staged: bool, global_tiles: bool = False) -> TileProgram:
+                  staged: bool, global_tiles: bool = False, scalar: bool = False) -> TileProgram:
     """The tile program of ``lds_outer_<tm>x<tn>`` (``staged=False``, one block per SM) or
     ``staged_outer_<tm>x<tn>`` with ``blocks_per_sm`` blocks of ``warps`` warps; ``global_tiles``:
-    ``gstaged_outer``, whose tiles are loaded each k-step from the block's own lines (L2 hits)."""
+    ``gstaged_outer``, whose tiles are loaded each k-step from the block's own lines (L2 hits);
+    ``scalar``: ``sgstaged_outer``, A by 4-byte loads and stores."""
     aw = (warps if staged else 32) * 4 * tm  # A row length in floats, as in microbench.cu
     bw = 8 * tn
     banks, width = hw.smem_banks, hw.smem_bank_width_bytes
@@ -61,14 +63,17 @@ def outer_program(hw, tm: int, tn: int, warps: int, blocks_per_sm: int, instr_pe
                 lds_wave += smem_wavefronts(addrs, 16, banks, width)
     ffma = ROUNDS * tm * tn * warps
     stores = SharedAccess()
-    if staged:  # each thread stores tm/4 float4 of A; 2*tn threads one float4 of B
-        n = (tm // 4) * warps + -(-2 * tn // 32)
-        stores = SharedAccess(bytes=(ROUNDS * aw + ROUNDS * bw) * 4, instructions=n, wavefronts=4 * n)
+    if staged:  # each thread stores tm/4 float4 of A (tm floats when scalar); 2*tn threads one float4 of B
+        a_st = tm * warps if scalar else (tm // 4) * warps
+        b_st = -(-2 * tn // 32)
+        stores = SharedAccess(bytes=(ROUNDS * aw + ROUNDS * bw) * 4, instructions=a_st + b_st,
+                              wavefronts=(1 if scalar else 4) * a_st + 4 * b_st)
     loads: tuple = ()
     if global_tiles:  # 16-byte L2 loads of the block's own lines: A (tm/4 per thread), B (2 tn threads)
-        a_instr, b_instr = (tm // 4) * warps, -(-2 * tn // 32)
-        a_bytes, b_bytes = a_instr * 32 * 16, 2 * tn * 16
-        a_l1 = a_instr * l1_cycles([lane * 16 for lane in range(32)], 16, hw)
+        width = 4 if scalar else 16
+        a_instr, b_instr = (tm // 4) * warps * (4 if scalar else 1), -(-2 * tn // 32)
+        a_bytes, b_bytes = a_instr * 32 * width, 2 * tn * 16
+        a_l1 = a_instr * l1_cycles([lane * width for lane in range(32)], width, hw)
         b_l1 = b_instr * l1_cycles([lane * 16 for lane in range(2 * tn)], 16, hw)
         loads = (GlobalAccess(TileRef("A", ("bx",), a_bytes), a_bytes, a_bytes / hw.sector_bytes, a_l1, a_instr,
                               dest="shared"),
@@ -102,12 +107,13 @@ def check(results: Path = DEFAULT_DIR, hw=None) -> list[dict]:
     staged = results / "staged_outer.json"
     if staged.exists():
         rec = json.loads(staged.read_text())
-        for part in ("staged_outer", "gstaged_outer"):
+        for part in ("staged_outer", "gstaged_outer", "sgstaged_outer"):
             for key, r in rec.get(part, {}).get("rows", {}).items():
                 cases.append((f"{part} {key}", r, r["tm"], r["tn"], r["warps_per_block"], r["blocks_per_sm"], True,
-                              part == "gstaged_outer"))
-    for name, r, tm, tn, warps, per_sm, is_staged, *glob in cases:
-        prog = outer_program(hw, tm, tn, warps, per_sm, r["instr_per_iter"], is_staged, bool(glob and glob[0]))
+                              part != "staged_outer", part == "sgstaged_outer"))
+    for name, r, tm, tn, warps, per_sm, is_staged, *kind in cases:
+        glob, scalar = (kind + [False, False])[:2]
+        prog = outer_program(hw, tm, tn, warps, per_sm, r["instr_per_iter"], is_staged, glob, scalar)
         res = simulate_program(prog, hw)
         engine = warps * per_sm * ITERS * r["instr_per_iter"] / (res.time_s * hw.sm_clock_hz)
         rows.append({"case": name, "blocks_per_sm": res.blocks_per_sm, "warps_per_block": warps,

@@ -333,7 +333,7 @@ extern "C" __global__ void fma_code_64k(float a, float b, int iters, float* out,
 // rounds per iteration are unrolled (a BK = 8 tile); a compiler barrier per iteration makes every
 // iteration load its operands again. Dynamic shared memory: 16 x (AW + 8 TN) floats (more to
 // keep one block per SM).
-template <int TM, int TN, bool A_ROWMAJOR = false, bool STAGED = false, bool GLOBAL = false>
+template <int TM, int TN, bool A_ROWMAJOR = false, bool STAGED = false, bool GLOBAL = false, bool SCALAR = false>
 __device__ __forceinline__ void lds_outer(int iters, float* out, long long* clk, const float4* g = nullptr) {
     extern __shared__ float4 lds_smem4[];
     float* sm = reinterpret_cast<float*>(lds_smem4);
@@ -361,18 +361,27 @@ __device__ __forceinline__ void lds_outer(int iters, float* out, long long* clk,
             // through L2 only (ld.global.cg; the same lines every k-step, so they stay L2-resident)
             const float4* gb = g + (size_t)blockIdx.x * (2 * bm + 2 * BW);
             float4 va[TM / 4], vb = make_float4(acc[0][0], 1.f, 2.f, 3.f);
+            if constexpr (SCALAR) {  // 4-byte loads and stores, as the non-vectorized GEMMs stage
+                const float* gs = reinterpret_cast<const float*>(gb);
+#pragma unroll
+                for (int q = 0; q < TM; ++q) {
+                    const int e = q * blockDim.x + threadIdx.x;  // consecutive lanes, consecutive floats
+                    As[(r0 + e / bm) * AW + e % bm] = __ldcg(gs + e);
+                }
+            } else {
 #pragma unroll
             for (int q = 0; q < TM / 4; ++q) {
                 va[q] = make_float4(acc[0][0], 1.f, 2.f, 3.f);
                 if constexpr (GLOBAL) va[q] = __ldcg(gb + q * blockDim.x + threadIdx.x);
             }
-            if constexpr (GLOBAL) {
-                if (threadIdx.x < 2 * TN) vb = __ldcg(gb + 2 * bm + threadIdx.x);
-            }
 #pragma unroll
             for (int q = 0; q < TM / 4; ++q) {
                 const int e = (q * blockDim.x + threadIdx.x) * 4;  // A float index in the 8 x bm tile
                 *reinterpret_cast<float4*>(&As[(r0 + e / bm) * AW + e % bm]) = va[q];
+            }
+            }
+            if constexpr (GLOBAL) {
+                if (threadIdx.x < 2 * TN) vb = __ldcg(gb + 2 * bm + threadIdx.x);
             }
             if (threadIdx.x < 2 * TN) {
                 const int e = threadIdx.x * 4;
@@ -431,4 +440,11 @@ extern "C" __global__ void gstaged_outer_8x8(const float4* g, int iters, float* 
 }
 extern "C" __global__ void gstaged_outer_4x4(const float4* g, int iters, float* out, long long* clk) {
     lds_outer<4, 4, false, true, true>(iters, out, clk, g);
+}
+// ... with A staged by 4-byte loads and stores (TM of each per thread), as the non-vectorized GEMMs
+extern "C" __global__ void sgstaged_outer_8x8(const float4* g, int iters, float* out, long long* clk) {
+    lds_outer<8, 8, false, true, true, true>(iters, out, clk, g);
+}
+extern "C" __global__ void sgstaged_outer_4x4(const float4* g, int iters, float* out, long long* clk) {
+    lds_outer<4, 4, false, true, true, true>(iters, out, clk, g);
 }
