@@ -719,3 +719,26 @@ def test_engine_predicts_its_staged_microbenchmarks_with_four_or_more_blocks_per
 def test_engine_predicts_every_microbenchmark_within_15_percent():
     for r in _engine_rows():
         assert abs(r["error"]) <= 0.15, r
+
+
+def test_report_in_several_processes_is_the_same_and_reports_progress(tmp_path):
+    import csv as _csv
+
+    from validation.report import compute_report
+
+    src = REPO / "validation" / "results" / "h200" / "times.csv"
+    with src.open(newline="") as fh:
+        reader = _csv.DictReader(fh)
+        rows = [r for r in reader if r["status"] == "ok" and r["m"] == "1024"][:6]
+        fields = reader.fieldnames
+    with (tmp_path / "times.csv").open("w", newline="") as fh:
+        w = _csv.DictWriter(fh, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+    seen = []
+    one = compute_report(tmp_path, on_progress=lambda done, total: seen.append((done, total)))
+    two = compute_report(tmp_path, workers=2)
+    assert seen == [(i, len(rows)) for i in range(1, len(rows) + 1)]
+    assert [r.predicted_s for r in one.rows] == [r.predicted_s for r in two.rows]
+    with pytest.raises(ValueError, match="workers"):
+        compute_report(tmp_path, workers=0)

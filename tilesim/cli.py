@@ -471,12 +471,17 @@ def validate() -> None:
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="write the predicted-vs-measured figure to this PNG")
 @click.option("--hardware", default="h200", show_default=True)
-@click.option("--exact", is_flag=True, help="simulate every k-step (no steady-state holds; about 2 minutes)")
-def validate_report(results_dir, csv_path, plot_path, hardware, exact) -> None:
+@click.option("--exact", is_flag=True, help="simulate every k-step (no steady-state holds; minutes)")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+              help="simulate in this many processes [default: 1, or every CPU with --exact]")
+def validate_report(results_dir, csv_path, plot_path, hardware, exact, jobs) -> None:
     """Compare measured times with predictions: error statistics, table, plot."""
+    import os
+
     fn = _validation_fn("validation.report", "main_report")
+    workers = jobs if jobs is not None else (os.cpu_count() or 1) if exact else 1
     try:
-        rc = fn(results_dir, csv_path, plot_path, hardware, steady_state=not exact)
+        rc = fn(results_dir, csv_path, plot_path, hardware, steady_state=not exact, workers=workers)
     except ValueError as e:
         _fail(str(e))
     _exit_with(rc)

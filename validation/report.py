@@ -16,6 +16,7 @@ import csv
 import math
 import sys
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -191,22 +192,44 @@ def _read_csv(path: Path) -> list[dict]:
         return list(csv.DictReader(fh))
 
 
+def _simulate_one(args: tuple):
+    """One configuration's prediction (a worker's job: the hardware is loaded by name, once per process)."""
+    cfg, hardware, steady_state = args
+    return simulate(cfg, _hardware(hardware), steady_state=steady_state)
+
+
+_HW_CACHE: dict = {}
+
+
+def _hardware(name: str):
+    if name not in _HW_CACHE:
+        _HW_CACHE[name] = hw_catalog.load(name)
+    return _HW_CACHE[name]
+
+
 def compute_report(results_dir: str | Path | None = None, hardware: str = "h200", *,
-                   steady_state: bool = True) -> AccuracyReport:
+                   steady_state: bool = True, workers: int = 1,
+                   on_progress: Callable[[int, int], None] | None = None) -> AccuracyReport:
     """Simulate every measured-ok configuration and compare (pure: reads files, prints nothing).
 
-    ``steady_state=False`` simulates every k-step (see :func:`tilesim.simulate`)."""
+    ``steady_state=False`` simulates every k-step (see :func:`tilesim.simulate`). ``workers`` > 1
+    simulates in that many processes (the results are the same); ``on_progress(done, total)`` is
+    called after each configuration."""
     rdir = Path(results_dir) if results_dir else RESULTS_ROOT / hardware
     times_path = rdir / "times.csv"
     if not times_path.exists():
         raise ValueError(f"no recorded results at {times_path}; run `tilesim validate run` on a GPU first")
+    if workers < 1:
+        raise ValueError(f"compute_report: workers must be >= 1, got {workers}")
     hw = hw_catalog.load(hardware)
+    _HW_CACHE.clear()
+    _HW_CACHE[hardware] = hw
     counters = {}
     cpath = rdir / "counters.csv"
     if cpath.exists():
         for c in _read_csv(cpath):
             counters[(c["label"], int(c["m"]), int(c["n"]), int(c["k"]))] = c
-    rows, comps, skipped = [], [], []
+    todo, skipped = [], []
     for row in _read_csv(times_path):
         if row.get("variant") in ("cublas", "") or row.get("label") == "cublas":
             continue
@@ -216,7 +239,24 @@ def compute_report(results_dir: str | Path | None = None, hardware: str = "h200"
             continue
         cfg = config_from_row(row)
         regs = int(float(row["regs_per_thread"])) if row.get("regs_per_thread") else cfg.estimated_regs
-        res = simulate(cfg.with_(regs_per_thread=regs), hw, steady_state=steady_state)
+        todo.append((row, shape, cfg, regs))
+    jobs = [(cfg.with_(regs_per_thread=regs), hardware, steady_state) for _, _, cfg, regs in todo]
+    results = []
+    if workers == 1:
+        for job in jobs:
+            results.append(_simulate_one(job))
+            if on_progress:
+                on_progress(len(results), len(jobs))
+    else:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            for res in pool.map(_simulate_one, jobs):
+                results.append(res)
+                if on_progress:
+                    on_progress(len(results), len(jobs))
+    rows, comps = [], []
+    for (row, shape, cfg, regs), res in zip(todo, results, strict=True):
         meas = float(row["median_s"])
         rows.append(ConfigAccuracy(row["label"], shape, cfg.variant, meas, res.time_s,
                                    (res.time_s - meas) / meas, res.bound, regs, res.blocks_per_sm))
@@ -260,15 +300,22 @@ def report_rows(report: AccuracyReport) -> list[dict]:
 
 
 def main_report(results_dir=None, csv_path=None, plot_path=None, hardware: str = "h200", *,
-                steady_state: bool = True) -> int:
+                steady_state: bool = True, workers: int = 1) -> int:
     """CLI body of ``tilesim validate report``: print tables, write the CSV and the plot."""
     from rich.console import Console
     from rich.table import Table
 
     # written to a file or pipe, the tables keep their rows on one line each
     console = Console() if sys.stdout.isatty() else Console(width=200)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    progress = Progress(TextColumn("simulating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=Console(stderr=True), transient=True)
     try:
-        rep = compute_report(results_dir, hardware, steady_state=steady_state)
+        with progress:
+            task = progress.add_task("simulating", total=None)
+            rep = compute_report(results_dir, hardware, steady_state=steady_state, workers=workers,
+                                 on_progress=lambda done, total: progress.update(task, completed=done, total=total))
     except ValueError as exc:
         console.print(f"error: {exc}", style="red", highlight=False)
         return 2
