@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import sys
 import types
 
@@ -202,10 +203,14 @@ def test_validate_report_forwards_options(runner, monkeypatch, tmp_path):
     _fake(monkeypatch, "validation.report", "main_report", calls)
     _ok(runner.invoke(cli, ["validate", "report", "--results", str(tmp_path), "--csv", "a.csv",
                             "--plot", "p.png", "--hardware", "h200"]))
-    assert calls == [(str(tmp_path), "a.csv", "p.png", "h200", ("steady_state", True))]
+    assert calls == [(str(tmp_path), "a.csv", "p.png", "h200", ("steady_state", True), ("workers", 1))]
     calls.clear()
     _ok(runner.invoke(cli, ["validate", "report", "--exact"]))
-    assert calls == [(None, None, None, "h200", ("steady_state", False))]
+    assert calls == [(None, None, None, "h200", ("steady_state", False), ("workers", os.cpu_count() or 1))]
+    calls.clear()
+    _ok(runner.invoke(cli, ["validate", "report", "--exact", "-j", "3"]))
+    assert calls == [(None, None, None, "h200", ("steady_state", False), ("workers", 3))]
+    assert runner.invoke(cli, ["validate", "report", "-j", "0"]).exit_code != 0
 
 
 def test_validate_run_and_calibrate_build_argv(runner, monkeypatch):
