@@ -402,6 +402,11 @@ def bench_smem_chase(b: _Bench) -> dict:
     return _field("smem_chase", "cycles", per_run, words=words, stride_words=stride_words, steps=steps)
 
 
+def _clocked_cycles(b: _Bench, launch, clk) -> list[float]:
+    """SM cycles of MIN_RUNS timed launches: each one's event time times the clock its blocks saw."""
+    return [b.event_times(launch, runs=1, warmup=0)[0] * _clock_runs(clk) for _ in range(MIN_RUNS)]
+
+
 def _clock_runs(clk) -> float:
     d = clk.get().reshape(-1, 2)
     return _percentile(sorted(c / (ns * 1e-9) for c, ns in d if ns > 0), 50)
@@ -484,11 +489,9 @@ def bench_fma_by_warps(b: _Bench, warps_list: Sequence[int] = (4, 8, 12, 16, 24,
         def launch(threads=threads, args=args, blocks=blocks):
             k((blocks,), (threads,), args, shared_mem=smem)
 
-        for _ in range(MIN_RUNS):
-            t = b.event_times(launch, runs=1, warmup=0)[0]
-            hz = _clock_runs(clk)
-            rates.append(float(warps) * iters * pipe / (t * hz))
-            issued.append(float(warps) * iters * instr / (t * hz))
+        cycles = _clocked_cycles(b, launch, clk)
+        rates += [float(warps) * iters * pipe / c for c in cycles]
+        issued += [float(warps) * iters * instr / c for c in cycles]
         out_rows[str(warps)] = _field("fma_outer", "FMA-pipe warp instr/clk/SM", rates, warps_per_sm=warps,
                                       iters=iters, pipe_instr_per_iter=pipe, sass_loop_body=body)
         issue_rows[str(warps)] = _field("fma_outer", "warp instr/clk/SM", issued, warps_per_sm=warps,
@@ -532,12 +535,9 @@ def bench_lds_outer(b: _Bench, warps_list: Sequence[int] = (4, 8, 16)) -> dict:
                 k((blocks,), (threads,), args, shared_mem=smem)
 
             launch()
-            issued, ffmas = [], []
-            for _ in range(MIN_RUNS):
-                t = b.event_times(launch, runs=1, warmup=0)[0]
-                hz = _clock_runs(clk)
-                issued.append(float(warps) * iters * instr / (t * hz))
-                ffmas.append(float(warps) * iters * ffma / (t * hz))
+            cycles = _clocked_cycles(b, launch, clk)
+            issued = [float(warps) * iters * instr / c for c in cycles]
+            ffmas = [float(warps) * iters * ffma / c for c in cycles]
             out_rows[f"{'rm_' if rm else ''}{tm}x{tn}_{warps}w"] = {
                 **_field(name, "warp instr/clk/SM", issued, warps_per_sm=warps, iters=iters, tm=tm, tn=tn,
                          instr_per_iter=instr, lds_per_iter=lds, ffma_per_iter=ffma, sass_loop_body=body),
@@ -585,11 +585,7 @@ def bench_staged_outer(b: _Bench, global_tiles: bool = False, scalar: bool = Fal
             k((blocks,), (threads,), args, shared_mem=smem)
 
         launch()
-        issued = []
-        for _ in range(MIN_RUNS):
-            t = b.event_times(launch, runs=1, warmup=0)[0]
-            hz = _clock_runs(clk)
-            issued.append(float(warps) * per_sm * iters * instr / (t * hz))
+        issued = [float(warps) * per_sm * iters * instr / c for c in _clocked_cycles(b, launch, clk)]
         rows[f"{tm}x{tn}_{warps}w_R{per_sm}"] = _field(
             name, "warp instr/clk/SM", issued, tm=tm, tn=tn, warps_per_block=warps, blocks_per_sm=per_sm,
             iters=iters, instr_per_iter=instr, smem_per_block_bytes=smem, sass_loop_body=body)
@@ -687,11 +683,7 @@ def bench_icache(b: _Bench, warps_list: Sequence[int] = (4, 8)) -> dict:
                 k((blocks,), (threads,), args, shared_mem=smem)
 
             launch()
-            per_warp = []
-            for _ in range(MIN_RUNS):
-                t = b.event_times(launch, runs=1, warmup=0)[0]
-                hz = _clock_runs(clk)
-                per_warp.append(float(iters) * reps * 32 / (t * hz))
+            per_warp = [float(iters) * reps * 32 / c for c in _clocked_cycles(b, launch, clk)]
             rows[f"{body_bytes}B_{warps}w"] = _field(name, "FFMA/clk/warp", per_warp, body_bytes=body_bytes,
                                                      warps_per_sm=warps, iters=iters)
     curve = [[bb, rows[f"{bb}B_4w"]["value"]] for bb in sorted(CODE_KERNELS)]
