@@ -243,3 +243,7 @@ def test_plot_functions_return_figures_without_saving(tmp_path, monkeypatch):
         plots.sweep_figure(res.skipped)
     with pytest.raises(ValueError, match="points"):
         plots.predicted_vs_measured_figure([("a", "s", 0.0, 1.0)])
+    fig = plots.block_progress_figure([("k", [([0.0, 1e-3], [0.0, 1.0]), ([5e-4, 2e-3], [0.0, 1.0])])], title="t")
+    assert isinstance(fig, Figure) and len(fig.axes) == 1 and len(fig.axes[0].lines) == 2
+    with pytest.raises(ValueError, match="panels"):
+        plots.block_progress_figure([])

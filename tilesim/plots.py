@@ -196,3 +196,27 @@ def traffic_figure(rows: Iterable) -> Figure:
     ax.legend(fontsize=8, loc="lower right")
     ax.grid(axis="x", which="both", alpha=0.25)
     return fig
+
+
+def block_progress_figure(panels: Sequence[tuple[str, Sequence[tuple[Sequence[float], Sequence[float]]]]],
+                          *, title: str | None = None) -> Figure:
+    """Progress through the k-loop against time of the blocks of one SM, one panel per kernel.
+
+    ``panels``: (panel title, [(times_s, fractions of the k-loop done), one per block]). Blocks that
+    share an SM and advance in step draw on top of each other; staggered ones fan out."""
+    if not panels:
+        raise ValueError("block_progress_figure: no panels")
+    fig = Figure(figsize=(4.2 * len(panels), 3.4), layout="constrained")
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    cmap = matplotlib.colormaps["tab10"]
+    for ax, (name, blocks) in zip(axes, panels, strict=True):
+        for i, (t, f) in enumerate(blocks):
+            ax.plot([x * 1e3 for x in t], f, color=cmap(i % 10), lw=1.2, marker=".", ms=3)
+        ax.set_title(name, fontsize=9)
+        ax.set_xlabel("time (ms)")
+        ax.set_ylim(0, 1)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("fraction of the k-loop done")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig

@@ -117,15 +117,46 @@ def replay(results: Path = DEFAULT_DIR, capacity_bytes: float | None = None, rep
     return rows
 
 
+PLOT_LABELS = ("warp_128x128x16_w64x64i4_t8x4_vec", "reg2d_64x64x16_t4x4_vec", "warp_128x64x16_w64x32i2_t4x4_vec")
+
+
+def progress_panels(results: Path = DEFAULT_DIR, labels=PLOT_LABELS, sm: int = 0, rep: int = 0,
+                    window_s: float = 2.0e-3) -> list:
+    """For :func:`tilesim.plots.block_progress_figure`: the blocks SM ``sm`` ran in the first
+    ``window_s`` of each traced kernel, as (times_s, fractions of the k-loop)."""
+    meta = json.loads((results / "schedule_trace.json").read_text())
+    data = np.load(results / "schedule_trace.npz")
+    marks = np.array(mark_tiles(meta["marks"]), dtype=float) / meta["marks"]
+    panels = []
+    for label in labels:
+        if f"{label}/stamps_ns" not in data:
+            continue
+        stamps = data[f"{label}/stamps_ns"][rep].astype(float) * 1e-9
+        smid = data[f"{label}/smid"]
+        mine = [b for b in np.where(smid == sm)[0] if stamps[b, 0] < window_s]
+        panels.append((f"{label} (SM {sm})", [(stamps[b].tolist(), marks.tolist()) for b in mine]))
+    return panels
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m validation.schedule_replay", description=__doc__.splitlines()[0])
     p.add_argument("--results", type=Path, default=DEFAULT_DIR)
     p.add_argument("--capacity-mb", type=float, default=None, help="L2 capacity (default: the profile's l2_bytes)")
+    p.add_argument("--plot", type=Path, default=None,
+                   help="also draw the progress of one SM's blocks for three kernels to this PNG")
     ns = p.parse_args(argv)
     if not (ns.results / "schedule_trace.npz").exists():
         print(f"schedule_replay: no schedule_trace.npz in {ns.results} (run validation.schedule_trace on a GPU)",
               file=sys.stderr)
         return 1
+    if ns.plot:
+        from tilesim.plots import block_progress_figure
+
+        fig = block_progress_figure(progress_panels(ns.results),
+                                    title="Blocks of one SM on the H200, 4096^3 (validation/schedule_trace.py)")
+        ns.plot.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(ns.plot, dpi=110)
+        print(f"wrote {ns.plot}")
     rows = replay(ns.results, ns.capacity_mb * 1e6 if ns.capacity_mb else None)
     print(f"{'configuration':55s} {'ncu read MB':>11s} {'replay MB':>10s} {'err':>7s} {'trace cost':>10s}")
     for r in rows:
