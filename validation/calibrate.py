@@ -553,19 +553,21 @@ GSTAGED_OUTER_CASES = ((8, 8, 4, 1), (8, 8, 4, 2), (8, 8, 4, 4), (8, 8, 8, 2), (
                        (4, 4, 4, 7))
 
 
-def bench_staged_outer(b: _Bench, global_tiles: bool = False, scalar: bool = False) -> dict:
+def bench_staged_outer(b: _Bench, global_tiles: bool = False, scalar: bool = False, stream: bool = False) -> dict:
     """The shared-memory-fed outer products with a non-pipelined GEMM's staging per k-step (barrier,
     the block's next tiles stored, barrier; no global loads), ``R`` blocks of ``warps`` warps per SM
     (shared memory sized so that exactly R fit): warp instructions per clock per SM. A check of how
     the engine treats barriers and staging between blocks that share an SM. ``global_tiles``: the
     tiles are first loaded from global memory (the block's own lines, L2 hits), as a GEMM's;
-    ``scalar``: A by 4-byte loads and stores, as the non-vectorized GEMMs."""
+    ``scalar``: A by 4-byte loads and stores, as the non-vectorized GEMMs; ``stream``: a new tile every
+    k-step, read from HBM (1000 iterations)."""
     cp = b.cp
     smem_sm = 227 * 1024
-    iters = 2000
+    iters = 1000 if stream else 2000
     rows: dict = {}
     for tm, tn, warps, per_sm in (GSTAGED_OUTER_CASES if global_tiles else STAGED_OUTER_CASES):
-        name = f"{'s' if scalar else ''}{'g' if global_tiles else ''}staged_outer_{tm}x{tn}"
+        prefix = "d" if stream else "s" if scalar else ""
+        name = f"{prefix}{'g' if global_tiles else ''}staged_outer_{tm}x{tn}"
         k = b.fn(name)
         smem = smem_sm // per_sm - 2048  # leaves room for the per-block reservation, not for one more block
         k.max_dynamic_shared_size_bytes = smem
@@ -577,8 +579,9 @@ def bench_staged_outer(b: _Bench, global_tiles: bool = False, scalar: bool = Fal
         out = cp.zeros(blocks * threads, dtype=cp.float32)
         clk = cp.zeros(2 * blocks, dtype=cp.int64)
         args = (cp.int32(iters), out, clk)
-        if global_tiles:  # per block 8 x (bm + 8 tn) floats, bm = 4 tm per warp
-            g = cp.random.rand(blocks * 4 * (2 * warps * 4 * tm + 16 * tn), dtype=cp.float32) + 0.5
+        if global_tiles:  # per block (and per k-step with stream) 8 x (bm + 8 tn) floats, bm = 4 tm per warp
+            tiles = blocks * (iters if stream else 1)
+            g = cp.ones(tiles * 4 * (2 * warps * 4 * tm + 16 * tn), dtype=cp.float32)
             args = (g, *args)
 
         def launch(k=k, threads=threads, args=args, blocks=blocks, smem=smem):
@@ -889,10 +892,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         b = _Bench(args.runs)
         res = {"meta": collect_metadata(), "staged_outer": bench_staged_outer(b),
                "gstaged_outer": bench_staged_outer(b, global_tiles=True),
-               "sgstaged_outer": bench_staged_outer(b, global_tiles=True, scalar=True)}
+               "sgstaged_outer": bench_staged_outer(b, global_tiles=True, scalar=True),
+               "dgstaged_outer": bench_staged_outer(b, global_tiles=True, stream=True)}
         out.mkdir(parents=True, exist_ok=True)
         (out / "staged_outer.json").write_text(json.dumps(res, indent=2, default=str) + "\n")
-        for part in ("staged_outer", "gstaged_outer", "sgstaged_outer"):
+        for part in ("staged_outer", "gstaged_outer", "sgstaged_outer", "dgstaged_outer"):
             for key, v in res[part]["rows"].items():
                 print(f"  {part[:-13] or '-':2s} {key:14s} {v['value']:.3f} instr/clk/SM ({v['instr_per_iter']:g} instr per iteration)")
         return 0

@@ -42,11 +42,13 @@ SMEM_PER_SM_BYTES = 227 * 1024  # what the benchmarks divide among the blocks of
 
 
 def outer_program(hw, tm: int, tn: int, warps: int, blocks_per_sm: int, instr_per_iter: float,
-                  staged: bool, global_tiles: bool = False, scalar: bool = False) -> TileProgram:
+                  staged: bool, global_tiles: bool = False, scalar: bool = False,
+                  stream: bool = False, iters: int = ITERS) -> TileProgram:
     """The tile program of ``lds_outer_<tm>x<tn>`` (``staged=False``, one block per SM) or
     ``staged_outer_<tm>x<tn>`` with ``blocks_per_sm`` blocks of ``warps`` warps; ``global_tiles``:
     ``gstaged_outer``, whose tiles are loaded each k-step from the block's own lines (L2 hits);
-    ``scalar``: ``sgstaged_outer``, A by 4-byte loads and stores."""
+    ``scalar``: ``sgstaged_outer``, A by 4-byte loads and stores; ``stream``: ``dgstaged_outer``, a new
+    tile every k-step (HBM reads)."""
     aw = (warps if staged else 32) * 4 * tm  # A row length in floats, as in microbench.cu
     bw = 8 * tn
     banks, width = hw.smem_banks, hw.smem_bank_width_bytes
@@ -75,9 +77,10 @@ def outer_program(hw, tm: int, tn: int, warps: int, blocks_per_sm: int, instr_pe
         a_bytes, b_bytes = a_instr * 32 * width, 2 * tn * 16
         a_l1 = a_instr * l1_cycles([lane * width for lane in range(32)], width, hw)
         b_l1 = b_instr * l1_cycles([lane * 16 for lane in range(2 * tn)], 16, hw)
-        loads = (GlobalAccess(TileRef("A", ("bx",), a_bytes), a_bytes, a_bytes / hw.sector_bytes, a_l1, a_instr,
+        coords = ("bx", "k") if stream else ("bx",)
+        loads = (GlobalAccess(TileRef("A", coords, a_bytes), a_bytes, a_bytes / hw.sector_bytes, a_l1, a_instr,
                               dest="shared"),
-                 GlobalAccess(TileRef("B", ("bx",), b_bytes), b_bytes, b_bytes / hw.sector_bytes, b_l1, b_instr,
+                 GlobalAccess(TileRef("B", coords, b_bytes), b_bytes, b_bytes / hw.sector_bytes, b_l1, b_instr,
                               dest="shared"))
     other = max(0.0, instr_per_iter * warps - ffma - lds_instr - stores.instructions
                 - sum(ld.instructions for ld in loads))
@@ -87,10 +90,10 @@ def outer_program(hw, tm: int, tn: int, warps: int, blocks_per_sm: int, instr_pe
                  compute=Compute(ffma=ffma, other=other, critical_path_cycles=crit, rounds=ROUNDS),
                  barriers=2 if staged else 0)
     smem = SMEM_PER_SM_BYTES // blocks_per_sm - 2048
-    return TileProgram(name=f"{'g' if global_tiles else ''}{'staged' if staged else 'lds'}_outer_{tm}x{tn}",
+    return TileProgram(name=f"{'d' if stream else ''}{'g' if global_tiles else ''}{'staged' if staged else 'lds'}_outer_{tm}x{tn}",
                        launch=Launch(grid=(hw.sm_count * blocks_per_sm, 1, 1), threads_per_block=32 * warps,
                                      regs_per_thread=64, smem_bytes_per_block=smem),
-                       iterations=ITERS, step=step, epilogue=Epilogue(), flops=2.0 * ffma * ITERS,
+                       iterations=iters, step=step, epilogue=Epilogue(), flops=2.0 * ffma * iters,
                        warp_groups=1 if staged else warps)
 
 
@@ -107,15 +110,16 @@ def check(results: Path = DEFAULT_DIR, hw=None) -> list[dict]:
     staged = results / "staged_outer.json"
     if staged.exists():
         rec = json.loads(staged.read_text())
-        for part in ("staged_outer", "gstaged_outer", "sgstaged_outer"):
+        for part in ("staged_outer", "gstaged_outer", "sgstaged_outer", "dgstaged_outer"):
             for key, r in rec.get(part, {}).get("rows", {}).items():
                 cases.append((f"{part} {key}", r, r["tm"], r["tn"], r["warps_per_block"], r["blocks_per_sm"], True,
-                              part != "staged_outer", part == "sgstaged_outer"))
+                              part != "staged_outer", part == "sgstaged_outer", part == "dgstaged_outer"))
     for name, r, tm, tn, warps, per_sm, is_staged, *kind in cases:
-        glob, scalar = (kind + [False, False])[:2]
-        prog = outer_program(hw, tm, tn, warps, per_sm, r["instr_per_iter"], is_staged, glob, scalar)
+        glob, scalar, stream = (kind + [False, False, False])[:3]
+        prog = outer_program(hw, tm, tn, warps, per_sm, r["instr_per_iter"], is_staged, glob, scalar, stream,
+                             iters=r.get("iters", ITERS))
         res = simulate_program(prog, hw)
-        engine = warps * per_sm * ITERS * r["instr_per_iter"] / (res.time_s * hw.sm_clock_hz)
+        engine = warps * per_sm * prog.iterations * r["instr_per_iter"] / (res.time_s * hw.sm_clock_hz)
         rows.append({"case": name, "blocks_per_sm": res.blocks_per_sm, "warps_per_block": warps,
                      "measured": r["value"], "engine": engine, "error": engine / r["value"] - 1})
     return rows

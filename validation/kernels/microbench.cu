@@ -333,7 +333,8 @@ extern "C" __global__ void fma_code_64k(float a, float b, int iters, float* out,
 // rounds per iteration are unrolled (a BK = 8 tile); a compiler barrier per iteration makes every
 // iteration load its operands again. Dynamic shared memory: 16 x (AW + 8 TN) floats (more to
 // keep one block per SM).
-template <int TM, int TN, bool A_ROWMAJOR = false, bool STAGED = false, bool GLOBAL = false, bool SCALAR = false>
+template <int TM, int TN, bool A_ROWMAJOR = false, bool STAGED = false, bool GLOBAL = false, bool SCALAR = false,
+          bool STREAM = false>
 __device__ __forceinline__ void lds_outer(int iters, float* out, long long* clk, const float4* g = nullptr) {
     extern __shared__ float4 lds_smem4[];
     float* sm = reinterpret_cast<float*>(lds_smem4);
@@ -359,7 +360,8 @@ __device__ __forceinline__ void lds_outer(int iters, float* out, long long* clk,
             __syncthreads();
             // GLOBAL: the tile comes from this block's own 8 x (bm + BW) floats in global memory, read
             // through L2 only (ld.global.cg; the same lines every k-step, so they stay L2-resident)
-            const float4* gb = g + (size_t)blockIdx.x * (2 * bm + 2 * BW);
+            // STREAM: a new tile every k-step (block b's k-step it at (b * iters + it) tiles): HBM reads
+            const float4* gb = g + (STREAM ? (size_t)blockIdx.x * iters + it : (size_t)blockIdx.x) * (2 * bm + 2 * BW);
             float4 va[TM / 4], vb = make_float4(acc[0][0], 1.f, 2.f, 3.f);
             if constexpr (SCALAR) {  // 4-byte loads and stores, as the non-vectorized GEMMs stage
                 const float* gs = reinterpret_cast<const float*>(gb);
@@ -447,4 +449,11 @@ extern "C" __global__ void sgstaged_outer_8x8(const float4* g, int iters, float*
 }
 extern "C" __global__ void sgstaged_outer_4x4(const float4* g, int iters, float* out, long long* clk) {
     lds_outer<4, 4, false, true, true, true>(iters, out, clk, g);
+}
+// ... with 16-byte loads of a new tile every k-step (never read before: from HBM)
+extern "C" __global__ void dgstaged_outer_8x8(const float4* g, int iters, float* out, long long* clk) {
+    lds_outer<8, 8, false, true, true, false, true>(iters, out, clk, g);
+}
+extern "C" __global__ void dgstaged_outer_4x4(const float4* g, int iters, float* out, long long* clk) {
+    lds_outer<4, 4, false, true, true, false, true>(iters, out, clk, g);
 }
