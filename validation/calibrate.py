@@ -595,6 +595,49 @@ def bench_staged_outer(b: _Bench, global_tiles: bool = False, scalar: bool = Fal
     return {"rows": rows}
 
 
+LOADED_LATENCY_CASES = ((0, 1), (1, 1), (2, 1), (4, 1), (4, 4), (8, 4), (8, 8))  # (background blocks per SM, ILP)
+
+
+def bench_loaded_latency(b: _Bench, steps: int = 1500) -> dict:
+    """DRAM latency under load: a one-thread chase of fresh lines (each hop a DRAM miss) while the
+    other blocks stream 16-byte loads from a 4 GiB buffer at several intensities. Per case: cycles
+    per hop and the background's bandwidth (its bytes over the kernel's time)."""
+    cp = b.cp
+    threads = 256
+    chain_bytes, stride = 1 << 30, 2048
+    buf, base, lines = _global_chain(cp, chain_bytes, stride)
+    bg = cp.ones((4 << 30) // 4, dtype=cp.float32)
+    cyc = cp.zeros(1, dtype=cp.int64)
+    sink = cp.zeros(1, dtype=cp.uint64)
+    out = cp.zeros(8 * b.sm_count * threads + threads, dtype=cp.float32)
+    from validation.timing import L2Flusher  # noqa: PLC0415
+
+    flush = L2Flusher(cp)
+    rows = {}
+    pos = 0
+    total_bytes = 8e9
+    for per_sm, ilp in LOADED_LATENCY_CASES:
+        k = b.fn(f"loaded_chase_{ilp}")
+        nbg = per_sm * b.sm_count
+        slice_vec4 = (bg.size // 4) // max(nbg, 1)
+        bg_iters = max(1, int(total_bytes / max(nbg * threads, 1) / (16 * ilp))) if nbg else 0
+        lat, bw = [], []
+        for _ in range(MIN_RUNS):
+            flush()
+            start = base + (pos % lines) * stride
+            pos += steps + 65
+            args = (cp.uint64(start), cp.int32(steps), bg, cp.int64(slice_vec4), cp.int32(bg_iters), cyc, sink, out)
+            t = b.event_times(lambda a=args, n=nbg, kk=k: kk((1 + n,), (threads,), a), runs=1, warmup=0)[0]
+            lat.append(float(cyc.get()[0]) / steps)
+            bw.append(nbg * threads * bg_iters * ilp * 16 / t if nbg else 0.0)
+        rows[f"{per_sm}blk_ilp{ilp}"] = {**_field("loaded_chase", "cycles", lat, background_blocks_per_sm=per_sm,
+                                                  ilp=ilp, steps=steps, stride_bytes=stride),
+                                         "background_bytes_per_s": summarize(bw)["median"]}
+    del buf, bg
+    b.free()
+    return {"rows": rows}
+
+
 def fields_from_benchmarks(bm: dict) -> dict:
     """The HardwareSpec fields a set of microbenchmark results calibrates (pure: no GPU)."""
     fields = {
@@ -846,6 +889,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="measure only the shared-memory-fed outer products into <out>/lds_outer.json")
     ap.add_argument("--staged-outer", action="store_true",
                     help="measure only the staged outer products (R blocks per SM) into <out>/staged_outer.json")
+    ap.add_argument("--loaded-latency", action="store_true",
+                    help="measure only DRAM latency under background load into <out>/loaded_latency.json")
     ap.add_argument("--from-json", default=None,
                     help="rebuild the profile from a recorded calibration.json (no GPU needed)")
     args = ap.parse_args(argv)
@@ -885,6 +930,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         (out / "l1_spread.json").write_text(json.dumps(res, indent=2, default=str) + "\n")
         for k, v in res["l1_scatter_spread"]["by_stride"].items():
             print(f"  stride {k} B: {v['value']:.4g} lines/clk/SM (p10 {v['p10']:.4g}, p90 {v['p90']:.4g})")
+        return 0
+    if args.loaded_latency:
+        from validation.metadata import collect_metadata  # noqa: PLC0415
+
+        b = _Bench(args.runs)
+        res = {"meta": collect_metadata(), "loaded_latency": bench_loaded_latency(b)}
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "loaded_latency.json").write_text(json.dumps(res, indent=2, default=str) + "\n")
+        for key, v in res["loaded_latency"]["rows"].items():
+            print(f"  {key:12s} {v['value']:8.1f} cycles per hop (p10 {v['p10']:.1f}, p90 {v['p90']:.1f}) "
+                  f"with {v['background_bytes_per_s'] / 1e12:.2f} TB/s of background reads")
         return 0
     if args.staged_outer:
         from validation.metadata import collect_metadata  # noqa: PLC0415

@@ -15,6 +15,7 @@
 #   l1spread         the L1's lines per clock for lanes spread over sector positions (l1_spread.json)
 #   ldsouter         issue rate of outer products fed from shared memory, 4-16 warps (lds_outer.json)
 #   stagedouter      the same with a non-pipelined k-step's staging, R blocks per SM (staged_outer.json)
+#   loadedlat        DRAM latency of a pointer chase under background reads (loaded_latency.json)
 #   smemrate         wavefronts and shared instructions per clock for each access kind (smem_rate.json)
 #   trace:MxNxK      per-block schedule of the suite's staged kernels (schedule_trace.npz/.json)
 # Outputs are copied to $OUT (the device tool brings them back) as they are produced.
@@ -60,6 +61,9 @@ for step in "$@"; do
     stagedouter)
       python3 -m validation.calibrate --out "$R" --staged-outer 2>&1 | tail -12
       cp "$R/staged_outer.json" "$OUT/" ;;
+    loadedlat)
+      python3 -m validation.calibrate --out "$R" --loaded-latency 2>&1 | tail -9
+      cp "$R/loaded_latency.json" "$OUT/" ;;
     smemrate)
       python3 -m validation.smem_rate_probe --out "$R" 2>&1 | tail -12
       cp "$R/smem_rate.json" "$OUT/" ;;

@@ -457,3 +457,54 @@ extern "C" __global__ void dgstaged_outer_8x8(const float4* g, int iters, float*
 extern "C" __global__ void dgstaged_outer_4x4(const float4* g, int iters, float* out, long long* clk) {
     lds_outer<4, 4, false, true, true, false, true>(iters, out, clk, g);
 }
+
+// ---- DRAM latency under load: block 0's thread 0 follows a pointer chain of fresh lines (ld.global.cg,
+// every hop a DRAM miss) while all other blocks stream 16-byte loads (ld.global.cg) from their own
+// slices of a large buffer, ILP independent loads in flight per thread. Cycles per hop against the
+// background's bandwidth (bytes over the kernel's time).
+template <int ILP>
+__device__ __forceinline__ void loaded_chase(unsigned long long start, int steps, const float4* __restrict__ bg,
+                                             long long slice_vec4, int bg_iters, long long* cycles_out,
+                                             unsigned long long* sink, float* out) {
+    if (blockIdx.x == 0) {
+        if (threadIdx.x == 0) {
+            unsigned long long p = start;
+            for (int s = 0; s < 64; ++s) asm volatile("ld.global.cg.u64 %0, [%0];" : "+l"(p));  // the others ramp up
+            const long long t0 = clock64();
+            for (int s = 0; s < steps; ++s) asm volatile("ld.global.cg.u64 %0, [%0];" : "+l"(p));
+            cycles_out[0] = clock64() - t0;
+            sink[0] = p;
+        }
+        return;
+    }
+    const float4* base = bg + (long long)(blockIdx.x - 1) * slice_vec4;
+    float acc = 0.f;
+    long long i = threadIdx.x;
+    for (int it = 0; it < bg_iters; ++it) {
+        float4 v[ILP];
+#pragma unroll
+        for (int u = 0; u < ILP; ++u) {
+            v[u] = __ldcg(base + i);
+            i += blockDim.x;
+            if (i >= slice_vec4) i -= slice_vec4;
+        }
+#pragma unroll
+        for (int u = 0; u < ILP; ++u) acc += v[u].x;
+    }
+    if (acc == -12345.f) out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}
+extern "C" __global__ void loaded_chase_1(unsigned long long start, int steps, const float4* __restrict__ bg,
+                                          long long slice_vec4, int bg_iters, long long* cyc,
+                                          unsigned long long* sink, float* out) {
+    loaded_chase<1>(start, steps, bg, slice_vec4, bg_iters, cyc, sink, out);
+}
+extern "C" __global__ void loaded_chase_4(unsigned long long start, int steps, const float4* __restrict__ bg,
+                                          long long slice_vec4, int bg_iters, long long* cyc,
+                                          unsigned long long* sink, float* out) {
+    loaded_chase<4>(start, steps, bg, slice_vec4, bg_iters, cyc, sink, out);
+}
+extern "C" __global__ void loaded_chase_8(unsigned long long start, int steps, const float4* __restrict__ bg,
+                                          long long slice_vec4, int bg_iters, long long* cyc,
+                                          unsigned long long* sink, float* out) {
+    loaded_chase<8>(start, steps, bg, slice_vec4, bg_iters, cyc, sink, out);
+}
