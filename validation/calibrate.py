@@ -595,12 +595,13 @@ def bench_staged_outer(b: _Bench, global_tiles: bool = False, scalar: bool = Fal
     return {"rows": rows}
 
 
-LOADED_LATENCY_CASES = ((0, 1), (1, 1), (2, 1), (4, 1), (4, 4), (8, 4), (8, 8))  # (background blocks per SM, ILP)
+LOADED_LATENCY_CASES = ((0, 1), (8, 1), (16, 1), (33, 1), (66, 1), (132, 1), (264, 1), (528, 4))  # (background blocks, ILP)
 
 
 def bench_loaded_latency(b: _Bench, steps: int = 1500) -> dict:
     """DRAM latency under load: a one-thread chase of fresh lines (each hop a DRAM miss) while the
-    other blocks stream 16-byte loads from a 4 GiB buffer at several intensities. Per case: cycles
+    other blocks (8 to 528 of them, 256 threads each) stream 16-byte loads from a 4 GiB buffer, 4 GB in
+    all. Per case: cycles
     per hop and the background's bandwidth (its bytes over the kernel's time)."""
     cp = b.cp
     threads = 256
@@ -615,10 +616,9 @@ def bench_loaded_latency(b: _Bench, steps: int = 1500) -> dict:
     flush = L2Flusher(cp)
     rows = {}
     pos = 0
-    total_bytes = 8e9
-    for per_sm, ilp in LOADED_LATENCY_CASES:
+    total_bytes = 4e9
+    for nbg, ilp in LOADED_LATENCY_CASES:
         k = b.fn(f"loaded_chase_{ilp}")
-        nbg = per_sm * b.sm_count
         slice_vec4 = (bg.size // 4) // max(nbg, 1)
         bg_iters = max(1, int(total_bytes / max(nbg * threads, 1) / (16 * ilp))) if nbg else 0
         lat, bw = [], []
@@ -630,7 +630,7 @@ def bench_loaded_latency(b: _Bench, steps: int = 1500) -> dict:
             t = b.event_times(lambda a=args, n=nbg, kk=k: kk((1 + n,), (threads,), a), runs=1, warmup=0)[0]
             lat.append(float(cyc.get()[0]) / steps)
             bw.append(nbg * threads * bg_iters * ilp * 16 / t if nbg else 0.0)
-        rows[f"{per_sm}blk_ilp{ilp}"] = {**_field("loaded_chase", "cycles", lat, background_blocks_per_sm=per_sm,
+        rows[f"{nbg}blk_ilp{ilp}"] = {**_field("loaded_chase", "cycles", lat, background_blocks=nbg,
                                                   ilp=ilp, steps=steps, stride_bytes=stride),
                                          "background_bytes_per_s": summarize(bw)["median"]}
     del buf, bg
