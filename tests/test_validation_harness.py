@@ -743,3 +743,21 @@ def test_report_in_several_processes_is_the_same_and_reports_progress(tmp_path):
     assert [r.predicted_s for r in one.rows] == [r.predicted_s for r in two.rows]
     with pytest.raises(ValueError, match="workers"):
         compute_report(tmp_path, workers=0)
+
+
+def test_dram_latency_under_load_agrees_unloaded_and_rises_near_saturation():
+    """calibrate.py --loaded-latency: the chase without background agrees with the profile's HBM
+    latency; with background reads it stays within 5% up to about 2 TB/s and grows toward saturation."""
+    path = REPO / "validation" / "results" / "h200" / "loaded_latency.json"
+    if not path.exists():
+        pytest.skip("no recorded loaded-latency microbenchmark")
+    import json
+
+    rows = list(json.loads(path.read_text())["loaded_latency"]["rows"].values())
+    idle = next(r for r in rows if r["background_blocks"] == 0)
+    assert idle["value"] == pytest.approx(hardware.load("h200").hbm_latency_cycles, rel=0.06)
+    light = [r for r in rows if 0 < r["background_bytes_per_s"] <= 2.0e12]
+    heavy = [r for r in rows if r["background_bytes_per_s"] >= 4.0e12]
+    assert light and heavy
+    assert all(r["value"] <= 1.05 * idle["value"] for r in light)
+    assert all(r["value"] >= 1.5 * idle["value"] for r in heavy)
