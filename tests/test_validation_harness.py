@@ -698,7 +698,8 @@ def test_lds_fed_outer_products_reach_the_issue_cap_from_eight_warps():
             assert 0.65 * model < r["value"] < 0.92 * model, key
 
 
-def _engine_rows():
+@pytest.fixture(scope="module")
+def engine_rows():
     from validation.engine_check import check
 
     rows = check()
@@ -707,9 +708,9 @@ def _engine_rows():
     return rows
 
 
-def test_engine_predicts_its_l2_resident_microbenchmarks_with_four_or_more_blocks_per_sm():
+def test_engine_predicts_its_l2_resident_microbenchmarks_with_four_or_more_blocks_per_sm(engine_rows):
     """Tiles in shared memory or L2 (not the dgstaged ones, which stream from HBM: see the xfail)."""
-    rows = [r for r in _engine_rows() if r["blocks_per_sm"] >= 4 and not r["case"].startswith("dgstaged")]
+    rows = [r for r in engine_rows if r["blocks_per_sm"] >= 4 and not r["case"].startswith("dgstaged")]
     assert len(rows) >= 5
     for r in rows:
         assert abs(r["error"]) <= 0.12, r
@@ -717,8 +718,8 @@ def test_engine_predicts_its_l2_resident_microbenchmarks_with_four_or_more_block
 
 @pytest.mark.xfail(strict=True, reason="1-2 blocks per SM: 10-51% slow (the engine's rounds wait for each round's "
                                        "shared loads); tiles streamed from HBM at 4+ blocks per SM: 14-51% fast")
-def test_engine_predicts_every_microbenchmark_within_15_percent():
-    for r in _engine_rows():
+def test_engine_predicts_every_microbenchmark_within_15_percent(engine_rows):
+    for r in engine_rows:
         assert abs(r["error"]) <= 0.15, r
 
 
