@@ -43,12 +43,12 @@ SMEM_PER_SM_BYTES = 227 * 1024  # what the benchmarks divide among the blocks of
 
 def outer_program(hw, tm: int, tn: int, warps: int, blocks_per_sm: int, instr_per_iter: float,
                   staged: bool, global_tiles: bool = False, scalar: bool = False,
-                  stream: bool = False, iters: int = ITERS) -> TileProgram:
+                  stream: bool = False, iters: int = ITERS, prefetch: bool = False) -> TileProgram:
     """The tile program of ``lds_outer_<tm>x<tn>`` (``staged=False``, one block per SM) or
     ``staged_outer_<tm>x<tn>`` with ``blocks_per_sm`` blocks of ``warps`` warps; ``global_tiles``:
     ``gstaged_outer``, whose tiles are loaded each k-step from the block's own lines (L2 hits);
     ``scalar``: ``sgstaged_outer``, A by 4-byte loads and stores; ``stream``: ``dgstaged_outer``, a new
-    tile every k-step (HBM reads)."""
+    tile every k-step (HBM reads); ``prefetch``: ``pdgstaged_outer``, that tile loaded a k-step ahead."""
     aw = (warps if staged else 32) * 4 * tm  # A row length in floats, as in microbench.cu
     bw = 8 * tn
     banks, width = hw.smem_banks, hw.smem_bank_width_bytes
@@ -94,7 +94,7 @@ def outer_program(hw, tm: int, tn: int, warps: int, blocks_per_sm: int, instr_pe
                        launch=Launch(grid=(hw.sm_count * blocks_per_sm, 1, 1), threads_per_block=32 * warps,
                                      regs_per_thread=64, smem_bytes_per_block=smem),
                        iterations=iters, step=step, epilogue=Epilogue(), flops=2.0 * ffma * iters,
-                       warp_groups=1 if staged else warps)
+                       warp_groups=1 if staged else warps, pipeline_depth=2 if prefetch else 1)
 
 
 def check(results: Path = DEFAULT_DIR, hw=None) -> list[dict]:
@@ -110,14 +110,15 @@ def check(results: Path = DEFAULT_DIR, hw=None) -> list[dict]:
     staged = results / "staged_outer.json"
     if staged.exists():
         rec = json.loads(staged.read_text())
-        for part in ("staged_outer", "gstaged_outer", "sgstaged_outer", "dgstaged_outer"):
+        for part in ("staged_outer", "gstaged_outer", "sgstaged_outer", "dgstaged_outer", "pdgstaged_outer"):
             for key, r in rec.get(part, {}).get("rows", {}).items():
                 cases.append((f"{part} {key}", r, r["tm"], r["tn"], r["warps_per_block"], r["blocks_per_sm"], True,
-                              part != "staged_outer", part == "sgstaged_outer", part == "dgstaged_outer"))
+                              part != "staged_outer", part == "sgstaged_outer", "dgstaged" in part,
+                              part == "pdgstaged_outer"))
     for name, r, tm, tn, warps, per_sm, is_staged, *kind in cases:
-        glob, scalar, stream = (kind + [False, False, False])[:3]
+        glob, scalar, stream, prefetch = (kind + [False] * 4)[:4]
         prog = outer_program(hw, tm, tn, warps, per_sm, r["instr_per_iter"], is_staged, glob, scalar, stream,
-                             iters=r.get("iters", ITERS))
+                             iters=r.get("iters", ITERS), prefetch=prefetch)
         res = simulate_program(prog, hw)
         engine = warps * per_sm * prog.iterations * r["instr_per_iter"] / (res.time_s * hw.sm_clock_hz)
         rows.append({"case": name, "blocks_per_sm": res.blocks_per_sm, "warps_per_block": warps,

@@ -334,7 +334,7 @@ extern "C" __global__ void fma_code_64k(float a, float b, int iters, float* out,
 // iteration load its operands again. Dynamic shared memory: 16 x (AW + 8 TN) floats (more to
 // keep one block per SM).
 template <int TM, int TN, bool A_ROWMAJOR = false, bool STAGED = false, bool GLOBAL = false, bool SCALAR = false,
-          bool STREAM = false>
+          bool STREAM = false, bool PREFETCH = false>
 __device__ __forceinline__ void lds_outer(int iters, float* out, long long* clk, const float4* g = nullptr) {
     extern __shared__ float4 lds_smem4[];
     float* sm = reinterpret_cast<float*>(lds_smem4);
@@ -351,11 +351,39 @@ __device__ __forceinline__ void lds_outer(int iters, float* out, long long* clk,
     for (int i = 0; i < TM; ++i)
 #pragma unroll
         for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
+    // PREFETCH (with STAGED, GLOBAL, STREAM): the next k-step's tile is loaded into registers before
+    // this k-step's math, as a GEMM pipelined by register prefetch
+    float4 pa[TM / 4], pb = make_float4(0.f, 0.f, 0.f, 0.f);
+    auto tile_ptr = [&](int step) {
+        return g + ((size_t)blockIdx.x * iters + step) * (2 * AW + 2 * BW);
+    };
+    if constexpr (PREFETCH) {
+#pragma unroll
+        for (int q = 0; q < TM / 4; ++q) pa[q] = __ldcg(tile_ptr(0) + q * blockDim.x + threadIdx.x);
+        if (threadIdx.x < 2 * TN) pb = __ldcg(tile_ptr(0) + 2 * AW + threadIdx.x);
+    }
     long long c0 = clock64();
     unsigned long long g0 = global_ns();
     for (int it = 0; it < iters; ++it) {
         const int r0 = (it & 1) * 8;
-        if constexpr (STAGED) {  // a non-pipelined GEMM's k-step: store the block's next tile, barrier
+        if constexpr (PREFETCH) {
+            __syncthreads();
+#pragma unroll
+            for (int q = 0; q < TM / 4; ++q) {
+                const int e = (q * blockDim.x + threadIdx.x) * 4;
+                *reinterpret_cast<float4*>(&As[(r0 + e / AW) * AW + e % AW]) = pa[q];
+            }
+            if (threadIdx.x < 2 * TN) {
+                const int e = threadIdx.x * 4;
+                *reinterpret_cast<float4*>(&Bs[(r0 + e / BW) * BW + e % BW]) = pb;
+            }
+            __syncthreads();
+            if (it + 1 < iters) {
+#pragma unroll
+                for (int q = 0; q < TM / 4; ++q) pa[q] = __ldcg(tile_ptr(it + 1) + q * blockDim.x + threadIdx.x);
+                if (threadIdx.x < 2 * TN) pb = __ldcg(tile_ptr(it + 1) + 2 * AW + threadIdx.x);
+            }
+        } else if constexpr (STAGED) {  // a non-pipelined GEMM's k-step: store the block's next tile, barrier
             const int bm = AW;  // this block's A tile: 8 x bm, B tile: 8 x 8TN
             __syncthreads();
             // GLOBAL: the tile comes from this block's own 8 x (bm + BW) floats in global memory, read
@@ -456,6 +484,13 @@ extern "C" __global__ void dgstaged_outer_8x8(const float4* g, int iters, float*
 }
 extern "C" __global__ void dgstaged_outer_4x4(const float4* g, int iters, float* out, long long* clk) {
     lds_outer<4, 4, false, true, true, false, true>(iters, out, clk, g);
+}
+// ... with the next k-step's tile loaded into registers before this k-step's math (register prefetch)
+extern "C" __global__ void pdgstaged_outer_8x8(const float4* g, int iters, float* out, long long* clk) {
+    lds_outer<8, 8, false, true, true, false, true, true>(iters, out, clk, g);
+}
+extern "C" __global__ void pdgstaged_outer_4x4(const float4* g, int iters, float* out, long long* clk) {
+    lds_outer<4, 4, false, true, true, false, true, true>(iters, out, clk, g);
 }
 
 // ---- DRAM latency under load: block 0's thread 0 follows a pointer chain of fresh lines (ld.global.cg,
