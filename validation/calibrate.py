@@ -554,7 +554,7 @@ GSTAGED_OUTER_CASES = ((8, 8, 4, 1), (8, 8, 4, 2), (8, 8, 4, 4), (8, 8, 8, 2), (
 
 
 def bench_staged_outer(b: _Bench, global_tiles: bool = False, scalar: bool = False, stream: bool = False,
-                       prefetch: bool = False) -> dict:
+                       prefetch: bool = False, padded: bool = False) -> dict:
     """The shared-memory-fed outer products with a non-pipelined GEMM's staging per k-step (barrier,
     the block's next tiles stored, barrier; no global loads), ``R`` blocks of ``warps`` warps per SM
     (shared memory sized so that exactly R fit): warp instructions per clock per SM. A check of how
@@ -562,13 +562,13 @@ def bench_staged_outer(b: _Bench, global_tiles: bool = False, scalar: bool = Fal
     tiles are first loaded from global memory (the block's own lines, L2 hits), as a GEMM's;
     ``scalar``: A by 4-byte loads and stores, as the non-vectorized GEMMs; ``stream``: a new tile every
     k-step, read from HBM (1000 iterations); ``prefetch``: that tile loaded into registers a k-step
-    ahead (register double buffering)."""
+    ahead (register double buffering); ``padded``: the blocks' regions 528 bytes further apart each."""
     cp = b.cp
     smem_sm = 227 * 1024
     iters = 1000 if stream else 2000
     rows: dict = {}
     for tm, tn, warps, per_sm in (GSTAGED_OUTER_CASES if global_tiles else STAGED_OUTER_CASES):
-        prefix = ("pd" if prefetch else "d") if stream else "s" if scalar else ""
+        prefix = ("pd" if prefetch else "xd" if padded else "d") if stream else "s" if scalar else ""
         name = f"{prefix}{'g' if global_tiles else ''}staged_outer_{tm}x{tn}"
         k = b.fn(name)
         smem = smem_sm // per_sm - 2048  # leaves room for the per-block reservation, not for one more block
@@ -582,7 +582,7 @@ def bench_staged_outer(b: _Bench, global_tiles: bool = False, scalar: bool = Fal
         clk = cp.zeros(2 * blocks, dtype=cp.int64)
         args = (cp.int32(iters), out, clk)
         if global_tiles:  # per block (and per k-step with stream) 8 x (bm + 8 tn) floats, bm = 4 tm per warp
-            tiles = blocks * (iters if stream else 1)
+            tiles = blocks * (iters if stream else 1) + (blocks * 33 // (2 * warps * 4 * tm + 16 * tn) + 1 if padded else 0)
             g = cp.ones(tiles * 4 * (2 * warps * 4 * tm + 16 * tn), dtype=cp.float32)
             args = (g, *args)
 
@@ -952,10 +952,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                "gstaged_outer": bench_staged_outer(b, global_tiles=True),
                "sgstaged_outer": bench_staged_outer(b, global_tiles=True, scalar=True),
                "dgstaged_outer": bench_staged_outer(b, global_tiles=True, stream=True),
-               "pdgstaged_outer": bench_staged_outer(b, global_tiles=True, stream=True, prefetch=True)}
+               "pdgstaged_outer": bench_staged_outer(b, global_tiles=True, stream=True, prefetch=True),
+               "xdgstaged_outer": bench_staged_outer(b, global_tiles=True, stream=True, padded=True)}
         out.mkdir(parents=True, exist_ok=True)
         (out / "staged_outer.json").write_text(json.dumps(res, indent=2, default=str) + "\n")
-        for part in ("staged_outer", "gstaged_outer", "sgstaged_outer", "dgstaged_outer", "pdgstaged_outer"):
+        for part in ("staged_outer", "gstaged_outer", "sgstaged_outer", "dgstaged_outer", "pdgstaged_outer",
+                     "xdgstaged_outer"):
             for key, v in res[part]["rows"].items():
                 print(f"  {part[:-13] or '-':3s} {key:14s} {v['value']:.3f} instr/clk/SM ({v['instr_per_iter']:g} instr per iteration)")
         return 0

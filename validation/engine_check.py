@@ -110,7 +110,8 @@ def check(results: Path = DEFAULT_DIR, hw=None) -> list[dict]:
     staged = results / "staged_outer.json"
     if staged.exists():
         rec = json.loads(staged.read_text())
-        for part in ("staged_outer", "gstaged_outer", "sgstaged_outer", "dgstaged_outer", "pdgstaged_outer"):
+        for part in ("staged_outer", "gstaged_outer", "sgstaged_outer", "dgstaged_outer", "pdgstaged_outer",
+                     "xdgstaged_outer"):
             for key, r in rec.get(part, {}).get("rows", {}).items():
                 cases.append((f"{part} {key}", r, r["tm"], r["tn"], r["warps_per_block"], r["blocks_per_sm"], True,
                               part != "staged_outer", part == "sgstaged_outer", "dgstaged" in part,

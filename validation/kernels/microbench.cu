@@ -334,7 +334,7 @@ extern "C" __global__ void fma_code_64k(float a, float b, int iters, float* out,
 // iteration load its operands again. Dynamic shared memory: 16 x (AW + 8 TN) floats (more to
 // keep one block per SM).
 template <int TM, int TN, bool A_ROWMAJOR = false, bool STAGED = false, bool GLOBAL = false, bool SCALAR = false,
-          bool STREAM = false, bool PREFETCH = false>
+          bool STREAM = false, bool PREFETCH = false, int REGION_PAD_VEC4 = 0>
 __device__ __forceinline__ void lds_outer(int iters, float* out, long long* clk, const float4* g = nullptr) {
     extern __shared__ float4 lds_smem4[];
     float* sm = reinterpret_cast<float*>(lds_smem4);
@@ -389,7 +389,10 @@ __device__ __forceinline__ void lds_outer(int iters, float* out, long long* clk,
             // GLOBAL: the tile comes from this block's own 8 x (bm + BW) floats in global memory, read
             // through L2 only (ld.global.cg; the same lines every k-step, so they stay L2-resident)
             // STREAM: a new tile every k-step (block b's k-step it at (b * iters + it) tiles): HBM reads
-            const float4* gb = g + (STREAM ? (size_t)blockIdx.x * iters + it : (size_t)blockIdx.x) * (2 * bm + 2 * BW);
+            // REGION_PAD_VEC4: block regions padded (an odd number of float4), so that the blocks' streams
+            // do not sit a power-of-two multiple apart
+            const float4* gb = g + (STREAM ? (size_t)blockIdx.x * iters + it : (size_t)blockIdx.x) * (2 * bm + 2 * BW)
+                               + (size_t)blockIdx.x * REGION_PAD_VEC4;
             float4 va[TM / 4], vb = make_float4(acc[0][0], 1.f, 2.f, 3.f);
             if constexpr (SCALAR) {  // 4-byte loads and stores, as the non-vectorized GEMMs stage
                 const float* gs = reinterpret_cast<const float*>(gb);
@@ -491,6 +494,13 @@ extern "C" __global__ void pdgstaged_outer_8x8(const float4* g, int iters, float
 }
 extern "C" __global__ void pdgstaged_outer_4x4(const float4* g, int iters, float* out, long long* clk) {
     lds_outer<4, 4, false, true, true, false, true, true>(iters, out, clk, g);
+}
+// dgstaged with each block's region shifted by 33 float4 (528 bytes) more than the last
+extern "C" __global__ void xdgstaged_outer_8x8(const float4* g, int iters, float* out, long long* clk) {
+    lds_outer<8, 8, false, true, true, false, true, false, 33>(iters, out, clk, g);
+}
+extern "C" __global__ void xdgstaged_outer_4x4(const float4* g, int iters, float* out, long long* clk) {
+    lds_outer<4, 4, false, true, true, false, true, false, 33>(iters, out, clk, g);
 }
 
 // ---- DRAM latency under load: block 0's thread 0 follows a pointer chain of fresh lines (ld.global.cg,
