@@ -236,3 +236,17 @@ def test_main_entry_point(monkeypatch, capsys):
         main(["hardware", "list"])
     assert e.value.code == 0
     assert "h200" in capsys.readouterr().out
+
+
+def test_validate_engine_check_and_replay_forward_options(runner, monkeypatch, tmp_path):
+    calls = []
+    _fake(monkeypatch, "validation.engine_check", "main", calls)
+    _ok(runner.invoke(cli, ["validate", "engine-check"]))
+    _ok(runner.invoke(cli, ["validate", "engine-check", "--results", str(tmp_path)]))
+    assert calls == [([],), (["--results", str(tmp_path)],)]
+    calls.clear()
+    _fake(monkeypatch, "validation.schedule_replay", "main", calls)
+    _ok(runner.invoke(cli, ["validate", "replay", "--capacity-mb", "31.4", "--plot", "x.png"]))
+    assert calls == [(["--capacity-mb", "31.4", "--plot", "x.png"],)]
+    _fake(monkeypatch, "validation.schedule_replay", "main", calls, rc=1)
+    assert runner.invoke(cli, ["validate", "replay"]).exit_code == 1

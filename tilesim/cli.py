@@ -521,6 +521,34 @@ def validate_calibrate(out_dir) -> None:
     _exit_with(rc)
 
 
+@validate.command("engine-check")
+@click.option("--results", "results_dir", type=click.Path(file_okay=False), default=None,
+              help="folder of recorded microbenchmarks (default: the validation package's)")
+def validate_engine_check(results_dir) -> None:
+    """The engine against its own recorded microbenchmarks, written as tile programs (CPU)."""
+    fn = _validation_fn("validation.engine_check", "main")
+    _exit_with(fn(["--results", str(results_dir)] if results_dir is not None else []))
+
+
+@validate.command("replay")
+@click.option("--results", "results_dir", type=click.Path(file_okay=False), default=None,
+              help="folder with schedule_trace.npz (default: the validation package's)")
+@click.option("--capacity-mb", type=float, default=None, help="L2 capacity (default: the profile's l2_bytes)")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+              help="also draw one SM's blocks for three traced kernels to this PNG")
+def validate_replay(results_dir, capacity_mb, plot_path) -> None:
+    """Replay recorded per-block schedules through an LRU L2: the DRAM reads they imply (CPU)."""
+    fn = _validation_fn("validation.schedule_replay", "main")
+    argv: list[str] = []
+    if results_dir is not None:
+        argv += ["--results", str(results_dir)]
+    if capacity_mb is not None:
+        argv += ["--capacity-mb", str(capacity_mb)]
+    if plot_path is not None:
+        argv += ["--plot", str(plot_path)]
+    _exit_with(fn(argv))
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point (``tilesim``)."""
     cli.main(args=argv, prog_name="tilesim")
