@@ -762,3 +762,18 @@ def test_dram_latency_under_load_agrees_unloaded_and_rises_near_saturation():
     assert light and heavy
     assert all(r["value"] <= 1.05 * idle["value"] for r in light)
     assert all(r["value"] >= 1.5 * idle["value"] for r in heavy)
+
+
+def test_standalone_benchmark_runs_write_metadata_first(tmp_path, monkeypatch):
+    import argparse
+    import json
+
+    import validation.metadata
+
+    monkeypatch.setattr(calibrate, "_Bench", lambda runs: ("bench", runs))
+    monkeypatch.setattr(validation.metadata, "collect_metadata", lambda: {"device_name": "test"})
+    ns = argparse.Namespace(out=str(tmp_path / "o"), runs=7)
+    res = calibrate._standalone(ns, "x.json", lambda b: {"rows": list(b)})
+    assert res == {"meta": {"device_name": "test"}, "rows": ["bench", 7]}
+    assert json.loads((tmp_path / "o" / "x.json").read_text()) == res
+    assert list(res) == ["meta", "rows"]

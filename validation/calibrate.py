@@ -549,6 +549,16 @@ STAGED_OUTER_CASES = ((8, 8, 4, 1), (8, 8, 4, 2), (8, 8, 4, 4), (8, 8, 8, 1), (8
                       (4, 4, 4, 1), (4, 4, 4, 2), (4, 4, 4, 4), (4, 4, 4, 7))  # TM, TN, warps per block, blocks per SM
 
 
+# the staged_outer variants: JSON key -> bench_staged_outer's keyword arguments (validation/engine_check.py
+# writes each as a tile program from the same table)
+STAGED_VARIANTS = {
+    "staged_outer": {},
+    "gstaged_outer": {"global_tiles": True},
+    "sgstaged_outer": {"global_tiles": True, "scalar": True},
+    "dgstaged_outer": {"global_tiles": True, "stream": True},
+    "pdgstaged_outer": {"global_tiles": True, "stream": True, "prefetch": True},
+    "xdgstaged_outer": {"global_tiles": True, "stream": True, "padded": True},
+}
 GSTAGED_OUTER_CASES = ((8, 8, 4, 1), (8, 8, 4, 2), (8, 8, 4, 4), (8, 8, 8, 2), (4, 4, 4, 2), (4, 4, 4, 4),
                        (4, 4, 4, 7))
 
@@ -879,6 +889,19 @@ def write_profile(results: dict, path: str | Path) -> Path:
     return p
 
 
+def _standalone(args, filename: str, measure) -> dict:
+    """Run one group of benchmarks alone (``measure(bench)`` returns their results) and write them,
+    after this machine's metadata, to ``<out>/<filename>``."""
+    from validation.metadata import collect_metadata  # noqa: PLC0415
+
+    b = _Bench(args.runs)
+    res = {"meta": collect_metadata(), **measure(b)}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / filename).write_text(json.dumps(res, indent=2, default=str) + "\n")
+    return res
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m validation.calibrate", description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(DEFAULT_OUT), help="directory for calibration.json")
@@ -898,19 +921,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.from_json:
         results = json.loads(Path(args.from_json).read_text())
-        dispatch = Path(args.from_json).with_name("dispatch.json")
-        if "probes" not in results["benchmarks"].get("dispatch", {}) and dispatch.exists():
-            # an older calibration.json: the scheduler probe was recorded beside it
-            results["benchmarks"]["dispatch"] = json.loads(dispatch.read_text())
-        l2p = Path(args.from_json).with_name("l2_probe.json")
-        if "writeback" not in results["benchmarks"].get("l2_probe", {}) and l2p.exists():
-            results["benchmarks"]["l2_probe"] = json.loads(l2p.read_text())
-        spread = Path(args.from_json).with_name("l1_spread.json")
-        if "value" not in results["benchmarks"].get("l1_scatter_spread", {}) and spread.exists():
-            results["benchmarks"]["l1_scatter_spread"] = json.loads(spread.read_text())["l1_scatter_spread"]
-        staging = Path(args.from_json).with_name("staging.json")
-        if "patterns" not in results["benchmarks"].get("staging", {}) and staging.exists():
-            results["benchmarks"]["staging"] = json.loads(staging.read_text())
+        # probes recorded beside calibration.json (standalone runs, or older calibrations without them):
+        # (file, benchmark key, a key the full result has, the part of the file that is the result)
+        for fname, key, full, part in (("dispatch.json", "dispatch", "probes", None),
+                                       ("l2_probe.json", "l2_probe", "writeback", None),
+                                       ("l1_spread.json", "l1_scatter_spread", "value", "l1_scatter_spread"),
+                                       ("staging.json", "staging", "patterns", None)):
+            beside = Path(args.from_json).with_name(fname)
+            if full not in results["benchmarks"].get(key, {}) and beside.exists():
+                rec = json.loads(beside.read_text())
+                results["benchmarks"][key] = rec[part] if part else rec
         results["fields"] = fields_from_benchmarks(results["benchmarks"])
         print(f"wrote {write_profile(results, args.profile)} from {args.from_json}")
         return 0
@@ -920,59 +940,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     if why:
         print(f"validation.calibrate: needs CuPy and an NVIDIA GPU: {why}", file=sys.stderr)
         return 2
-    out = Path(args.out)
     if args.l1_spread:
-        from validation.metadata import collect_metadata  # noqa: PLC0415
+        def spread(b: _Bench) -> dict:
+            clock = bench_clock(b)
+            return {"clock_probe": clock, "l1_scatter_spread": bench_l1_spread(b, clock["value"])}
 
-        b = _Bench(args.runs)
-        clock = bench_clock(b)
-        res = {"meta": collect_metadata(), "clock_probe": clock,
-               "l1_scatter_spread": bench_l1_spread(b, clock["value"])}
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "l1_spread.json").write_text(json.dumps(res, indent=2, default=str) + "\n")
+        res = _standalone(args, "l1_spread.json", spread)
         for k, v in res["l1_scatter_spread"]["by_stride"].items():
             print(f"  stride {k} B: {v['value']:.4g} lines/clk/SM (p10 {v['p10']:.4g}, p90 {v['p90']:.4g})")
         return 0
     if args.loaded_latency:
-        from validation.metadata import collect_metadata  # noqa: PLC0415
-
-        b = _Bench(args.runs)
-        res = {"meta": collect_metadata(), "loaded_latency": bench_loaded_latency(b)}
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "loaded_latency.json").write_text(json.dumps(res, indent=2, default=str) + "\n")
+        res = _standalone(args, "loaded_latency.json", lambda b: {"loaded_latency": bench_loaded_latency(b)})
         for key, v in res["loaded_latency"]["rows"].items():
             print(f"  {key:12s} {v['value']:8.1f} cycles per hop (p10 {v['p10']:.1f}, p90 {v['p90']:.1f}) "
                   f"with {v['background_bytes_per_s'] / 1e12:.2f} TB/s of background reads")
         return 0
     if args.staged_outer:
-        from validation.metadata import collect_metadata  # noqa: PLC0415
-
-        b = _Bench(args.runs)
-        res = {"meta": collect_metadata(), "staged_outer": bench_staged_outer(b),
-               "gstaged_outer": bench_staged_outer(b, global_tiles=True),
-               "sgstaged_outer": bench_staged_outer(b, global_tiles=True, scalar=True),
-               "dgstaged_outer": bench_staged_outer(b, global_tiles=True, stream=True),
-               "pdgstaged_outer": bench_staged_outer(b, global_tiles=True, stream=True, prefetch=True),
-               "xdgstaged_outer": bench_staged_outer(b, global_tiles=True, stream=True, padded=True)}
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "staged_outer.json").write_text(json.dumps(res, indent=2, default=str) + "\n")
-        for part in ("staged_outer", "gstaged_outer", "sgstaged_outer", "dgstaged_outer", "pdgstaged_outer",
-                     "xdgstaged_outer"):
+        res = _standalone(args, "staged_outer.json", lambda b: {
+            part: bench_staged_outer(b, **kw) for part, kw in STAGED_VARIANTS.items()})
+        for part in STAGED_VARIANTS:
             for key, v in res[part]["rows"].items():
                 print(f"  {part[:-13] or '-':3s} {key:14s} {v['value']:.3f} instr/clk/SM ({v['instr_per_iter']:g} instr per iteration)")
         return 0
     if args.lds_outer:
-        from validation.metadata import collect_metadata  # noqa: PLC0415
-
-        b = _Bench(args.runs)
-        res = {"meta": collect_metadata(), "lds_outer": bench_lds_outer(b)}
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "lds_outer.json").write_text(json.dumps(res, indent=2, default=str) + "\n")
+        res = _standalone(args, "lds_outer.json", lambda b: {"lds_outer": bench_lds_outer(b)})
         for key, v in res["lds_outer"]["rows"].items():
             print(f"  {key:10s} {v['value']:.3f} instr/clk/SM, {v['ffma_per_clk_per_sm']:.3f} FFMA/clk/SM "
                   f"({v['instr_per_iter']:g} instr, {v['lds_per_iter']:g} LDS per iteration)")
         return 0
     results = run_calibration(args.runs)
+    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "calibration.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
     print(f"wrote {out / 'calibration.json'} in {results['meta']['calibration_wall_s']:.1f} s")

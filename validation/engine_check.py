@@ -34,6 +34,7 @@ from tilesim.program import (
     TileProgram,
     TileRef,
 )
+from validation.calibrate import STAGED_VARIANTS
 
 DEFAULT_DIR = Path(__file__).parent / "results" / "h200"
 ROUNDS = 8  # rounds (k values) per loop iteration in microbench.cu
@@ -106,20 +107,17 @@ def check(results: Path = DEFAULT_DIR, hw=None) -> list[dict]:
     if lds.exists():
         for key, r in json.loads(lds.read_text())["lds_outer"]["rows"].items():
             if not key.startswith("rm_"):  # the row-major variant has a different fragment pattern
-                cases.append((f"lds_outer {key}", r, r["tm"], r["tn"], r["warps_per_sm"], 1, False))
+                cases.append((f"lds_outer {key}", r, r["tm"], r["tn"], r["warps_per_sm"], 1, {"staged": False}))
     staged = results / "staged_outer.json"
     if staged.exists():
         rec = json.loads(staged.read_text())
-        for part in ("staged_outer", "gstaged_outer", "sgstaged_outer", "dgstaged_outer", "pdgstaged_outer",
-                     "xdgstaged_outer"):
+        for part, kw in STAGED_VARIANTS.items():
+            # padding the blocks' regions changes addresses only, which the tile program does not see
+            flags = {"staged": True, **{k: v for k, v in kw.items() if k != "padded"}}
             for key, r in rec.get(part, {}).get("rows", {}).items():
-                cases.append((f"{part} {key}", r, r["tm"], r["tn"], r["warps_per_block"], r["blocks_per_sm"], True,
-                              part != "staged_outer", part == "sgstaged_outer", "dgstaged" in part,
-                              part == "pdgstaged_outer"))
-    for name, r, tm, tn, warps, per_sm, is_staged, *kind in cases:
-        glob, scalar, stream, prefetch = (kind + [False] * 4)[:4]
-        prog = outer_program(hw, tm, tn, warps, per_sm, r["instr_per_iter"], is_staged, glob, scalar, stream,
-                             iters=r.get("iters", ITERS), prefetch=prefetch)
+                cases.append((f"{part} {key}", r, r["tm"], r["tn"], r["warps_per_block"], r["blocks_per_sm"], flags))
+    for name, r, tm, tn, warps, per_sm, flags in cases:
+        prog = outer_program(hw, tm, tn, warps, per_sm, r["instr_per_iter"], iters=r.get("iters", ITERS), **flags)
         res = simulate_program(prog, hw)
         engine = warps * per_sm * prog.iterations * r["instr_per_iter"] / (res.time_s * hw.sm_clock_hz)
         rows.append({"case": name, "blocks_per_sm": res.blocks_per_sm, "warps_per_block": warps,
