@@ -1,41 +1,83 @@
-"""The tile-program description: what one thread block of a tiled kernel does.
+"""The tile program (v2): what every thread block of a tiled kernel does, as plain data.
 
-Every kernel family lowers to a :class:`TileProgram`; the engine executes only this description
-and knows no family by name. A user can write one by hand for a kernel of their own (see the
-README, "Describing your own kernel").
+Every kernel family lowers to a :class:`TileProgram`; the engine executes only this description and
+knows no family by name. A program carries **no costs and no GPU numbers**: accesses are given as
+the byte offsets the lanes of each warp instruction touch (:class:`WarpAccess`), and the engine's
+per-vendor cost model (:mod:`tilesim.cost`) derives sectors, cache-line cycles, bank wavefronts and
+the critical path from them and a :class:`~tilesim.hardware.HardwareSpec`. So one program runs on
+every GPU of the catalog.
 
-A block runs a *prologue* (nothing but launch in this version), a *k-loop* of ``iterations``
-identical steps, and an *epilogue*. One k-loop step is, in order:
+A program is a :class:`Launch` and an ordered tuple of :class:`Phase` s. A phase is a loop of
+``trips`` identical :class:`Step` s (a GEMM's k-loop is one phase; a two-pass softmax is two; a
+prologue that loads a tile once is a phase of one trip; an epilogue that writes the output is a
+phase of one trip). One step runs, in this order:
 
-1. the global loads of the step (``loads``), issued ``pipeline_depth - 1`` steps ahead when the
-   kernel double-buffers (``pipeline_depth >= 2``), otherwise issued and awaited in place;
-2. the shared-memory stores that stage register-loaded data (``smem_stores``);
-3. ``barriers`` block-wide barriers;
-4. the math: shared->register loads (``smem_loads``), FFMA/MMA and other instructions.
+1. its global loads (``loads``), issued ``pipeline_depth - 1`` steps ahead when the phase is
+   pipelined, and waited for; loads with ``dest="shared"`` are then stored to shared memory through
+   registers (the stores are derived from the load's ``shared_offsets``), ``dest="async"`` copies
+   land in shared memory by themselves (cp.async);
+2. its explicit shared-memory stores (``shared_stores``) and ``barriers`` block-wide barriers;
+3. its math in ``rounds`` load-then-use rounds: each round waits for its share of the shared loads
+   (``shared_loads``), then issues its share of the ``compute`` operations (FP32 FMA, special
+   functions, integer work, tensor-core MMA, warp shuffles) and shared-memory ``atomics``;
+4. its global ``stores`` and global atomics, posted (the block does not wait for them).
 
-Counts are *per block per k-step* and are warp-level (one warp instruction = 32 threads).
-Tensor tiles are named by coordinates drawn from the block index and the k-step
-(``"bx"``, ``"by"``, ``"bz"``, ``"k"``) or integer constants, so that the engine's L2 model can tell
-when two blocks touch the same data.
+Counts are per block and per step: each operation lists its warp instructions' lane offsets once
+and a ``repeat`` factor (how many times the same instructions run on other data, e.g. once per warp).
+
+Tile coordinates say which data a block touches, so that the L2 model can tell when blocks share
+it: each coordinate is an int, the name of a block index ("bx", "by", "bz"), the phase's loop index
+(``Phase.index``, "k" by default), or an :class:`Affine` combination of those.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-COORD_NAMES = ("bx", "by", "bz", "k")
+BLOCK_INDICES = ("bx", "by", "bz")
+WARP_LANES = 32  # threads per warp instruction in the description (CUDA warps, Apple SIMD-groups)
 LOAD_DESTS = ("register", "shared", "async")
+COMPUTE_PIPES = ("fma", "sfu", "int", "fp64")
+COMPUTE_DTYPES = ("fp32", "fp16", "bf16", "tf32", "fp64", "int32")
+ATOMIC_SPACES = ("shared", "global")
 
 
-def _positive(owner: str, **values: float) -> None:
+def _require(cond: bool, owner: str, name: str, value, rule: str) -> None:
+    if not cond:
+        raise ValueError(f"{owner}.{name} = {value!r}: {rule}")
+
+
+def _nonneg(owner: str, **values) -> None:
     for name, v in values.items():
-        if v is None or v < 0:
-            raise ValueError(f"{owner}: {name} must be >= 0, got {v!r}")
+        _require(isinstance(v, (int, float)) and v >= 0, owner, name, v, "must be >= 0")
+
+
+@dataclass(frozen=True)
+class Affine:
+    """``const + sum(coefficient * index)`` over block indices and the loop index."""
+
+    terms: tuple[tuple[str, int], ...] = ()
+    const: int = 0
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(n for n, _ in self.terms)
+
+    def evaluate(self, values: dict) -> int:
+        """The value with every index in ``values`` substituted (all must be given)."""
+        return self.const + sum(c * values[n] for n, c in self.terms)
+
+
+def _coord_names(c) -> tuple[str, ...]:
+    if isinstance(c, Affine):
+        return c.names()
+    if isinstance(c, str):
+        return (c,)
+    return ()
 
 
 @dataclass(frozen=True)
 class TileRef:
-    """A tile of a named tensor. ``coords`` entries are "bx", "by", "bz", "k" or ints."""
+    """A tile of a named tensor: ``coords`` place it (see the module docstring), ``tile_bytes`` its size."""
 
     tensor: str
     coords: tuple
@@ -43,103 +85,239 @@ class TileRef:
 
     def __post_init__(self) -> None:
         for c in self.coords:
-            if not (isinstance(c, int) or c in COORD_NAMES):
-                raise ValueError(f"TileRef {self.tensor}: coordinate {c!r} must be an int or one of {COORD_NAMES}")
-        if self.tile_bytes <= 0:
-            raise ValueError(f"TileRef {self.tensor}: tile_bytes must be > 0, got {self.tile_bytes}")
+            _require(isinstance(c, (int, str, Affine)) and not isinstance(c, bool), f"TileRef({self.tensor})",
+                     "coords", self.coords, "entries must be ints, index names or Affine")
+        _require(isinstance(self.tile_bytes, int) and self.tile_bytes > 0, f"TileRef({self.tensor})",
+                 "tile_bytes", self.tile_bytes, "must be a positive int")
+
+    def index_names(self) -> set[str]:
+        return {n for c in self.coords for n in _coord_names(c)}
 
 
 @dataclass(frozen=True)
-class GlobalAccess:
-    """One global-memory access stream of a block per k-step (or per epilogue).
+class WarpAccess:
+    """One warp instruction: the byte offset each lane touches (``None``: lane inactive), each
+    ``width_bytes`` wide (4, 8 or 16). Global offsets are relative to the tile's origin and may be
+    any layout (row strides included); shared offsets are addresses in the block's shared memory.
 
-    ``l2_sectors`` is what the block requests from L2 (32-byte sectors, after L1 hits), which is
-    more than ``useful_bytes / 32`` when the access is uncoalesced; ``l1_wavefronts`` is the
-    L1/LSU work in SM clock cycles (see :func:`tilesim.kernels.access.l1_cycles`);
-    ``instructions`` are warp-level.
-    ``dest`` says where loaded data goes: "register" (used directly), "shared" (through registers,
-    then stored by ``smem_stores``), "async" (cp.async straight into shared memory).
-    For stores (epilogue writes) ``dest`` is ignored.
-    """
+    ``shared_offsets`` (global loads with ``dest`` "shared" or "async" only) says where each lane's
+    data lands in shared memory; a lane whose entry is a tuple scatters its ``width_bytes`` in
+    4-byte pieces to those addresses (a transposed layout)."""
 
-    tile: TileRef
-    useful_bytes: int
-    l2_sectors: float
-    l1_wavefronts: float
-    instructions: float
-    dest: str = "register"
+    offsets: tuple
+    width_bytes: int = 4
+    shared_offsets: tuple | None = None
 
     def __post_init__(self) -> None:
-        _positive(f"access to {self.tile.tensor}", useful_bytes=self.useful_bytes, l2_sectors=self.l2_sectors,
-                  l1_wavefronts=self.l1_wavefronts, instructions=self.instructions)
-        if self.dest not in LOAD_DESTS:
-            raise ValueError(f"access to {self.tile.tensor}: dest must be one of {LOAD_DESTS}, got {self.dest!r}")
+        _require(self.width_bytes in (1, 2, 4, 8, 16), "WarpAccess", "width_bytes", self.width_bytes,
+                 "must be 1, 2, 4, 8 or 16")
+        _require(0 < len(self.offsets) <= WARP_LANES, "WarpAccess", "offsets", len(self.offsets),
+                 f"must list 1..{WARP_LANES} lanes")
+        if self.shared_offsets is not None:
+            _require(len(self.shared_offsets) == len(self.offsets), "WarpAccess", "shared_offsets",
+                     len(self.shared_offsets), f"must list as many lanes as offsets ({len(self.offsets)})")
+
+    @property
+    def active_lanes(self) -> int:
+        return sum(1 for a in self.offsets if a is not None)
+
+
+def lanes(width_bytes: int = 4, *, base: int = 0, stride_bytes: int | None = None, active: int = WARP_LANES,
+          shared_base: int | None = None, shared_stride_bytes: int | None = None) -> WarpAccess:
+    """A warp instruction whose lane ``i`` touches ``base + i * stride_bytes`` (contiguous by default:
+    the stride is the width), with the first ``active`` lanes active. ``shared_base`` adds where the
+    data lands in shared memory (contiguous unless ``shared_stride_bytes`` says otherwise)."""
+    stride = width_bytes if stride_bytes is None else stride_bytes
+    offs = tuple(base + i * stride if i < active else None for i in range(WARP_LANES))
+    shared = None
+    if shared_base is not None:
+        sstride = width_bytes if shared_stride_bytes is None else shared_stride_bytes
+        shared = tuple(shared_base + i * sstride if i < active else None for i in range(WARP_LANES))
+    return WarpAccess(offs, width_bytes, shared)
+
+
+@dataclass(frozen=True)
+class GlobalLoad:
+    """Global-memory reads of a block in one step: the ``instructions`` (times ``repeat``) into ``tile``.
+
+    The loads of one step are merged by the L1: what reaches L2 is the distinct sectors the
+    instructions touch (times ``repeat``). ``dest`` says where the data goes: "register" (used
+    directly), "shared" (stored to shared memory through registers at ``shared_offsets``), "async"
+    (copied straight into shared memory, cp.async). ``chain`` is how many dependent round trips one
+    warp makes through these loads per step (a loop that re-reads L1-resident data), for the
+    critical path."""
+
+    tile: TileRef
+    instructions: tuple[WarpAccess, ...]
+    repeat: int = 1
+    dest: str = "register"
+    chain: float = 0.0
+
+    def __post_init__(self) -> None:
+        owner = f"GlobalLoad({self.tile.tensor})"
+        _require(len(self.instructions) > 0, owner, "instructions", len(self.instructions), "must not be empty")
+        _require(isinstance(self.repeat, int) and self.repeat >= 1, owner, "repeat", self.repeat, "must be an int >= 1")
+        _require(self.dest in LOAD_DESTS, owner, "dest", self.dest, f"must be one of {', '.join(LOAD_DESTS)}")
+        _nonneg(owner, chain=self.chain)
+        if self.dest != "register":
+            _require(all(w.shared_offsets is not None for w in self.instructions), owner, "dest", self.dest,
+                     "needs shared_offsets on every instruction")
+
+
+@dataclass(frozen=True)
+class GlobalStore:
+    """Global-memory writes of a block in one step (posted: the block does not wait for them). Stores
+    are not merged across instructions: each instruction sends its own sectors to L2."""
+
+    tile: TileRef
+    instructions: tuple[WarpAccess, ...]
+    repeat: int = 1
+
+    def __post_init__(self) -> None:
+        owner = f"GlobalStore({self.tile.tensor})"
+        _require(len(self.instructions) > 0, owner, "instructions", len(self.instructions), "must not be empty")
+        _require(isinstance(self.repeat, int) and self.repeat >= 1, owner, "repeat", self.repeat, "must be an int >= 1")
 
 
 @dataclass(frozen=True)
 class SharedAccess:
-    """Shared-memory traffic of a block per k-step: bytes, warp instructions and wavefronts.
+    """Shared-memory loads or stores of a block in one step: ``instructions`` times ``repeat``.
+    Bank conflicts are derived from the lane offsets by the cost model."""
 
-    ``wavefronts`` includes bank-conflict replays; the ideal count is
-    ``bytes / (banks * bank_width)``, so ``conflict_degree`` = wavefronts / ideal.
-    """
-
-    bytes: int = 0
-    instructions: float = 0
-    wavefronts: float = 0
-    ideal_wavefronts: float | None = None  # conflict-free count; None means "as many as wavefronts"
+    instructions: tuple[WarpAccess, ...]
+    repeat: int = 1
 
     def __post_init__(self) -> None:
-        _positive("SharedAccess", bytes=self.bytes, instructions=self.instructions, wavefronts=self.wavefronts)
-        if self.ideal_wavefronts is None:
-            object.__setattr__(self, "ideal_wavefronts", self.wavefronts)
+        _require(isinstance(self.repeat, int) and self.repeat >= 1, "SharedAccess", "repeat", self.repeat,
+                 "must be an int >= 1")
 
 
 @dataclass(frozen=True)
 class Compute:
-    """Math of a block per k-step (warp-level instruction counts).
+    """``count`` warp instructions on one pipe: "fma" (FP32 fused multiply-add), "sfu" (special
+    functions: exp2, rsqrt, reciprocal), "int" (integer and other ALU work: addresses, compares,
+    moves), "fp64". ``chain`` is the longest dependent sequence of them one warp runs per step."""
 
-    ``mma`` counts tensor-core (matrix) warp instructions and ``mma_flops`` the FLOPs they do; they
-    run on the SM's share of ``tensor_flops_per_s``. (The GEMM family here is FP32 FFMA only.)
+    pipe: str
+    count: float
+    dtype: str = "fp32"
+    chain: float = 0.0
 
-    ``critical_path_cycles`` is the latency of one warp's dependent chain through a step (load ->
-    use round trips, dependent FMAs): a step can never finish faster, however idle the SM is.
-    ``rounds`` is how many times per step a warp must wait for shared-memory loads before the math
-    that uses them (one per dot product of a k-step in a GEMM).
-    """
+    def __post_init__(self) -> None:
+        _require(self.pipe in COMPUTE_PIPES, "Compute", "pipe", self.pipe, f"must be one of {', '.join(COMPUTE_PIPES)}")
+        _require(self.dtype in COMPUTE_DTYPES, "Compute", "dtype", self.dtype,
+                 f"must be one of {', '.join(COMPUTE_DTYPES)}")
+        _nonneg("Compute", count=self.count, chain=self.chain)
 
-    ffma: float = 0
-    mma: float = 0
-    mma_flops: float = 0
-    other: float = 0
-    critical_path_cycles: float = 0
+
+@dataclass(frozen=True)
+class Mma:
+    """``count`` warp-level tensor-core instructions of ``shape`` (m, n, k) on ``dtype`` inputs."""
+
+    shape: tuple[int, int, int]
+    dtype: str
+    count: float
+    chain: float = 0.0
+
+    def __post_init__(self) -> None:
+        _require(len(self.shape) == 3 and all(isinstance(x, int) and x > 0 for x in self.shape), "Mma", "shape",
+                 self.shape, "must be three positive ints (m, n, k)")
+        _require(self.dtype in COMPUTE_DTYPES, "Mma", "dtype", self.dtype, f"must be one of {', '.join(COMPUTE_DTYPES)}")
+        _nonneg("Mma", count=self.count, chain=self.chain)
+
+    @property
+    def flops(self) -> float:
+        m, n, k = self.shape
+        return 2.0 * m * n * k * self.count
+
+
+@dataclass(frozen=True)
+class Shuffle:
+    """``count`` warp shuffle instructions (``__shfl_*_sync``); ``chain`` dependent ones per warp."""
+
+    count: float
+    chain: float = 0.0
+
+    def __post_init__(self) -> None:
+        _nonneg("Shuffle", count=self.count, chain=self.chain)
+
+
+@dataclass(frozen=True)
+class Atomic:
+    """Atomic read-modify-writes: in shared memory (``instructions`` give the lane offsets, so
+    same-address lanes serialise) or in global memory (``tile`` names the target; they go to L2)."""
+
+    space: str
+    instructions: tuple[WarpAccess, ...]
+    repeat: int = 1
+    tile: TileRef | None = None
+
+    def __post_init__(self) -> None:
+        _require(self.space in ATOMIC_SPACES, "Atomic", "space", self.space, f"must be one of {', '.join(ATOMIC_SPACES)}")
+        _require(isinstance(self.repeat, int) and self.repeat >= 1, "Atomic", "repeat", self.repeat, "must be an int >= 1")
+        _require(len(self.instructions) > 0, "Atomic", "instructions", 0, "must not be empty")
+        if self.space == "global":
+            _require(self.tile is not None, "Atomic", "tile", None, "a global atomic needs its target tile")
+
+
+ComputeOp = Compute | Mma | Shuffle
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a phase, per block (see the module docstring for the order)."""
+
+    loads: tuple[GlobalLoad, ...] = ()
+    shared_stores: tuple[SharedAccess, ...] = ()
+    barriers: int = 0
+    shared_loads: tuple[SharedAccess, ...] = ()
+    compute: tuple = ()
+    atomics: tuple[Atomic, ...] = ()
+    stores: tuple[GlobalStore, ...] = ()
     rounds: int = 1
 
     def __post_init__(self) -> None:
-        if self.rounds < 1:
-            raise ValueError(f"Compute: rounds must be >= 1, got {self.rounds}")
-        _positive("Compute", ffma=self.ffma, mma=self.mma, mma_flops=self.mma_flops, other=self.other,
-                  critical_path_cycles=self.critical_path_cycles)
+        _require(isinstance(self.barriers, int) and self.barriers >= 0, "Step", "barriers", self.barriers,
+                 "must be an int >= 0")
+        _require(isinstance(self.rounds, int) and self.rounds >= 1, "Step", "rounds", self.rounds, "must be an int >= 1")
+        for op in self.compute:
+            _require(isinstance(op, (Compute, Mma, Shuffle)), "Step", "compute", type(op).__name__,
+                     "entries must be Compute, Mma or Shuffle")
+
+    def tiles(self) -> list[TileRef]:
+        return ([ld.tile for ld in self.loads] + [st.tile for st in self.stores]
+                + [a.tile for a in self.atomics if a.tile is not None])
 
 
 @dataclass(frozen=True)
-class KStep:
-    """One step of the k-loop (all counts per block)."""
+class Phase:
+    """A loop of ``trips`` identical steps. ``index`` names its loop variable in tile coordinates.
 
-    loads: tuple[GlobalAccess, ...] = ()
-    smem_stores: SharedAccess = field(default_factory=SharedAccess)
-    smem_loads: SharedAccess = field(default_factory=SharedAccess)
-    compute: Compute = field(default_factory=Compute)
-    barriers: int = 0
+    ``pipeline_depth`` is how many steps' loads may be in flight (1: none ahead; 2: double
+    buffering). ``warp_groups`` is how many groups of warps progress independently through the
+    loop (1 when the steps have barriers; up to the warp count for barrier-free loops)."""
 
+    name: str
+    trips: int
+    step: Step
+    pipeline_depth: int = 1
+    warp_groups: int = 1
+    index: str = "k"
 
-@dataclass(frozen=True)
-class Epilogue:
-    """What a block does once after its k-loop: global reads (C when beta != 0) and writes."""
-
-    reads: tuple[GlobalAccess, ...] = ()
-    writes: tuple[GlobalAccess, ...] = ()
-    instructions: float = 0
+    def __post_init__(self) -> None:
+        owner = f"Phase({self.name})"
+        _require(isinstance(self.trips, int) and self.trips >= 1, owner, "trips", self.trips, "must be an int >= 1")
+        _require(isinstance(self.pipeline_depth, int) and 1 <= self.pipeline_depth <= 8, owner, "pipeline_depth",
+                 self.pipeline_depth, "must be in 1..8")
+        _require(isinstance(self.warp_groups, int) and self.warp_groups >= 1, owner, "warp_groups",
+                 self.warp_groups, "must be an int >= 1")
+        _require(self.index not in BLOCK_INDICES, owner, "index", self.index,
+                 f"must not be a block index ({', '.join(BLOCK_INDICES)})")
+        allowed = set(BLOCK_INDICES) | {self.index}
+        for t in self.step.tiles():
+            bad = t.index_names() - allowed
+            _require(not bad, owner, f"step tile {t.tensor}", sorted(bad),
+                     f"coordinates may use only {sorted(allowed)}")
 
 
 @dataclass(frozen=True)
@@ -152,46 +330,36 @@ class Launch:
     smem_bytes_per_block: int
 
     def __post_init__(self) -> None:
-        if len(self.grid) != 3 or any(int(g) < 1 for g in self.grid):
-            raise ValueError(f"Launch: grid must be three positive ints, got {self.grid!r}")
-        if self.threads_per_block < 1:
-            raise ValueError(f"Launch: threads_per_block must be >= 1, got {self.threads_per_block}")
-        if self.regs_per_thread < 1:
-            raise ValueError(f"Launch: regs_per_thread must be >= 1, got {self.regs_per_thread}")
-        if self.smem_bytes_per_block < 0:
-            raise ValueError(f"Launch: smem_bytes_per_block must be >= 0, got {self.smem_bytes_per_block}")
+        _require(len(self.grid) == 3 and all(isinstance(g, int) and g >= 1 for g in self.grid), "Launch", "grid",
+                 self.grid, "must be three positive ints")
+        _require(self.threads_per_block >= 1, "Launch", "threads_per_block", self.threads_per_block, "must be >= 1")
+        _require(self.regs_per_thread >= 1, "Launch", "regs_per_thread", self.regs_per_thread, "must be >= 1")
+        _require(self.smem_bytes_per_block >= 0, "Launch", "smem_bytes_per_block", self.smem_bytes_per_block,
+                 "must be >= 0")
 
     @property
     def blocks(self) -> int:
         return self.grid[0] * self.grid[1] * self.grid[2]
 
+    @property
+    def warps_per_block(self) -> int:
+        return -(-self.threads_per_block // WARP_LANES)
+
 
 @dataclass(frozen=True)
 class TileProgram:
-    """What one thread block does, for every block of the grid.
+    """What every block of a grid does: a launch and its phases, run in order.
 
     ``flops`` is the useful floating-point work of the whole kernel (for rates and rooflines);
-    ``min_hbm_bytes`` the compulsory traffic (each input read once, each output written once).
-    ``pipeline_depth`` is how many k-steps' loads may be in flight (1: none ahead; 2: double
-    buffering). ``warp_groups`` is how many groups of warps progress independently through the
-    k-loop (1 when the k-loop has barriers; the warp count for barrier-free kernels).
-    """
+    ``min_hbm_bytes`` the compulsory traffic (each input read once, each output written once)."""
 
     name: str
     launch: Launch
-    iterations: int
-    step: KStep
-    epilogue: Epilogue
-    pipeline_depth: int = 1
-    warp_groups: int = 1
+    phases: tuple[Phase, ...]
     flops: float = 0.0
     min_hbm_bytes: float = 0.0
-    labels: tuple = ()
 
     def __post_init__(self) -> None:
-        if self.iterations < 0:
-            raise ValueError(f"TileProgram {self.name}: iterations must be >= 0, got {self.iterations}")
-        if not 1 <= self.pipeline_depth <= 8:
-            raise ValueError(f"TileProgram {self.name}: pipeline_depth must be in 1..8, got {self.pipeline_depth}")
-        if self.warp_groups < 1:
-            raise ValueError(f"TileProgram {self.name}: warp_groups must be >= 1, got {self.warp_groups}")
+        _require(len(self.phases) >= 1, f"TileProgram({self.name})", "phases", len(self.phases),
+                 "needs at least one phase")
+        _nonneg(f"TileProgram({self.name})", flops=self.flops, min_hbm_bytes=self.min_hbm_bytes)
