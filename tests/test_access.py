@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tilesim import hardware
-from tilesim.kernels.access import l1_cycles, ldgsts_wavefronts, smem_wavefronts
+from tilesim.cost.access import l1_cycles, ldgsts_wavefronts, smem_wavefronts
 
 
 def _lds128(chunk_of_lane):

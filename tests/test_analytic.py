@@ -22,7 +22,7 @@ from tilesim.analytic import (
     tiled_gemm_reads_elements,
     waves,
 )
-from tilesim.kernels.gemm_config import GemmConfig
+from tilesim.kernels.gemm.config import GemmConfig
 
 H200 = hardware.load("h200", calibrated=False)
 N = 4096

@@ -11,7 +11,7 @@ from tilesim.analytic import gemm_traffic
 from tilesim.engine.channel import Channel
 from tilesim.engine.l2 import L2Cache
 from tilesim.hardware import with_overrides
-from tilesim.kernels.gemm_config import check_fits
+from tilesim.kernels.gemm.config import check_fits
 
 H200 = hardware.load("h200", calibrated=False)
 

@@ -3,7 +3,7 @@
 import pytest
 
 from tilesim import GemmConfig, hardware, simulate
-from tilesim.kernels.gemm_config import check_fits
+from tilesim.kernels.gemm.config import check_fits
 
 H200 = hardware.load("h200", calibrated=False)
 

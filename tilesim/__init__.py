@@ -5,7 +5,7 @@
 """
 
 from tilesim.api import lower, resolve_hardware, simulate
-from tilesim.kernels.gemm_config import GemmConfig
+from tilesim.kernels.gemm import GemmConfig
 from tilesim.result import SimResult, Traffic
 
 __version__ = "0.1.0"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from tilesim import hardware as hw_catalog
 from tilesim.engine import simulate_program
 from tilesim.hardware import HardwareSpec
+from tilesim.kernels import registry
 from tilesim.program import TileProgram
 from tilesim.result import SimResult
 
@@ -18,25 +19,47 @@ def resolve_hardware(hardware: str | HardwareSpec) -> HardwareSpec:
     return hw_catalog.load(hardware)
 
 
-def lower(kernel, hardware: str | HardwareSpec) -> TileProgram:
-    """The tile program of ``kernel``: a TileProgram as is, or any family config with ``.lower(hw)``."""
-    hw = resolve_hardware(hardware)
+def lower(kernel, hardware: str | HardwareSpec | None = None) -> tuple[TileProgram, ...]:
+    """The tile programs of ``kernel``, one per kernel launch: a TileProgram (or a tuple of them) as
+    is, or a registered family's configuration lowered by its family. With ``hardware`` given, the
+    configuration is first checked against that GPU's limits (``ValueError`` naming the field)."""
     if isinstance(kernel, TileProgram):
+        return (kernel,)
+    if isinstance(kernel, tuple) and kernel and all(isinstance(p, TileProgram) for p in kernel):
         return kernel
-    lower_fn = getattr(kernel, "lower", None)
-    if lower_fn is None:
-        raise ValueError(f"kernel must be a TileProgram or a kernel config with .lower(hw), got {type(kernel).__name__}")
-    return lower_fn(hw)
+    fam = registry.family_of(kernel)
+    if hardware is not None:
+        fam.check_fits(kernel, resolve_hardware(hardware))
+    out = fam.lower(kernel)
+    return out if isinstance(out, tuple) else (out,)
 
 
 def simulate(kernel, hardware: str | HardwareSpec = "h200", *, timeline: bool = False,
              steady_state: bool = True) -> SimResult:
     """Predict the time and the traffic per level of ``kernel`` on ``hardware``.
 
-    ``kernel`` is a family configuration (e.g. :class:`~tilesim.kernels.gemm_config.GemmConfig`) or
-    a hand-written :class:`~tilesim.program.TileProgram`. Invalid input raises ``ValueError``
+    ``kernel`` is a family configuration (e.g. :class:`~tilesim.kernels.gemm.config.GemmConfig`), a
+    hand-written :class:`~tilesim.program.TileProgram`, or a tuple of programs launched in turn. Invalid input raises ``ValueError``
     naming the field before anything runs. ``steady_state=False`` steps every k-step instead of
     holding settled phases (slower, the reference).
     """
     hw = resolve_hardware(hardware)
-    return simulate_program(lower(kernel, hw), hw, timeline=timeline, steady_state=steady_state)
+    results = [simulate_program(p, hw, timeline=timeline, steady_state=steady_state) for p in lower(kernel, hw)]
+    return results[0] if len(results) == 1 else combine(results)
+
+
+def combine(results: list[SimResult]) -> SimResult:
+    """One result for kernels launched one after another: times, traffic and events add up."""
+    from dataclasses import fields, replace  # noqa: PLC0415
+
+    first = results[0]
+    total_s = sum(r.time_s for r in results)
+    traffic = {f.name: sum(getattr(r.traffic, f.name) for r in results) for f in fields(first.traffic)}
+    l2_load = traffic["l2_load_bytes"]
+    traffic["l2_hit_rate"] = 1.0 - traffic["hbm_read_bytes"] / l2_load if l2_load else 0.0
+    util = {k: sum(r.utilization.get(k, 0.0) * r.time_s for r in results) / total_s for k in first.utilization}
+    longest = max(results, key=lambda r: r.time_s)
+    return replace(longest, kernel="+".join(r.kernel for r in results), time_s=total_s, utilization=util,
+                   traffic=type(first.traffic)(**traffic), flops=sum(r.flops for r in results),
+                   roofline_s=sum(r.roofline_s for r in results), events=sum(r.events for r in results),
+                   timeline=None)

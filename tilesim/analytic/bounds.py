@@ -61,12 +61,3 @@ def roofline_time_s(flops: float, hbm_bytes: float, hw, *, l2_bytes: float | Non
     best = max(t for _, t in times)
     limiter = next(r for r, t in times if t == best)
     return Bound(time_s=best, limiter=limiter, times=tuple(times))
-
-
-def gemm_bound(traffic, hw) -> Bound:
-    """:func:`roofline_time_s` of a :class:`~tilesim.analytic.counts.GemmTraffic`.
-
-    Uses its FLOPs, compulsory HBM bytes, L2 bytes and shared-memory bytes (stores + loads).
-    """
-    return roofline_time_s(traffic.flops, traffic.hbm_compulsory_bytes, hw,
-                           l2_bytes=traffic.l2_bytes, smem_bytes=traffic.smem_bytes)

@@ -1,4 +1,4 @@
-"""Access-pattern arithmetic shared by kernel families: sectors, cache lines and bank conflicts.
+"""Access-pattern arithmetic of the cost model: sectors, cache lines and bank conflicts.
 
 These functions look at the byte addresses that the 32 lanes of one warp instruction touch and
 count what the memory system must do for it, the way the hardware splits a request:
@@ -120,3 +120,13 @@ def l1_cycles(addresses: Sequence[int], width_bytes: int, hw) -> float:
     lines = len({sc // positions for sc in sectors})
     return max(1.0 / hw.l1_requests_per_clk_per_sm, worst * sector * positions / hw.l1_bytes_per_clk_per_sm,
                lines / hw.l1_lines_per_clk_per_sm)
+
+
+def useful_bytes(instructions) -> int:
+    """Distinct bytes a set of warp instructions (:class:`~tilesim.program.WarpAccess`) touches."""
+    seen: set[tuple[int, int]] = set()
+    for w in instructions:
+        for a in w.offsets:
+            if a is not None:
+                seen.add((a, w.width_bytes))
+    return sum(width for _, width in seen)

@@ -1,5 +1,8 @@
 """The discrete-event engine: executes a :class:`~tilesim.program.TileProgram` on a GPU, on simpy.
 
+The engine knows no kernel family: it runs a program's phases in order, and what each step asks of
+each resource comes from the per-vendor cost model (:func:`tilesim.cost.step_cost`).
+
 What is simulated
 -----------------
 * **SMs and resident blocks.** Occupancy gives ``R`` block slots per SM. All SMs are alike, so one
@@ -11,11 +14,14 @@ What is simulated
 * **Block scheduler.** Blocks are handed out in launch order as slots free up. A last partial
   wave lands on fewer SMs than one block each, as measured on the device
   (``tail_packing_by_slots``), so its groups are smaller and its SMs more crowded.
-* **k-loop.** Each k-step issues its global loads (``pipeline_depth - 1`` steps ahead when the
-  kernel double-buffers), waits for the step's data, stages it in shared memory, and computes.
-  Loads queue on the issue, L1, L2 and HBM channels and come back after the L2 or HBM latency;
-  compute queues on the issue, FMA and shared-memory channels and never takes less than the
-  program's critical path. Barrier-free kernels run ``warp_groups`` independent warp groups.
+* **Phases.** A block group runs the program's phases in order; each is a loop of identical steps.
+  A step issues its global loads (``pipeline_depth - 1`` steps ahead when the phase is pipelined),
+  waits for the step's data, stages it in shared memory, computes, and posts its stores. Loads
+  queue on the issue, L1, L2 and HBM channels and come back after the L2 or HBM latency; compute
+  queues on the issue, math-pipe (FMA, SFU, integer, FP64, shuffle, tensor) and shared-memory
+  channels and never takes less than the step's critical path. Barrier-free loops run
+  ``warp_groups`` independent warp groups. Stores are posted: they queue on L2 (and on HBM for
+  the share of the output the L2 cannot keep dirty) but the block does not wait for them.
 * **L2.** :class:`~tilesim.engine.l2.L2Cache` decides per tile whether the data is resident:
   reuse among blocks in flight together, and capacity, decide what reaches HBM.
 
@@ -41,22 +47,25 @@ import simpy
 from tilesim.analytic.bounds import roofline_time_s
 from tilesim.analytic.occupancy import occupancy as occupancy_of
 from tilesim.analytic.waves import waves as waves_of
+from tilesim.cost import StepCost, step_cost
 from tilesim.engine.channel import Channel
 from tilesim.engine.l2 import L2Cache
 from tilesim.hardware import HardwareSpec
-from tilesim.program import GlobalAccess, TileProgram
+from tilesim.program import Affine, GlobalLoad, Phase, TileProgram, TileRef
 from tilesim.result import Interval, SimResult, Traffic
 
 STEADY_TOL = 0.01  # relative difference of two step windows that counts as settled
 GROUP_STEADY_TOL = 0.03  # the same for two consecutive block groups of a slot
 MAX_WARP_GROUPS = 8  # independent warp groups simulated per block (warps aggregated beyond)
-MAX_ROUNDS = 4  # load-then-use rounds simulated per k-step (rounds beyond are aggregated)
+MAX_ROUNDS = 4  # load-then-use rounds simulated per step (rounds beyond are aggregated)
 MAX_MATH_GROUPS = 4  # concurrent warp groups simulated per block between barriers
 MAX_TIMELINE = 20000
 FALLBACK_WINDOWS = 4  # steady windows after which a group holds alone
-CHANNELS = ("issue", "fma", "tensor", "smem", "l1", "l2", "hbm")
-COUNTERS = CHANNELS + ("hbm_read", "hbm_write", "l2_load", "l2_store",
-                       "smem_bytes", "smem_ideal", "ffma")
+MATH_PIPES = ("fma", "sfu", "int", "fp64", "shuffle")
+CHANNELS = ("issue", *MATH_PIPES, "tensor", "smem", "l1", "l2", "hbm")
+COUNTERS = CHANNELS + ("hbm_read", "hbm_write", "l2_load", "l2_store", "smem_bytes", "smem_ideal", "ffma")
+PER_SM_COUNTERS = ("issue", *MATH_PIPES, "tensor", "smem", "l1", "smem_bytes", "smem_ideal", "ffma")
+LOOP = "@"  # the loop index in a tile's projection (phases share tiles by position, not by name)
 
 
 class _Tally:
@@ -83,6 +92,49 @@ class _Lane:
         self.missed: dict = {}  # bytes missed per tile prefix in the current window
 
 
+class _Plan:
+    """One phase, ready to run: its step's cost on this GPU and what the engine derives from it."""
+
+    def __init__(self, phase: Phase, hw: HardwareSpec, warps_per_block: int) -> None:
+        self.phase = phase
+        self.trips = phase.trips
+        self.depth = phase.pipeline_depth
+        self.window = phase.pipeline_depth + 1
+        self.index = phase.index
+        cost: StepCost = step_cost(phase.step, hw)
+        self.cost = cost
+        clk = hw.sm_clock_hz
+        t = _Tally()
+        v = t.v
+        v["issue"] = cost.issue
+        for pipe in MATH_PIPES:
+            v[pipe] = getattr(cost, pipe)
+        v["tensor"] = cost.tensor_cycles
+        v["smem"] = cost.smem_wavefronts
+        v["l1"] = cost.load_l1_cycles
+        v["l2_load"] = cost.load_l2_bytes
+        v["smem_bytes"] = cost.staging_bytes + cost.shared_load_bytes
+        v["smem_ideal"] = cost.staging_ideal + cost.shared_load_ideal
+        v["ffma"] = cost.fma
+        self.tally = t
+        self.crit_s = cost.critical_path_cycles / clk
+        self.groups = min(phase.warp_groups, MAX_WARP_GROUPS)
+        self.rounds = min(phase.step.rounds, MAX_ROUNDS)
+        # barrier-free loops already run independent warp groups (``warp_groups``)
+        self.math_groups = min(warps_per_block, MAX_MATH_GROUPS) if self.groups == 1 else 1
+        # a loop body larger than the instruction cache leaves lone warps waiting on fetch
+        body_bytes = cost.issue / warps_per_block * hw.instruction_bytes
+        self.warp_ipc_per_s = hw.warp_issue_per_clk * hw.code_issue_factor(body_bytes) * clk
+        self.loads: tuple[GlobalLoad, ...] = phase.step.loads
+        self.stores = phase.step.stores
+        self.in_loop = phase.trips > 1
+        # the math of one step, per block, on each channel (spread over the rounds)
+        self.math = {pipe: getattr(cost, pipe) for pipe in MATH_PIPES if getattr(cost, pipe)}
+        if cost.tensor_cycles:
+            self.math["tensor"] = cost.tensor_cycles
+        self.math_issue = cost.math_instructions
+
+
 class Engine:
     """One simulation run. Build it, call :meth:`run`, read the returned :class:`SimResult`."""
 
@@ -98,15 +150,22 @@ class Engine:
             raise ValueError(f"{program.name}: no block fits on an SM of {hw.name} (limited by {self.occ.limiter})")
         self.env = simpy.Environment()
         clk = hw.sm_clock_hz
+        self.warps_per_block = -(-lc.threads_per_block // hw.warp_size)
+        self.plans = [_Plan(ph, hw, self.warps_per_block) for ph in program.phases]
+        used = {c for pl in self.plans for c, x in pl.tally.v.items() if x}
         self.ch = {
             "issue": Channel("issue", hw.issue_warp_instr_per_clk_per_sm * clk, "warp instructions"),
-            "fma": Channel("fma", hw.ffma_rate_at(self.occ.active_warps_per_sm) * clk, "FFMA warp instructions"),
-            "tensor": Channel("tensor", hw.tensor_flops_per_s / hw.sm_count, "matrix FLOP"),
-            "smem": Channel("smem", clk, "wavefronts"),
+            "fma": Channel("fma", hw.ffma_rate_at(self.occ.active_warps_per_sm) * clk, "FP32 warp instructions"),
+            "tensor": Channel("tensor", clk, "tensor-core cycles"),
+            "smem": Channel("smem", hw.pipe_warp_instr_per_clk("smem") * clk, "wavefronts"),
             "l1": Channel("l1", clk, "L1 cycles"),
             "l2": Channel("l2", hw.l2_bytes_per_s, "bytes"),
             "hbm": Channel("hbm", hw.hbm_bytes_per_s, "bytes"),
         }
+        for pipe in ("sfu", "int", "fp64", "shuffle"):
+            # a pipe's rate is looked up only when the program uses it (a GPU may lack a rate)
+            rate = hw.pipe_warp_instr_per_clk(pipe) * clk if pipe in used else clk
+            self.ch[pipe] = Channel(pipe, rate, f"{pipe} warp instructions")
         self.cache = L2Cache(hw.l2_bytes)
         self.total = _Tally()
         self.next_block = 0
@@ -114,58 +173,27 @@ class Engine:
         self.want_timeline = timeline
         self.timeline: list[Interval] = []
         self._proj_cache: dict = {}
-        step = program.step
         self.l2_lat_s = hw.l2_latency_cycles / clk
         self.hbm_lat_s = hw.hbm_latency_cycles / clk
-        self.iter_tally = self._step_tally()
-        self.crit_s = step.compute.critical_path_cycles / clk
         self.smem_lat_s = hw.smem_latency_cycles / clk
-        self.groups = min(program.warp_groups, MAX_WARP_GROUPS)
-        self.warps_per_block = -(-lc.threads_per_block // hw.warp_size)
-        # a loop body larger than the instruction cache leaves lone warps waiting on fetch
-        body_bytes = self.iter_tally.v["issue"] / self.warps_per_block * hw.instruction_bytes
-        self.warp_ipc_per_s = hw.warp_issue_per_clk * hw.code_issue_factor(body_bytes) * clk
-        self.async_loads = any(ld.dest == "async" for ld in step.loads)
-        self.load_instr = sum(ld.instructions for ld in step.loads)
-        self.rounds = min(step.compute.rounds, MAX_ROUNDS)
-        # barrier-free kernels already run independent warp groups (``warp_groups``)
-        self.math_groups = min(self.warps_per_block, MAX_MATH_GROUPS) if self.groups == 1 else 1
-        out_bytes = program.launch.blocks * sum(a.useful_bytes for a in program.epilogue.writes)
+        out_bytes = program.launch.blocks * sum(pl.cost.store_useful_bytes * pl.trips for pl in self.plans)
         self.dirty_bytes = min(hw.l2_dirty_bytes, hw.l2_bytes)  # never more than the whole L2
         self.writeback_share = max(0.0, 1.0 - self.dirty_bytes / out_bytes) if out_bytes else 0.0
         self.writes: list[tuple[float, float]] = []
         self.settled_group_s = 0.0  # duration of a full block group once some slot has settled
         self.tail_sms: int | None = None  # SMs a last partial wave lands on
-        self.in_loop: set[int] = set()  # slots inside a k-loop
+        self.in_loop: set[int] = set()  # slots inside a loop phase
         self.steady: dict[int, float] = {}  # steady slots -> their step period
         self.holding: dict[int, float] = {}  # holding slots -> the period they hold at
         self.group_holding: dict[int, float] = {}  # slots standing in for whole block groups -> group time
         self.group_share = 0  # groups each slot stands in for, fixed when the first one settles
-        self.changed = self.env.event()  # fires when the set of slots in a k-loop changes
+        self.changed = self.env.event()  # fires when the set of slots in a loop changes
 
-    # ----- per-step amounts (independent of which blocks run) --------------------------------
-    def _step_tally(self) -> _Tally:
-        """Per block, per k-step: the amounts every channel sees (L2/HBM filled per group)."""
-        s = self.p.step
-        t = _Tally()
-        v = t.v
-        sector = self.hw.sector_bytes
-        v["issue"] = (sum(ld.instructions for ld in s.loads) + s.smem_stores.instructions
-                      + s.smem_loads.instructions + s.compute.ffma + s.compute.mma + s.compute.other)
-        v["fma"] = s.compute.ffma
-        v["tensor"] = s.compute.mma_flops
-        v["smem"] = s.smem_stores.wavefronts + s.smem_loads.wavefronts
-        v["l1"] = sum(ld.l1_wavefronts for ld in s.loads)
-        v["l2_load"] = sum(ld.l2_sectors for ld in s.loads) * sector
-        v["smem_bytes"] = s.smem_stores.bytes + s.smem_loads.bytes
-        v["smem_ideal"] = s.smem_stores.ideal_wavefronts + s.smem_loads.ideal_wavefronts
-        v["ffma"] = s.compute.ffma
-        return t
-
-    def _projections(self, coords: tuple, first: int, count: int) -> list[tuple[tuple, int]]:
-        """Distinct tile coordinates ("k" left symbolic) over blocks first..first+count-1, with
-        how many of those blocks touch each."""
-        key = (coords, first, count)
+    # ----- which tiles a block group touches ------------------------------------------------------
+    def _projections(self, tile: TileRef, index: str, first: int, count: int) -> list[tuple[tuple, int]]:
+        """Distinct tile coordinates (the loop index left symbolic) over blocks first..first+count-1,
+        with how many of those blocks touch each."""
+        key = (tile.coords, index, first, count)
         got = self._proj_cache.get(key)
         if got is None:
             gx, gy, _ = self.p.launch.grid
@@ -174,7 +202,7 @@ class Engine:
                 bx, rest = b % gx, b // gx
                 by, bz = rest % gy, rest // gy
                 named = {"bx": bx, "by": by, "bz": bz}
-                proj = tuple(named.get(c, c) if c != "k" else "k" for c in coords)
+                proj = tuple(_project(c, named, index) for c in tile.coords)
                 seen[proj] = seen.get(proj, 0) + 1
             got = list(seen.items())
             if len(self._proj_cache) > 4096:
@@ -182,7 +210,8 @@ class Engine:
             self._proj_cache[key] = got
         return got
 
-    def _touch(self, acc: GlobalAccess, first: int, count: int, k: int, missed_tiles: dict | None = None) -> float:
+    def _touch(self, tile: TileRef, index: str, first: int, count: int, k: int,
+               missed_tiles: dict | None = None) -> float:
         """Look the tiles of one access up in L2 for a block group; return the bytes missed.
 
         Blocks of the group touching the same tile share one fetch when the tile fits in L2;
@@ -190,9 +219,9 @@ class Engine:
         are noted in ``missed_tiles`` (prefix -> bytes) when given.
         """
         missed = 0.0
-        name, size = acc.tile.tensor, acc.tile.tile_bytes
+        name, size = tile.tensor, tile.tile_bytes
         fits = size <= self.cache.capacity_bytes
-        for proj, mult in self._projections(acc.tile.coords, first, count):
+        for proj, mult in self._projections(tile, index, first, count):
             if not self.cache.access((name, proj), k, size, self.env.now):
                 m = size if fits else size * mult
                 missed += m
@@ -205,95 +234,126 @@ class Engine:
         if self.want_timeline and len(self.timeline) < MAX_TIMELINE and t1 > t0:
             self.timeline.append(Interval(slot, kind, t0, t1))
 
-    def _issue_loads(self, k: int, first: int, count: int, share: float, lane: _Lane | None,
+    def _issue_loads(self, pl: _Plan, k: int, first: int, count: int, share: float, lane: _Lane | None,
                      tally: _Tally) -> float:
-        """Send one k-step's loads of a group; return when the data is in (registers or smem).
+        """Send one step's loads of a group; return when the data is in (registers or smem).
 
         Only the lead warp group (``lane`` given) looks tiles up in L2, noting its misses."""
-        env, ch, s = self.env, self.ch, self.p.step
+        env, ch, c = self.env, self.ch, pl.cost
         now = env.now
-        it = self.iter_tally.v
         missed = 0.0
         if lane is not None:
-            for ld in s.loads:
-                missed += self._touch(ld, first, count, k, lane.missed)
-        l2_bytes = it["l2_load"] * count * share
-        done = max(ch["issue"].request(now, self.load_instr * share),
-                   ch["l1"].request(now, it["l1"] * share),
+            for ld in pl.loads:
+                missed += self._touch(ld.tile, pl.index, first, count, k, lane.missed)
+        l2_bytes = c.load_l2_bytes * count * share
+        done = max(ch["issue"].request(now, c.load_instructions * share),
+                   ch["l1"].request(now, c.load_l1_cycles * share),
                    ch["l2"].request(now, l2_bytes))
         if missed:
             done = max(done, ch["hbm"].request(now, missed))
-        if self.async_loads:  # cp.async writes shared memory on arrival
-            done = max(done, ch["smem"].request(now, s.smem_stores.wavefronts * share))
+        if c.async_staging:  # cp.async writes shared memory on arrival
+            done = max(done, ch["smem"].request(now, c.staging_wavefronts * share))
         v = tally.v
         v["l2_load"] += l2_bytes
         v["l2"] += l2_bytes
         v["hbm"] += missed
         v["hbm_read"] += missed
-        v["l1"] += it["l1"] * share
+        v["l1"] += c.load_l1_cycles * share
         return done + (self.hbm_lat_s if missed else self.l2_lat_s)
 
-    def _compute(self, share: float, tally: _Tally):
-        """Stage the step's data in shared memory (if not async) and do the step's math (a process).
+    def _compute(self, pl: _Plan, count: int, share: float, tally: _Tally):
+        """Stage the step's data in shared memory (unless cp.async did), pass its barriers, do its
+        math and issue its stores (a process).
 
         The math runs in ``rounds`` (at most MAX_ROUNDS) load-then-use rounds: each waits for its
         shared loads (wavefronts on the smem channel, then the shared-memory latency) before its
-        FMAs and other instructions. A block that synchronises at barriers splits its warps into
-        up to MAX_MATH_GROUPS groups that run their rounds concurrently until the barrier, so one
+        math instructions. A block that synchronises at barriers splits its warps into up to
+        MAX_MATH_GROUPS groups that run their rounds concurrently until the barrier, so one
         group's loads overlap another's math; no warp issues faster than ``warp_issue_per_clk``.
         """
-        env, ch, s = self.env, self.ch, self.p.step
-        it = self.iter_tally.v
+        env, ch, c = self.env, self.ch, pl.cost
         t0 = env.now
-        if not self.async_loads and s.smem_stores.wavefronts:
-            done = max(ch["smem"].request(t0, s.smem_stores.wavefronts * share),
-                       ch["issue"].request(t0, s.smem_stores.instructions * share))
+        staging = 0.0 if c.async_staging else c.staging_wavefronts
+        if staging or c.staging_instructions or c.barriers:
+            done = max(ch["smem"].request(t0, staging * share),
+                       ch["issue"].request(t0, (c.staging_instructions + c.barriers) * share))
             if done > env.now:
                 yield env.timeout(done - env.now)
-        groups = self.math_groups
+        groups = pl.math_groups
         if groups == 1:
-            yield from self._math(share)
+            yield from self._math(pl, share)
         else:
-            yield simpy.AllOf(env, [env.process(self._math(share / groups)) for _ in range(groups)])
-        if env.now < t0 + self.crit_s:
-            yield env.timeout(t0 + self.crit_s - env.now)
+            yield simpy.AllOf(env, [env.process(self._math(pl, share / groups)) for _ in range(groups)])
+        if env.now < t0 + pl.crit_s:
+            yield env.timeout(t0 + pl.crit_s - env.now)
         v = tally.v
-        v["issue"] += it["issue"] * share
-        v["fma"] += it["fma"] * share
-        v["tensor"] += it["tensor"] * share
-        v["smem"] += it["smem"] * share
-        for key in ("smem_bytes", "smem_ideal", "ffma"):
+        it = pl.tally.v
+        for key in ("issue", *MATH_PIPES, "tensor", "smem", "smem_bytes", "smem_ideal", "ffma"):
             v[key] += it[key] * share
+        if pl.stores or c.store_instructions:
+            yield from self._stores(pl, count, share, tally)
 
-    def _math(self, share: float):
+    def _math(self, pl: _Plan, share: float):
         """One group of warps through the step's load-then-use rounds (a process)."""
-        env, ch, c = self.env, self.ch, self.p.step.compute
-        lds = self.p.step.smem_loads
-        r = self.rounds
+        env, ch, c = self.env, self.ch, pl.cost
+        r = pl.rounds
         f = share / r
         warps = max(self.warps_per_block * share, 1e-9)
+        lds_wave, lds_instr = c.shared_load_wavefronts, c.shared_load_instructions
+        atomics = c.atomic_wavefronts
         for _ in range(r):
             now = env.now
-            if lds.wavefronts:
-                done = max(ch["smem"].request(now, lds.wavefronts * f),
-                           ch["issue"].request(now, lds.instructions * f)) + self.smem_lat_s
+            if lds_wave:
+                done = max(ch["smem"].request(now, lds_wave * f),
+                           ch["issue"].request(now, lds_instr * f)) + self.smem_lat_s
                 yield env.timeout(done - now)
                 now = env.now
-            instr = (c.ffma + c.mma + c.other) * f
-            done = max(ch["fma"].request(now, c.ffma * f), ch["tensor"].request(now, c.mma_flops * f),
-                       ch["issue"].request(now, instr), now + instr / warps / self.warp_ipc_per_s)
+            instr = pl.math_issue * f
+            done = max(ch["issue"].request(now, instr), now + instr / warps / pl.warp_ipc_per_s)
+            for pipe, amount in pl.math.items():
+                done = max(done, ch[pipe].request(now, amount * f))
+            if atomics:
+                done = max(done, ch["smem"].request(now, atomics * f))
             yield env.timeout(done - now)
             self.events += 1
 
-    def _steps(self, slot: int, lane: _Lane, first: int, count: int, share: float, lead: bool,
+    def _stores(self, pl: _Plan, count: int, share: float, tally: _Tally):
+        """Issue a step's global stores (and global atomics); L2 and HBM take them posted.
+
+        Written lines stay dirty in L2 (taking its capacity) and reach HBM when evicted: the HBM
+        channel carries the share of the kernel's output that cannot stay resident."""
+        env, ch, c = self.env, self.ch, pl.cost
+        t0 = env.now
+        wr_bytes = c.store_l2_bytes * count * share
+        written = c.store_useful_bytes * count * share
+        wr_hbm = written * self.writeback_share
+        if written:
+            self.cache.write(written, env.now)
+            self.writes.append((self.cache.clock(env.now), written))
+        done = max(ch["issue"].request(t0, c.store_instructions * share),
+                   ch["l1"].request(t0, c.store_l1_cycles * share))
+        ch["l2"].request(t0, wr_bytes)  # posted: the block does not wait for them
+        ch["hbm"].request(t0, wr_hbm)
+        v = tally.v
+        v["issue"] += c.store_instructions * share
+        v["l1"] += c.store_l1_cycles * share
+        v["l2"] += wr_bytes
+        v["l2_store"] += wr_bytes
+        v["hbm"] += wr_hbm
+        v["hbm_write"] += written  # adjusted for what is still resident at the end, in run()
+        if done > env.now:
+            yield env.timeout(done - env.now)
+
+    def _steps(self, pl: _Plan, slot: int, lane: _Lane, first: int, count: int, share: float, lead: bool,
                start: int, steps: int, tally: _Tally):
-        """One warp group runs k-steps ``start .. start+steps-1`` (a simpy process)."""
+        """One warp group runs steps ``start .. start+steps-1`` of a phase (a simpy process)."""
         env = self.env
-        n = self.p.iterations
-        depth = self.p.pipeline_depth
+        n = pl.trips
+        depth = pl.depth
         for i in range(start, start + steps):
             while lane.issued < min(n, i + depth):
-                lane.pending.append(self._issue_loads(lane.issued, first, count, share, lane if lead else None, tally))
+                lane.pending.append(self._issue_loads(pl, lane.issued, first, count, share,
+                                                      lane if lead else None, tally))
                 lane.issued += 1
             ready = lane.pending.popleft()
             t0 = env.now
@@ -301,7 +361,7 @@ class Engine:
                 yield env.timeout(ready - t0)
             self._record(slot, "load_wait", t0, env.now)
             t1 = env.now
-            yield from self._compute(share, tally)
+            yield from self._compute(pl, count, share, tally)
             self._record(slot, "compute", t1, env.now)
             self.events += 1
 
@@ -348,71 +408,43 @@ class Engine:
         old, self.changed = self.changed, self.env.event()
         old.succeed()
 
-    def _epilogue(self, slot: int, first: int, count: int, tally: _Tally):
-        env, ch, ep, hw = self.env, self.ch, self.p.epilogue, self.hw
-        t0 = env.now
-        missed = sum(self._touch(acc, first, count, 0) for acc in ep.reads)
-        rd_bytes = sum(a.l2_sectors for a in ep.reads) * hw.sector_bytes * count
-        wr_bytes = sum(a.l2_sectors for a in ep.writes) * hw.sector_bytes * count
-        written = sum(a.useful_bytes for a in ep.writes) * count
-        # written lines stay dirty in L2 (taking its capacity) and reach HBM when evicted; the
-        # HBM channel carries the share of the kernel's output that cannot stay resident
-        wr_hbm = written * self.writeback_share
-        if written:
-            self.cache.write(written, env.now)
-            self.writes.append((self.cache.clock(env.now), written))
-        l1 = sum(a.l1_wavefronts for a in ep.reads + ep.writes)
-        instr = ep.instructions + sum(a.instructions for a in ep.reads + ep.writes)
-        done = max(ch["issue"].request(t0, instr), ch["l1"].request(t0, l1))
-        if ep.reads:
-            done = max(done, ch["l2"].request(t0, rd_bytes)) + (self.hbm_lat_s if missed else self.l2_lat_s)
-            if missed:
-                done = max(done, ch["hbm"].request(t0, missed))
-        ch["l2"].request(t0, wr_bytes)  # stores are posted: the block does not wait for them
-        ch["hbm"].request(t0, wr_hbm)
-        v = tally.v
-        v["issue"] += instr
-        v["l1"] += l1
-        v["l2"] += rd_bytes + wr_bytes
-        v["l2_load"] += rd_bytes
-        v["l2_store"] += wr_bytes
-        v["hbm"] += missed + wr_hbm
-        v["hbm_read"] += missed
-        v["hbm_write"] += written  # adjusted for what is still resident at the end, in run()
-        if done > env.now:
-            yield env.timeout(done - env.now)
-        self._record(slot, "epilogue", t0, env.now)
-        self.events += 1
-
     def _group(self, slot: int, first: int, count: int):
-        """A block group: ``count`` blocks (one per SM) from ``first`` in launch order.
+        """A block group: ``count`` blocks (one per SM) from ``first`` in launch order, through
+        every phase of the program in turn."""
+        tally = _Tally()
+        for pl in self.plans:
+            yield from self._phase(pl, slot, first, count, tally)
+        return tally
 
-        The k-loop runs in windows of ``pipeline_depth + 1`` steps (every warp group finishes a
+    def _phase(self, pl: _Plan, slot: int, first: int, count: int, tally: _Tally):
+        """One phase of a block group.
+
+        The loop runs in windows of ``pipeline_depth + 1`` steps (every warp group finishes a
         window before the next starts). A group is *steady* once two windows take the same time.
-        It holds the rest of its loop (but one window) once every slot in a k-loop is steady or
+        It holds the rest of its loop (but one window) once every slot in a loop is steady or
         already holding, at the period the holding slots hold at, else the steady slots' mean
         period (alike slots share the SM alike),
         or alone after FALLBACK_WINDOWS steady windows. A hold that the arrival or departure of
         another slot cuts short leaves the group stepping again until it settles anew.
         """
         env = self.env
-        n = self.p.iterations
-        window = self.p.pipeline_depth + 1
-        share = 1.0 / self.groups
-        lanes = [_Lane() for _ in range(self.groups)]
-        tally = _Tally()
+        n = pl.trips
+        window = pl.window
+        share = 1.0 / pl.groups
+        lanes = [_Lane() for _ in range(pl.groups)]
         per_step: list[float] = []
         i = 0
         held = False
         steady_windows = 0
-        self.in_loop.add(slot)
-        self._loop_set_changed()
+        if pl.in_loop:
+            self.in_loop.add(slot)
+            self._loop_set_changed()
         while i < n:
             w = min(window, n - i)
             t0 = env.now
             wt = _Tally()
             lanes[0].missed.clear()
-            yield simpy.AllOf(env, [env.process(self._steps(slot, ln, first, count, share, g == 0, i, w, wt))
+            yield simpy.AllOf(env, [env.process(self._steps(pl, slot, ln, first, count, share, g == 0, i, w, wt))
                                     for g, ln in enumerate(lanes)])
             tally.add(wt)
             per_step.append((env.now - t0) / w)
@@ -456,11 +488,10 @@ class Engine:
                 held = done == n_hold
                 per_step.clear()
                 steady_windows = 0
-        self.in_loop.discard(slot)
-        self._loop_set_changed()
+        if pl.in_loop:
+            self.in_loop.discard(slot)
+            self._loop_set_changed()
         self.steady.pop(slot, None)
-        yield from self._epilogue(slot, first, count, tally)
-        return tally
 
     def _slot(self, slot: int):
         """One resident-block slot of every SM: takes block groups until the grid is done."""
@@ -527,9 +558,8 @@ class Engine:
 
     def _scale_and_add(self, tally: _Tally, count: int) -> None:
         """Add a group's tally to the kernel totals: per-SM counters times the blocks it stands for."""
-        per_sm = ("issue", "fma", "tensor", "smem", "l1", "smem_bytes", "smem_ideal", "ffma")
         for k, x in tally.v.items():
-            self.total.v[k] += x * count if k in per_sm else x
+            self.total.v[k] += x * count if k in PER_SM_COUNTERS else x
 
     def run(self) -> SimResult:
         for s in range(self.occ.blocks_per_sm):
@@ -569,6 +599,20 @@ class Engine:
         )
 
 
+def _project(coord, named: dict, index: str):
+    """One coordinate of a tile for a block: block indices substituted, the loop index kept
+    symbolic (as ``LOOP``, so phases with other index names share tiles by position)."""
+    if isinstance(coord, Affine):
+        rest = sum(c * named[n] for n, c in coord.terms if n != index) + coord.const
+        step = sum(c for n, c in coord.terms if n == index)
+        return (LOOP, step, rest) if step else rest
+    if coord == index:
+        return LOOP
+    if isinstance(coord, str):
+        return named[coord]
+    return coord
+
+
 def simulate_program(program: TileProgram, hw: HardwareSpec, *, timeline: bool = False,
                      steady_state: bool = True) -> SimResult:
     """Run the discrete-event model of ``program`` on ``hw``.
@@ -576,7 +620,5 @@ def simulate_program(program: TileProgram, hw: HardwareSpec, *, timeline: bool =
     ``steady_state=False`` simulates every k-step of every block group instead of holding settled
     phases: the reference the fast path approximates, tens of times slower.
     """
-    if program.iterations == 0 and not program.epilogue.writes:
-        raise ValueError(f"{program.name}: nothing to simulate (no k-steps and no epilogue writes)")
     return Engine(program, hw, timeline=timeline, steady_state=steady_state).run()
 

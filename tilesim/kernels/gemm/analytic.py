@@ -4,7 +4,7 @@ Two layers:
 
 * the source document's back-of-envelope numbers (:func:`naive_gemm_reads`,
   :func:`naive_time_s`, :func:`reuse_factor`, :func:`tiled_gemm_reads_elements`), in *elements*;
-* :func:`gemm_traffic`, per-level byte counts of one :class:`~tilesim.kernels.gemm_config.GemmConfig`
+* :func:`gemm_traffic`, per-level byte counts of one :class:`~tilesim.kernels.gemm.config.GemmConfig`
   (global loads requested, compulsory HBM, shared-memory stores and loads, register operands),
   from which arithmetic intensities per level follow.
 """
@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+from tilesim.analytic.bounds import Bound, roofline_time_s
 
 REGISTER_BYTES = 4
 """Bytes per 32-bit register operand."""
@@ -159,7 +161,7 @@ def _smem_loads_per_thread_per_k(cfg) -> int:
 
 
 def gemm_traffic(cfg) -> GemmTraffic:
-    """Analytic traffic of a :class:`~tilesim.kernels.gemm_config.GemmConfig`.
+    """Analytic traffic of a :class:`~tilesim.kernels.gemm.config.GemmConfig`.
 
     With ``e = cfg.elem_bytes``, grid ``gx = ceil(n / bn)`` x ``gy = ceil(m / bm)`` and
     ``k_tiles = ceil(k / bk)``:
@@ -211,3 +213,12 @@ def gemm_traffic(cfg) -> GemmTraffic:
         smem_load_bytes=smem_load,
         register_operand_reads=3 * ffma,
     )
+
+
+def gemm_bound(traffic, hw) -> Bound:
+    """:func:`roofline_time_s` of a :class:`GemmTraffic`.
+
+    Uses its FLOPs, compulsory HBM bytes, L2 bytes and shared-memory bytes (stores + loads).
+    """
+    return roofline_time_s(traffic.flops, traffic.hbm_compulsory_bytes, hw,
+                           l2_bytes=traffic.l2_bytes, smem_bytes=traffic.smem_bytes)

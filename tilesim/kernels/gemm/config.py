@@ -200,12 +200,6 @@ class GemmConfig:
     def flops(self) -> float:
         return 2.0 * self.m * self.n * self.k
 
-    def lower(self, hw):
-        """The tile program of this configuration on ``hw`` (see :mod:`tilesim.kernels.gemm`)."""
-        from tilesim.kernels.gemm import lower
-
-        return lower(self, hw)
-
     def with_(self, **changes) -> GemmConfig:
         return replace(self, **changes)
 

@@ -1,0 +1,207 @@
+"""NVIDIA's cost rules: what one step of a tile program asks of each per-SM and chip-wide resource.
+
+Derived from the step's lane offsets and a :class:`~tilesim.hardware.HardwareSpec`, once per
+program (never in the engine's event loop):
+
+* global loads: the distinct 32-byte sectors of a block's step reach L2 (the L1 merges repeated
+  sectors within a step); each instruction occupies the L1 for :func:`~tilesim.cost.access.l1_cycles`;
+* register-staged loads (``dest="shared"``) are followed by shared stores at their
+  ``shared_offsets`` (a lane whose entry is a tuple scatters 4-byte pieces: one store instruction
+  per piece); asynchronous copies (``dest="async"``) write shared memory on arrival, costing
+  :func:`~tilesim.cost.access.ldgsts_wavefronts` (a scattered copy is one 4-byte cp.async per piece);
+* shared loads and stores: bank wavefronts by :func:`~tilesim.cost.access.smem_wavefronts`;
+* shared atomics: lanes on the same bank serialise, same address included (no broadcast);
+* global stores and atomics: each instruction sends its own sectors to L2;
+* every warp instruction (loads, stores, shared accesses, math, shuffles, barriers, atomics) takes
+  an issue slot;
+* the critical path of one warp through a step: the shared-load latency when the step reads shared
+  memory, one barrier latency per barrier, and ``chain`` times the latency of each dependent
+  operation.
+
+A barrier's latency is taken as one shared-memory latency (the rule the GEMM model has used since
+session 1; not measured separately).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from tilesim.cost.access import (
+    global_sectors_and_lines,
+    ideal_wavefronts,
+    l1_cycles,
+    ldgsts_wavefronts,
+    smem_wavefronts,
+    useful_bytes,
+)
+from tilesim.program import Compute, Mma, Shuffle, Step, WarpAccess
+
+PIPES = ("fma", "sfu", "int", "fp64", "shuffle")
+
+
+@dataclass
+class StepCost:
+    """Per block and per step: amounts for every channel and the counters reported."""
+
+    load_instructions: float = 0.0  # global load (or cp.async) warp instructions
+    load_l1_cycles: float = 0.0
+    load_l2_bytes: float = 0.0  # sectors requested from L2, in bytes
+    load_useful_bytes: float = 0.0
+    staging_instructions: float = 0.0  # shared stores of register-staged loads and explicit ones
+    staging_wavefronts: float = 0.0  # shared wavefronts of those stores (or of cp.async arrivals)
+    staging_ideal: float = 0.0
+    staging_bytes: float = 0.0
+    async_staging: bool = False  # the staging wavefronts come with the loads (cp.async)
+    shared_load_instructions: float = 0.0
+    shared_load_wavefronts: float = 0.0
+    shared_load_ideal: float = 0.0
+    shared_load_bytes: float = 0.0
+    fma: float = 0.0
+    sfu: float = 0.0
+    int: float = 0.0
+    fp64: float = 0.0
+    shuffle: float = 0.0
+    tensor_flops: float = 0.0
+    tensor_cycles: float = 0.0  # tensor-core cycles at the instruction shape's and dtype's rate
+    mma_instructions: float = 0.0
+    math_instructions: float = 0.0  # every compute, shuffle and shared-atomic instruction
+    atomic_wavefronts: float = 0.0  # shared atomics on the shared-memory pipe
+    barriers: float = 0.0
+    store_instructions: float = 0.0  # global stores and global atomics
+    store_l1_cycles: float = 0.0
+    store_l2_bytes: float = 0.0
+    store_useful_bytes: float = 0.0
+    critical_path_cycles: float = 0.0
+
+    @property
+    def issue(self) -> float:
+        """Every warp instruction of the step."""
+        return (self.load_instructions + self.staging_instructions + self.shared_load_instructions
+                + self.math_instructions + self.barriers + self.store_instructions)
+
+    @property
+    def smem_wavefronts(self) -> float:
+        return self.staging_wavefronts + self.shared_load_wavefronts + self.atomic_wavefronts
+
+    def scaled(self, factor: float) -> StepCost:
+        out = StepCost()
+        for f in fields(self):
+            v = getattr(self, f.name)
+            setattr(out, f.name, v * factor if isinstance(v, float) else v)
+        return out
+
+
+def _pieces(w: WarpAccess) -> list[tuple[list, list, int]]:
+    """The (global offsets, shared offsets, width) of each cp.async instruction of a staged access."""
+    shared = w.shared_offsets
+    if shared is not None and any(isinstance(s, tuple) for s in shared):
+        n = max(len(s) for s in shared if isinstance(s, tuple))
+        step = w.width_bytes // n
+        return [([None if a is None else a + q * step for a in w.offsets],
+                 [None if s is None else s[q] for s in shared], step) for q in range(n)]
+    return [(list(w.offsets), list(shared or ()), w.width_bytes)]
+
+
+def step_cost(step: Step, hw) -> StepCost:
+    """What one block's step costs on an NVIDIA GPU (see the module docstring)."""
+    c = StepCost()
+    banks, bank_w, sector = hw.smem_banks, hw.smem_bank_width_bytes, hw.sector_bytes
+    crit = 0.0
+    for ld in step.loads:
+        r = ld.repeat
+        sectors: set[int] = set()
+        instr = l1 = 0.0
+        st_instr = st_wave = st_ideal = 0.0
+        for w in ld.instructions:
+            active = [a for a in w.offsets if a is not None]
+            sectors.update((a + off) // sector for a in active for off in range(0, max(w.width_bytes, 4), 4))
+            if ld.dest == "async":
+                for g, sa, width in _pieces(w):
+                    ga = [a for a in g if a is not None]
+                    instr += 1
+                    l1 += l1_cycles(ga, width, hw)
+                    st_wave += ldgsts_wavefronts(ga, sa, width, hw)
+                    st_ideal += ideal_wavefronts(sum(1 for s in sa if s is not None), width, banks, bank_w)
+                continue
+            instr += 1
+            l1 += l1_cycles(active, w.width_bytes, hw)
+            if ld.dest == "shared":
+                for _, sa, width in _pieces(w):
+                    st_instr += 1
+                    st_wave += smem_wavefronts(sa, width, banks, bank_w)
+                    st_ideal += ideal_wavefronts(sum(1 for s in sa if s is not None), width, banks, bank_w)
+        c.load_instructions += instr * r
+        c.load_l1_cycles += l1 * r
+        c.load_l2_bytes += len(sectors) * sector * r
+        c.load_useful_bytes += useful_bytes(ld.instructions) * r
+        c.staging_instructions += st_instr * r
+        c.staging_wavefronts += st_wave * r
+        c.staging_ideal += st_ideal * r
+        if ld.dest != "register":
+            c.staging_bytes += useful_bytes(ld.instructions) * r
+        c.async_staging = c.async_staging or ld.dest == "async"
+        crit += ld.chain * hw.l1_latency_cycles
+    for acc in step.shared_stores:
+        for w in acc.instructions:
+            c.staging_instructions += acc.repeat
+            c.staging_wavefronts += smem_wavefronts(list(w.offsets), w.width_bytes, banks, bank_w) * acc.repeat
+            c.staging_ideal += ideal_wavefronts(w.active_lanes, w.width_bytes, banks, bank_w) * acc.repeat
+        c.staging_bytes += useful_bytes(acc.instructions) * acc.repeat
+    for acc in step.shared_loads:
+        for w in acc.instructions:
+            c.shared_load_instructions += acc.repeat
+            c.shared_load_wavefronts += smem_wavefronts(list(w.offsets), w.width_bytes, banks, bank_w) * acc.repeat
+            c.shared_load_ideal += ideal_wavefronts(w.active_lanes, w.width_bytes, banks, bank_w) * acc.repeat
+        c.shared_load_bytes += sum(w.active_lanes * w.width_bytes for w in acc.instructions) * acc.repeat
+    if step.shared_loads:
+        crit += hw.smem_latency_cycles
+    for op in step.compute:
+        if isinstance(op, Mma):
+            c.tensor_flops += op.flops
+            c.tensor_cycles += op.flops / hw.mma_flops_per_clk(op.shape, op.dtype)
+            c.mma_instructions += op.count
+            c.math_instructions += op.count
+            if op.chain:
+                crit += op.chain * hw.pipe_latency_cycles("tensor")
+        elif isinstance(op, Shuffle):
+            c.shuffle += op.count
+            c.math_instructions += op.count
+            if op.chain:
+                crit += op.chain * hw.pipe_latency_cycles("shuffle")
+        elif isinstance(op, Compute):
+            setattr(c, op.pipe, getattr(c, op.pipe) + op.count)
+            c.math_instructions += op.count
+            if op.chain:
+                crit += op.chain * hw.pipe_latency_cycles(op.pipe)
+    for at in step.atomics:
+        for w in at.instructions:
+            if at.space == "shared":
+                c.atomic_wavefronts += _atomic_wavefronts(w, banks, bank_w) * at.repeat
+                c.math_instructions += at.repeat
+            else:
+                active = [a for a in w.offsets if a is not None]
+                s, _ = global_sectors_and_lines(active, w.width_bytes, sector, 4 * sector)
+                c.store_instructions += at.repeat
+                c.store_l2_bytes += s * sector * at.repeat
+    c.barriers = float(step.barriers)
+    crit += step.barriers * hw.smem_latency_cycles
+    for st in step.stores:
+        for w in st.instructions:
+            active = [a for a in w.offsets if a is not None]
+            s, _ = global_sectors_and_lines(active, w.width_bytes, sector, 4 * sector)
+            c.store_instructions += st.repeat
+            c.store_l2_bytes += s * sector * st.repeat
+            c.store_l1_cycles += l1_cycles(active, w.width_bytes, hw) * st.repeat
+        c.store_useful_bytes += useful_bytes(st.instructions) * st.repeat
+    c.critical_path_cycles = crit
+    return c
+
+
+def _atomic_wavefronts(w: WarpAccess, banks: int, bank_w: int) -> int:
+    """Passes a shared atomic needs: lanes on one bank serialise, same address too."""
+    per_bank: dict[int, int] = {}
+    for a in w.offsets:
+        if a is not None:
+            b = (a // bank_w) % banks
+            per_bank[b] = per_bank.get(b, 0) + 1
+    return max(per_bank.values(), default=0)
