@@ -10,17 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tilesim import hardware
-from tilesim.analytic import (
-    Bound,
+from tilesim.analytic import Bound, roofline_time_s, smem_bytes_per_s, waves
+from tilesim.kernels.gemm.analytic import (
     gemm_bound,
     gemm_traffic,
     naive_gemm_reads,
     naive_time_s,
     reuse_factor,
-    roofline_time_s,
-    smem_bytes_per_s,
     tiled_gemm_reads_elements,
-    waves,
 )
 from tilesim.kernels.gemm.config import GemmConfig
 

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tilesim import GemmConfig, hardware, simulate
-from tilesim.analytic import gemm_traffic
+from tilesim.kernels.gemm.analytic import gemm_traffic
 from tilesim.engine.channel import Channel
 from tilesim.engine.l2 import L2Cache
 from tilesim.hardware import with_overrides
@@ -101,7 +101,7 @@ def test_timeline_event_order_per_slot():
             assert b.start_s >= a.end_s - 1e-15, (a, b)
         kinds = [i.kind for i in spans]
         assert kinds[0] in ("load_wait", "compute")
-        first_epi = kinds.index("epilogue")
+        first_epi = [i.phase for i in spans].index("epilogue")
         assert "compute" in kinds[:first_epi]
     # The first step of slot 0 waits for its loads, then computes.
     s0 = [i for i in r.timeline if i.slot == 0]
@@ -205,7 +205,7 @@ def test_property_random_valid_configs(cfg):
     assert 0 <= r.traffic.hbm_write_bytes <= cfg.bm * cfg.bn * cfg.elem_bytes * r.blocks + 1e-6
     assert r.traffic.l2_store_bytes > 0
     assert 1 <= r.blocks_per_sm <= H200.max_blocks_per_sm
-    assert r.bound in ("issue", "fma", "smem", "l1", "l2", "hbm", "latency")
+    assert r.bound in ("issue", "fma", "int", "smem", "l1", "l2", "hbm", "latency")
 
 
 def test_last_partial_wave_lands_as_packed_as_the_hardware_says(monkeypatch):
@@ -234,17 +234,23 @@ def test_tensor_core_work_runs_on_the_tensor_channel():
 
     from tilesim.kernels.gemm import lower
 
-    base = lower(GemmConfig(2048, 2048, 2048, "reg2d"), H200)
-    c = base.step.compute
-    flops = c.ffma * 64  # the same math as matrix instructions, 2 FLOP per lane FMA
-    mma = replace(base, step=replace(base.step, compute=replace(c, ffma=0, mma=c.ffma / 64, mma_flops=flops)))
+    from tilesim.program import Compute, Mma
+
+    base = lower(GemmConfig(2048, 2048, 2048, "reg2d"))
+    kloop = base.phases[0]
+    ffma = sum(op.count for op in kloop.step.compute if isinstance(op, Compute) and op.pipe == "fma")
+    others = tuple(op for op in kloop.step.compute if not (isinstance(op, Compute) and op.pipe == "fma"))
+    # the same math as m16n8k16 matrix instructions (4096 FLOP each), 2 FLOP per lane FMA
+    mma_ops = others + (Mma((16, 8, 16), "fp16", ffma * 64 / 4096),)
+    mma = replace(base, phases=(replace(kloop, step=replace(kloop.step, compute=mma_ops)), *base.phases[1:]))
     r_ffma, r_mma = simulate(base, H200), simulate(mma, H200)
     assert r_mma.utilization["tensor"] > 0 and r_mma.utilization["fma"] == 0
     assert r_ffma.utilization["tensor"] == 0
     # with the FFMA issue gone the kernel is left to its shared-memory traffic
     assert r_mma.bound == "smem"
-    slow_tensor = with_overrides(H200, tensor_flops_per_s=H200.tensor_flops_per_s / 1000)
-    assert simulate(mma, slow_tensor).bound == "tensor"
+    slow = replace(mma, phases=(replace(kloop, step=replace(kloop.step, compute=others + (
+        Mma((16, 8, 16), "fp16", ffma * 64 / 4096 * 1000),))), *base.phases[1:]))
+    assert simulate(slow, H200).bound == "tensor"
 
 
 def test_last_partial_wave_puts_equal_blocks_on_the_sms_it_lands_on(monkeypatch):

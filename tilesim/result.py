@@ -11,9 +11,10 @@ class Interval:
     """One span of a resident block slot on the representative SM (for timeline plots)."""
 
     slot: int
-    kind: str  # "load_wait", "compute", "steady", "epilogue"
+    kind: str  # "load_wait", "compute", "steady" (a held run of settled steps)
     start_s: float
     end_s: float
+    phase: str = ""  # the program phase it belongs to
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ session 1; not measured separately).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field
 
 from tilesim.cost.access import (
     global_sectors_and_lines,
@@ -36,7 +36,6 @@ from tilesim.cost.access import (
 )
 from tilesim.program import Compute, Mma, Shuffle, Step, WarpAccess
 
-PIPES = ("fma", "sfu", "int", "fp64", "shuffle")
 
 
 @dataclass
@@ -56,11 +55,8 @@ class StepCost:
     shared_load_wavefronts: float = 0.0
     shared_load_ideal: float = 0.0
     shared_load_bytes: float = 0.0
-    fma: float = 0.0
-    sfu: float = 0.0
-    int: float = 0.0
-    fp64: float = 0.0
-    shuffle: float = 0.0
+    # warp instructions per (pipe, dtype): ("fma", "fp32"), ("sfu", "fp32"), ("shuffle", "int32") ...
+    pipe_instructions: dict = field(default_factory=dict)
     tensor_flops: float = 0.0
     tensor_cycles: float = 0.0  # tensor-core cycles at the instruction shape's and dtype's rate
     mma_instructions: float = 0.0
@@ -83,12 +79,14 @@ class StepCost:
     def smem_wavefronts(self) -> float:
         return self.staging_wavefronts + self.shared_load_wavefronts + self.atomic_wavefronts
 
-    def scaled(self, factor: float) -> StepCost:
-        out = StepCost()
-        for f in fields(self):
-            v = getattr(self, f.name)
-            setattr(out, f.name, v * factor if isinstance(v, float) else v)
-        return out
+    @property
+    def ffma(self) -> float:
+        """FP32 instructions on the FMA pipe (FFMA, FADD, FMUL, FMNMX)."""
+        return self.pipe_instructions.get(("fma", "fp32"), 0.0)
+
+    def add_pipe(self, pipe: str, dtype: str, count: float) -> None:
+        key = (pipe, dtype)
+        self.pipe_instructions[key] = self.pipe_instructions.get(key, 0.0) + count
 
 
 def _pieces(w: WarpAccess) -> list[tuple[list, list, int]]:
@@ -164,12 +162,12 @@ def step_cost(step: Step, hw) -> StepCost:
             if op.chain:
                 crit += op.chain * hw.pipe_latency_cycles("tensor")
         elif isinstance(op, Shuffle):
-            c.shuffle += op.count
+            c.add_pipe("shuffle", "int32", op.count)
             c.math_instructions += op.count
             if op.chain:
                 crit += op.chain * hw.pipe_latency_cycles("shuffle")
         elif isinstance(op, Compute):
-            setattr(c, op.pipe, getattr(c, op.pipe) + op.count)
+            c.add_pipe(op.pipe, op.dtype, op.count)
             c.math_instructions += op.count
             if op.chain:
                 crit += op.chain * hw.pipe_latency_cycles(op.pipe)

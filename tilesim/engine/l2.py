@@ -69,6 +69,10 @@ class L2Cache:
         self._last[(prefix, k)] = now_c
         return hit
 
+    def mark(self, prefix, k: int, now_s: float) -> None:
+        """Note that a tile was just written: it is resident (its bytes are counted by :meth:`write`)."""
+        self._last[(prefix, k)] = self.clock(now_s)
+
     def write(self, size_bytes: float, now_s: float) -> None:
         """Written (dirty) data enters L2 and takes its share of the capacity."""
         self._break(now_s, size_bytes)

@@ -95,7 +95,7 @@ class _Lane:
 class _Plan:
     """One phase, ready to run: its step's cost on this GPU and what the engine derives from it."""
 
-    def __init__(self, phase: Phase, hw: HardwareSpec, warps_per_block: int) -> None:
+    def __init__(self, phase: Phase, hw: HardwareSpec, warps_per_block: int, active_warps: float) -> None:
         self.phase = phase
         self.trips = phase.trips
         self.depth = phase.pipeline_depth
@@ -107,15 +107,23 @@ class _Plan:
         t = _Tally()
         v = t.v
         v["issue"] = cost.issue
+        # the math of one step per pipe, in the pipe's cycles at each dtype's rate on this GPU
+        self.math: dict[str, float] = {}
+        for (pipe, dtype), count in cost.pipe_instructions.items():
+            if count:
+                rate = hw.pipe_warp_instr_per_clk(pipe, dtype, warps=active_warps if pipe == "fma" else None)
+                self.math[pipe] = self.math.get(pipe, 0.0) + count / rate
+        if cost.tensor_cycles:
+            self.math["tensor"] = cost.tensor_cycles
         for pipe in MATH_PIPES:
-            v[pipe] = getattr(cost, pipe)
+            v[pipe] = self.math.get(pipe, 0.0)
         v["tensor"] = cost.tensor_cycles
         v["smem"] = cost.smem_wavefronts
         v["l1"] = cost.load_l1_cycles
         v["l2_load"] = cost.load_l2_bytes
         v["smem_bytes"] = cost.staging_bytes + cost.shared_load_bytes
         v["smem_ideal"] = cost.staging_ideal + cost.shared_load_ideal
-        v["ffma"] = cost.fma
+        v["ffma"] = cost.ffma
         self.tally = t
         self.crit_s = cost.critical_path_cycles / clk
         self.groups = min(phase.warp_groups, MAX_WARP_GROUPS)
@@ -127,11 +135,8 @@ class _Plan:
         self.warp_ipc_per_s = hw.warp_issue_per_clk * hw.code_issue_factor(body_bytes) * clk
         self.loads: tuple[GlobalLoad, ...] = phase.step.loads
         self.stores = phase.step.stores
+        self.atomics = tuple(a for a in phase.step.atomics if a.space == "global")
         self.in_loop = phase.trips > 1
-        # the math of one step, per block, on each channel (spread over the rounds)
-        self.math = {pipe: getattr(cost, pipe) for pipe in MATH_PIPES if getattr(cost, pipe)}
-        if cost.tensor_cycles:
-            self.math["tensor"] = cost.tensor_cycles
         self.math_issue = cost.math_instructions
 
 
@@ -151,21 +156,17 @@ class Engine:
         self.env = simpy.Environment()
         clk = hw.sm_clock_hz
         self.warps_per_block = -(-lc.threads_per_block // hw.warp_size)
-        self.plans = [_Plan(ph, hw, self.warps_per_block) for ph in program.phases]
-        used = {c for pl in self.plans for c, x in pl.tally.v.items() if x}
-        self.ch = {
+        self.plans = [_Plan(ph, hw, self.warps_per_block, self.occ.active_warps_per_sm) for ph in program.phases]
+        # math pipes count in their own cycles (each dtype at its rate, see _Plan); a pipe's rate
+        # is looked up only when the program uses it (a GPU may lack one)
+        self.ch = {pipe: Channel(pipe, clk, f"{pipe} cycles") for pipe in (*MATH_PIPES, "tensor")}
+        self.ch.update({
             "issue": Channel("issue", hw.issue_warp_instr_per_clk_per_sm * clk, "warp instructions"),
-            "fma": Channel("fma", hw.ffma_rate_at(self.occ.active_warps_per_sm) * clk, "FP32 warp instructions"),
-            "tensor": Channel("tensor", clk, "tensor-core cycles"),
             "smem": Channel("smem", hw.pipe_warp_instr_per_clk("smem") * clk, "wavefronts"),
             "l1": Channel("l1", clk, "L1 cycles"),
             "l2": Channel("l2", hw.l2_bytes_per_s, "bytes"),
             "hbm": Channel("hbm", hw.hbm_bytes_per_s, "bytes"),
-        }
-        for pipe in ("sfu", "int", "fp64", "shuffle"):
-            # a pipe's rate is looked up only when the program uses it (a GPU may lack a rate)
-            rate = hw.pipe_warp_instr_per_clk(pipe) * clk if pipe in used else clk
-            self.ch[pipe] = Channel(pipe, rate, f"{pipe} warp instructions")
+        })
         self.cache = L2Cache(hw.l2_bytes)
         self.total = _Tally()
         self.next_block = 0
@@ -230,9 +231,9 @@ class Engine:
         return missed
 
     # ----- processes ----------------------------------------------------------------------------
-    def _record(self, slot: int, kind: str, t0: float, t1: float) -> None:
+    def _record(self, slot: int, kind: str, t0: float, t1: float, phase: str = "") -> None:
         if self.want_timeline and len(self.timeline) < MAX_TIMELINE and t1 > t0:
-            self.timeline.append(Interval(slot, kind, t0, t1))
+            self.timeline.append(Interval(slot, kind, t0, t1, phase))
 
     def _issue_loads(self, pl: _Plan, k: int, first: int, count: int, share: float, lane: _Lane | None,
                      tally: _Tally) -> float:
@@ -249,6 +250,9 @@ class Engine:
         done = max(ch["issue"].request(now, c.load_instructions * share),
                    ch["l1"].request(now, c.load_l1_cycles * share),
                    ch["l2"].request(now, l2_bytes))
+        # a tile's bytes never exceed what the group asks of L2 for it (tiles named larger than
+        # the lanes touch, as in a tiny problem)
+        missed = min(missed, c.load_l2_bytes * count)
         if missed:
             done = max(done, ch["hbm"].request(now, missed))
         if c.async_staging:  # cp.async writes shared memory on arrival
@@ -261,7 +265,7 @@ class Engine:
         v["l1"] += c.load_l1_cycles * share
         return done + (self.hbm_lat_s if missed else self.l2_lat_s)
 
-    def _compute(self, pl: _Plan, count: int, share: float, tally: _Tally):
+    def _compute(self, pl: _Plan, k: int, first: int, count: int, share: float, tally: _Tally):
         """Stage the step's data in shared memory (unless cp.async did), pass its barriers, do its
         math and issue its stores (a process).
 
@@ -290,8 +294,8 @@ class Engine:
         it = pl.tally.v
         for key in ("issue", *MATH_PIPES, "tensor", "smem", "smem_bytes", "smem_ideal", "ffma"):
             v[key] += it[key] * share
-        if pl.stores or c.store_instructions:
-            yield from self._stores(pl, count, share, tally)
+        if pl.stores or pl.atomics:
+            yield from self._stores(pl, k, first, count, share, tally)
 
     def _math(self, pl: _Plan, share: float):
         """One group of warps through the step's load-then-use rounds (a process)."""
@@ -317,13 +321,25 @@ class Engine:
             yield env.timeout(done - now)
             self.events += 1
 
-    def _stores(self, pl: _Plan, count: int, share: float, tally: _Tally):
+    def _stores(self, pl: _Plan, k: int, first: int, count: int, share: float, tally: _Tally):
         """Issue a step's global stores (and global atomics); L2 and HBM take them posted.
 
         Written lines stay dirty in L2 (taking its capacity) and reach HBM when evicted: the HBM
-        channel carries the share of the kernel's output that cannot stay resident."""
+        channel carries the share of the kernel's output that cannot stay resident. The written
+        tiles are resident for later reads; a global atomic's target is read into L2 first when
+        it is not resident."""
         env, ch, c = self.env, self.ch, pl.cost
         t0 = env.now
+        for st in pl.stores:
+            for proj, _ in self._projections(st.tile, pl.index, first, count):
+                self.cache.mark((st.tile.tensor, proj), k, env.now)
+        missed = 0.0
+        for at in pl.atomics:
+            missed += self._touch(at.tile, pl.index, first, count, k)
+        if missed:
+            ch["hbm"].request(t0, missed)
+            tally.v["hbm"] += missed
+            tally.v["hbm_read"] += missed
         wr_bytes = c.store_l2_bytes * count * share
         written = c.store_useful_bytes * count * share
         wr_hbm = written * self.writeback_share
@@ -359,14 +375,14 @@ class Engine:
             t0 = env.now
             if ready > t0:
                 yield env.timeout(ready - t0)
-            self._record(slot, "load_wait", t0, env.now)
+            self._record(slot, "load_wait", t0, env.now, pl.phase.name)
             t1 = env.now
-            yield from self._compute(pl, count, share, tally)
-            self._record(slot, "compute", t1, env.now)
+            yield from self._compute(pl, i, first, count, share, tally)
+            self._record(slot, "compute", t1, env.now, pl.phase.name)
             self.events += 1
 
     def _hold(self, slot: int, per: _Tally, period_s: float, times: int, tally: _Tally, ranges=(),
-              interruptible: bool = False):
+              interruptible: bool = False, phase: str = ""):
         """Stand in for ``times`` repetitions of a settled phase of length ``period_s``.
 
         The phase's channel demand is reserved for its duration, its missed bytes stream into the
@@ -398,7 +414,7 @@ class Engine:
         self.cache.stop_stream(stream, env.now)
         for c, r in rates.items():
             self.ch[c].release(r, env.now - t0)
-        self._record(slot, "steady", t0, env.now)
+        self._record(slot, "steady", t0, env.now, phase)
         tally.add(per, done)
         self.events += 1
         return done
@@ -480,7 +496,8 @@ class Engine:
                 ranges = [(prefix, i, i + n_hold) for prefix in lanes[0].missed]
                 self.steady.pop(slot, None)
                 self.holding[slot] = a
-                done = yield from self._hold(slot, per, a, n_hold, tally, ranges, interruptible=True)
+                done = yield from self._hold(slot, per, a, n_hold, tally, ranges, interruptible=True,
+                                             phase=pl.phase.name)
                 self.holding.pop(slot, None)
                 i += done
                 for ln in lanes:
