@@ -1,23 +1,34 @@
-"""The tilesim command line, through click's CliRunner (CPU only, fast; `bench` only in smoke mode)."""
+"""The tilesim command line, through click's CliRunner (CPU only, fast; `bench` only in smoke mode).
+
+The commands are generic over kernel families: besides GEMM, a toy streaming-copy family
+(tests/toy_family.py) is registered in some tests to show that nothing is GEMM-specific.
+"""
 
 from __future__ import annotations
 
 import csv
 import json
-import os
 import sys
 import types
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from toy_family import register_toy
 
 from tilesim import GemmConfig, simulate
 from tilesim.cli import cli
+from tilesim.kernels import registry
 
 
 @pytest.fixture
 def runner():
     return CliRunner()
+
+
+@pytest.fixture
+def toy(monkeypatch):
+    return register_toy(monkeypatch)
 
 
 def _ok(res):
@@ -35,15 +46,20 @@ def _err(res, *needles):
     return lines[0]
 
 
-# ----- simulate ---------------------------------------------------------------------------------
+SMALL = ["--m", "256", "--n", "256", "--k", "256"]
+
+
+# ----- simulate <family> ------------------------------------------------------------------------
 def test_simulate_gemm_prints_a_report(runner):
+    # the README's command, at a smaller size
     res = _ok(runner.invoke(cli, ["simulate", "gemm", "--m", "1024", "--n", "1024", "--k", "1024",
                                   "--variant", "reg2d", "--bm", "128", "--bn", "128", "--bk", "8",
-                                  "--tm", "8", "--tn", "8"]))
+                                  "--tm", "8", "--tn", "8", "--hardware", "h200"]))
     out = res.stdout
-    for needle in ("reg2d_128x128x8_t8x8", "ms", "TFLOP/s", "FP32 peak", "bound", "roofline",
-                   "utilization", "HBM", "L2", "hit rate", "wavefronts", "bank-conflict",
-                   "operand bytes", "instructions", "blocks/SM", "limited by", "waves"):
+    for needle in ("reg2d_128x128x8_t8x8", "1024", "ms", "TFLOP/s", "FP32 peak", "bandwidth", "HBM peak",
+                   "bound", "roofline", "utilization", "HBM", "L2", "hit rate", "wavefronts",
+                   "bank-conflict", "instructions", "blocks/SM", "limited by", "waves",
+                   "256 threads", "blocks of"):
         assert needle in out, needle
 
 
@@ -51,28 +67,37 @@ def test_simulate_gemm_json_round_trip(runner):
     args = ["simulate", "gemm", "--m", "512", "--n", "768", "--k", "256", "--variant", "warp",
             "--bm", "128", "--bn", "128", "--bk", "16", "--wm", "64", "--wn", "64", "--wniter", "4",
             "--tm", "8", "--tn", "4", "--vectorize", "--pipeline", "cp_async", "--stages", "3", "--json"]
-    res = _ok(runner.invoke(cli, args))
-    d = json.loads(res.stdout)
+    d = json.loads(_ok(runner.invoke(cli, args)).stdout)
     assert d["time_s"] > 0 and d["tflops"] > 0
     cfg = GemmConfig(512, 768, 256, "warp", bm=128, bn=128, bk=16, wm=64, wn=64, wniter=4, tm=8, tn=4,
                      vectorize=True, pipeline="cp_async", stages=3)
-    expect = simulate(cfg, "h200").to_dict()
-    assert d == json.loads(json.dumps(expect))
-    assert d["kernel"].endswith(cfg.label)
+    assert d == json.loads(json.dumps(simulate(cfg, "h200").to_dict()))
 
 
-def test_simulate_default_stages_follow_the_pipeline(runner):
-    d = json.loads(_ok(runner.invoke(cli, ["simulate", "gemm", "--m", "256", "--n", "256", "--k", "256",
-                                           "--pipeline", "regs", "--json"])).stdout)
-    assert d["kernel"].endswith("regs2")
+def test_options_are_generated_from_the_knobs_with_dashes_or_underscores(runner):
+    fam = registry.get("gemm")
+    help_text = _ok(runner.invoke(cli, ["simulate", "gemm", "--help"])).stdout
+    for knob in fam.knobs():
+        assert f"--{knob.name.replace('_', '-')}" in help_text, knob.name
+    assert "required (problem size)" in help_text and "--no-vectorize" in help_text
+    base = ["simulate", "gemm", *SMALL, "--variant", "reg2d", "--json"]
+    dashed = json.loads(_ok(runner.invoke(cli, [*base, "--smem-pad", "4"])).stdout)
+    under = json.loads(_ok(runner.invoke(cli, [*base, "--smem_pad", "4"])).stdout)
+    assert dashed == under and "pad4" in dashed["kernel"]
 
 
 def test_simulate_timeline_png(runner, tmp_path):
     png = tmp_path / "t" / "tl.png"
-    res = _ok(runner.invoke(cli, ["simulate", "gemm", "--m", "256", "--n", "256", "--k", "256",
-                                  "--timeline", str(png), "--json"]))
+    res = _ok(runner.invoke(cli, ["simulate", "gemm", *SMALL, "--timeline", str(png), "--json"]))
     assert png.stat().st_size > 1000
     json.loads(res.stdout)  # stdout stays pure JSON
+    assert "wrote timeline" in res.stderr
+
+
+def test_simulate_exact_steps_every_step(runner):
+    held = json.loads(_ok(runner.invoke(cli, ["simulate", "gemm", *SMALL, "--json"])).stdout)
+    exact = json.loads(_ok(runner.invoke(cli, ["simulate", "gemm", *SMALL, "--exact", "--json"])).stdout)
+    assert exact["time_s"] > 0 and exact["events"] >= held["events"]
 
 
 @pytest.mark.parametrize("args, needles", [
@@ -81,11 +106,50 @@ def test_simulate_timeline_png(runner, tmp_path):
     (["--hardware", "gpu9000"], ("hardware", "gpu9000", "h200")),
     (["--variant", "bogus"], ("variant", "bogus")),
     (["--pipeline", "cp_async", "--stages", "9"], ("stages",)),
+    (["--pipeline", "regs"], ("stages", "1")),  # the CLI guesses nothing: the config says what it needs
     (["--m", "0"], ("GemmConfig.m",)),
+    (["--bm", "big"], ("bm", "big", "integer")),
+    (["--vectorize", "--variant", "naive"], ("vectorize", "naive")),
     (["--variant", "warp", "--wniter", "3"], ("wniter",)),
+    (["--bogus", "3"], ("gemm", "unknown knob", "--bogus", "bm")),
 ])
 def test_simulate_bad_input_is_one_error_line_and_exit_2(runner, args, needles):
-    _err(runner.invoke(cli, ["simulate", "gemm", "--m", "256", "--n", "256", "--k", "256", *args]), *needles)
+    _err(runner.invoke(cli, ["simulate", "gemm", *SMALL, *args]), *needles)
+
+
+def test_simulate_unknown_family_and_missing_problem_size(runner):
+    _err(runner.invoke(cli, ["simulate", "conv9d", "--m", "4"]), "unknown kernel family", "conv9d", "gemm")
+    _err(runner.invoke(cli, ["simulate", "gemm", "--m", "256"]), "gemm", "missing", "--n", "--k")
+
+
+def test_simulate_a_second_family_through_the_same_command(runner, toy):
+    assert "toy" in _ok(runner.invoke(cli, ["simulate", "--help"])).stdout
+    out = _ok(runner.invoke(cli, ["simulate", "toy", "--n", "1048576", "--threads", "128", "--vec"])).stdout
+    for needle in ("copy_t128_vec@1048576", "toy n=1048576", "bandwidth", "HBM peak", "2048 blocks of 128 threads"):
+        assert needle in out, needle
+    assert "FP32 peak" not in out  # a copy does no floating-point work
+    _err(runner.invoke(cli, ["simulate", "toy", "--n", "1024", "--threads", "100"]), "threads", "100", "512")
+    _err(runner.invoke(cli, ["simulate", "toy", "--n", "1024", "--bm", "4"]), "toy", "unknown knob", "--bm")
+
+
+# ----- families ---------------------------------------------------------------------------------
+def test_families_lists_every_family_with_its_knobs(runner, toy):
+    out = _ok(runner.invoke(cli, ["families"])).stdout
+    for needle in ("gemm", "toy", "a streaming copy", "knob", "type", "default", "choices", "doc",
+                   "problem fields: m, n, k", "variant", "regs_per_thread", "64, 128, 256, 512",
+                   "elements to copy", "(required)"):
+        assert needle in out, needle
+    one = _ok(runner.invoke(cli, ["families", "toy"])).stdout
+    assert "toy" in one and "gemm" not in one and "threads per block" in one
+
+
+def test_families_unknown_name(runner):
+    _err(runner.invoke(cli, ["families", "conv9d"]), "conv9d", "gemm")
+
+
+def test_usage_errors_are_one_line(runner):
+    _err(runner.invoke(cli, ["frobnicate"]), "frobnicate")
+    _err(runner.invoke(cli, ["sweep", "--top", "many"]), "--top", "many")
 
 
 # ----- hardware ---------------------------------------------------------------------------------
@@ -122,68 +186,98 @@ bn = 16
 """
 
 
+def _scenario(tmp_path, text=TINY, name="tiny.toml"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
 def test_sweep_tiny_scenario_with_csv_json_and_plot(runner, tmp_path):
-    sc = tmp_path / "tiny.toml"
-    sc.write_text(TINY)
+    sc = _scenario(tmp_path)
     csv_path, json_path, png = tmp_path / "o" / "s.csv", tmp_path / "o" / "s.json", tmp_path / "o" / "s.png"
     traffic = tmp_path / "o" / "t.png"
     res = _ok(runner.invoke(cli, ["sweep", str(sc), "--csv", str(csv_path), "--json", str(json_path),
                                   "--plot", str(png), "--top", "2", "--traffic-plot", str(traffic)]))
     out = res.stdout
-    assert "256x256x256" in out and "512x256x128" in out and "best per shape" in out
+    assert "tiny (gemm)" in out and "m x n x k = 256x256x256" in out and "512x256x128" in out
+    assert "best per shape" in out and "(fastest 2)" in out
     assert "skipped 2 invalid configuration(s)" in out and "GemmConfig.tm = 7" in out
-    assert "(fastest 2)" in out
     with csv_path.open() as fh:
         rows = list(csv.DictReader(fh))
     assert len(rows) == 8  # (3 grid + 1 config) x 2 shapes, two of them skipped
     assert sum(1 for r in rows if r["error"]) == 2
     assert all(float(r["time_s"]) > 0 for r in rows if not r["error"])
+    assert {r["family"] for r in rows} == {"gemm"} and rows[0]["full_label"].endswith("@256x256x256")
     doc = json.loads(json_path.read_text())
-    assert doc["scenario"] == "tiny" and len(doc["rows"]) == 8
-    assert png.stat().st_size > 1000
-    assert str(png) in out
+    assert doc["scenario"] == "tiny" and doc["family"] == "gemm" and len(doc["rows"]) == 8
+    assert png.stat().st_size > 1000 and str(png) in out
     assert traffic.stat().st_size > 1000 and "traffic plot" in out
 
 
 def test_sweep_default_plot_path(runner, tmp_path):
-    sc = tmp_path / "tiny.toml"
-    sc.write_text(TINY)
+    sc = _scenario(tmp_path)
     with runner.isolated_filesystem(temp_dir=tmp_path) as d:
         res = _ok(runner.invoke(cli, ["sweep", str(sc)]))
-        from pathlib import Path
         assert (Path(d) / "out" / "sweep_tiny.png").is_file()
         assert "out/sweep_tiny.png" in res.stdout
 
 
 def test_sweep_hardware_override_and_no_plot(runner, tmp_path):
-    sc = tmp_path / "tiny.toml"
-    sc.write_text(TINY)
+    sc = _scenario(tmp_path)
     with runner.isolated_filesystem(temp_dir=tmp_path) as d:
         res = _ok(runner.invoke(cli, ["sweep", str(sc), "--hardware", "a100_sxm4", "--no-plot"]))
         assert "A100" in res.stdout
-        from pathlib import Path
         assert not (Path(d) / "out").exists()
+
+
+def test_sweep_of_another_family(runner, tmp_path, toy):
+    sc = _scenario(tmp_path, """
+name = "copies"
+family = "toy"
+shapes = [[1048576], { n = 4194304 }]
+grid = { threads = [128, 256, 100], vec = [false, true] }
+""", "copies.toml")
+    csv_path = tmp_path / "c.csv"
+    out = _ok(runner.invoke(cli, ["sweep", str(sc), "--csv", str(csv_path), "--plot", str(tmp_path / "c.png")])).stdout
+    assert "copies (toy)" in out and "toy n = 1048576" in out and "copy_t128_vec" in out
+    assert "skipped 4 invalid configuration(s)" in out and "ToyConfig.threads = 100" in out
+    rows = list(csv.DictReader(csv_path.open()))
+    assert len(rows) == 12 and {"n", "threads", "vec", "effective_hbm_bytes_per_s"} <= set(rows[0])
+    assert (tmp_path / "c.png").stat().st_size > 1000
 
 
 @pytest.mark.parametrize("args, needle", [
     (["no_such_scenario"], "no_such_scenario"),
     (["tile_sizes", "--hardware", "gpu9000"], "gpu9000"),
+    (["tile_sizes", "--top", "-1"], "--top"),
 ])
 def test_sweep_errors(runner, args, needle):
     _err(runner.invoke(cli, ["sweep", *args, "--no-plot"]), needle)
 
 
-def test_sweep_bad_scenario_file(runner, tmp_path):
-    sc = tmp_path / "bad.toml"
-    sc.write_text('name = "bad"\nshapes = [[64, 64, 64]]\nbase = { bogus = 1 }\n')
-    _err(runner.invoke(cli, ["sweep", str(sc)]), "bogus")
+@pytest.mark.parametrize("text, needles", [
+    ('name = "bad"\nshapes = [[64, 64, 64]]\nbase = { bogus = 1 }\n', ("bogus", "gemm knob")),
+    ('name = "bad"\nfamily = "conv9d"\nshapes = [[64]]\n', ("unknown kernel family", "conv9d")),
+    ('name = "bad"\nshapes = [[64, 64]]\n', ("shapes", "[m, n, k]")),
+])
+def test_sweep_bad_scenario_file(runner, tmp_path, text, needles):
+    _err(runner.invoke(cli, ["sweep", str(_scenario(tmp_path, text, "bad.toml"))]), *needles)
 
 
 # ----- bench (smoke mode only: the real benchmark is not a test) --------------------------------
-def test_bench_smoke(runner):
+def test_bench_smoke_times_every_family(runner, toy):
     out = _ok(runner.invoke(cli, ["bench", "--smoke", "--repeat", "1"])).stdout
-    assert "median s" in out and "ratio" in out
-    assert out.count("PASS") + out.count("FAIL") == 3
+    assert "median s" in out and "predicted ms" in out
+    timed = [name for name in registry.families() if f"\n│ {name} " in out]
+    assert "gemm" in timed and "toy" in timed
+    for name in registry.families():  # every family is timed or says why not
+        assert name in timed or f"{name}: not timed" in out, name
+    assert out.count("PASS") + out.count("FAIL") == 2 * len(timed)
+    assert "@256x256x256" in out and "@1024x1024x1024" in out  # gemm's smoke case and the 4x one
+
+
+def test_bench_bad_repeat(runner):
+    _err(runner.invoke(cli, ["bench", "--repeat", "0"]), "--repeat")
 
 
 # ----- validate: forwards to the validation package ----------------------------------------------
@@ -198,37 +292,6 @@ def _fake(monkeypatch, module, name, calls, rc=0):
     monkeypatch.setitem(sys.modules, module, mod)
 
 
-def test_validate_report_forwards_options(runner, monkeypatch, tmp_path):
-    calls = []
-    _fake(monkeypatch, "validation.report", "main_report", calls)
-    _ok(runner.invoke(cli, ["validate", "report", "--results", str(tmp_path), "--csv", "a.csv",
-                            "--plot", "p.png", "--hardware", "h200"]))
-    assert calls == [(str(tmp_path), "a.csv", "p.png", "h200", ("steady_state", True), ("workers", 1))]
-    calls.clear()
-    _ok(runner.invoke(cli, ["validate", "report", "--exact"]))
-    assert calls == [(None, None, None, "h200", ("steady_state", False), ("workers", os.cpu_count() or 1))]
-    calls.clear()
-    _ok(runner.invoke(cli, ["validate", "report", "--exact", "-j", "3"]))
-    assert calls == [(None, None, None, "h200", ("steady_state", False), ("workers", 3))]
-    assert runner.invoke(cli, ["validate", "report", "-j", "0"]).exit_code != 0
-
-
-def test_validate_run_and_calibrate_build_argv(runner, monkeypatch):
-    calls = []
-    _fake(monkeypatch, "validation.suite", "main", calls)
-    _ok(runner.invoke(cli, ["validate", "run", "--out", "r", "--limit", "3", "--only", "reg2d"]))
-    assert calls == [(["--out", "r", "--limit", "3", "--only", "reg2d"],)]
-    calls.clear()
-    _fake(monkeypatch, "validation.calibrate", "main", calls, rc=3)
-    res = runner.invoke(cli, ["validate", "calibrate", "--out", "c"])
-    assert calls == [(["--out", "c"],)] and res.exit_code == 3
-
-
-def test_validate_missing_module_is_an_error(runner, monkeypatch):
-    monkeypatch.setitem(sys.modules, "validation.calibrate", None)
-    _err(runner.invoke(cli, ["validate", "calibrate"]), "validation.calibrate")
-
-
 def test_main_entry_point(monkeypatch, capsys):
     from tilesim.cli import main
 
@@ -236,17 +299,3 @@ def test_main_entry_point(monkeypatch, capsys):
         main(["hardware", "list"])
     assert e.value.code == 0
     assert "h200" in capsys.readouterr().out
-
-
-def test_validate_engine_check_and_replay_forward_options(runner, monkeypatch, tmp_path):
-    calls = []
-    _fake(monkeypatch, "validation.engine_check", "main", calls)
-    _ok(runner.invoke(cli, ["validate", "engine-check"]))
-    _ok(runner.invoke(cli, ["validate", "engine-check", "--results", str(tmp_path)]))
-    assert calls == [([],), (["--results", str(tmp_path)],)]
-    calls.clear()
-    _fake(monkeypatch, "validation.schedule_replay", "main", calls)
-    _ok(runner.invoke(cli, ["validate", "replay", "--capacity-mb", "31.4", "--plot", "x.png"]))
-    assert calls == [(["--capacity-mb", "31.4", "--plot", "x.png"],)]
-    _fake(monkeypatch, "validation.schedule_replay", "main", calls, rc=1)
-    assert runner.invoke(cli, ["validate", "replay"]).exit_code == 1

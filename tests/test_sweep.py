@@ -1,14 +1,19 @@
-"""Scenario loading and expansion, sweeps, best_per_shape, and the plot functions (CPU only)."""
+"""Scenario loading and expansion, sweeps, best_per_shape, and the plot functions (CPU only).
+
+Sweeps are generic over kernel families: GEMM scenarios (the default family) and a toy
+streaming-copy family (tests/toy_family.py) go through the same code.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
+from toy_family import ToyConfig, register_toy
 
 from tilesim import GemmConfig, simulate
 from tilesim.sweep import (
-    KNOBS,
     Scenario,
     SweepRow,
     available_scenarios,
@@ -67,7 +72,7 @@ tm = [4, 8]
 tn = [4, 8]
 """)
     sc = load_scenario(p)
-    assert sc.hardware == "h200" and sc.description == ""
+    assert sc.hardware == "h200" and sc.description == "" and sc.family == "gemm"  # the default family
     rows = sc.expand()
     assert len(rows) == 2 * 2 * 2 * 2 and all(r.cfg is not None for r in rows)
     first = [r.cfg for r in rows if r.shape == (256, 256, 256)]
@@ -139,7 +144,7 @@ bn = 64
     assert any("threads = 4096" in e and "max_threads_per_block" in e for e in errs)
     assert [d for _, d, _ in seen] == [1, 2, 3] and {t for *_, t in seen} == {3}
     assert all(r.cfg is None for r in res.skipped)
-    assert "tm=7" in res.skipped[0].label
+    assert "tm=7" in res.skipped[0].label and res.skipped[0].full_label.endswith("@256x256x256")
 
 
 @pytest.mark.parametrize("text, needle", [
@@ -150,6 +155,9 @@ bn = 64
     ('name = "x"\nshapes = [[64, 64, 64]]\ngrid = { tm = [] }\n', "grid.tm"),
     ('name = "x"\nshapes = [[64, 64, 64]]\nextra = 1\n', "extra"),
     ('name = "x"\nshapes = [[64, 64, 64]\n', "invalid TOML"),
+    ('name = "x"\nfamily = "conv9d"\nshapes = [[64]]\n', "unknown kernel family 'conv9d'; known: .*gemm"),
+    ('name = "x"\nshapes = [{ m = 64, n = 64 }]\n', "must name exactly m, n, k"),
+    ('name = "x"\nshapes = [[64, 64, 64]]\nbase = { m = 128 }\n', "unknown gemm knob.*'m'"),
 ])
 def test_malformed_scenarios_raise_value_error_naming_the_problem(tmp_path, text, needle):
     p = _write(tmp_path, text)
@@ -176,13 +184,16 @@ def test_hardware_override_is_used():
     assert res.hardware == "a100_sxm4" and res.ok[0].result.hardware == "a100_sxm4"
 
 
-def _row(shape, time_s, label="x", error=None):
-    cfg = GemmConfig(*shape, "naive", bm=16, bn=16)
+_NAIVE_RESULT = {}
+
+
+def _row(shape, time_s, error=None):
     if error:
         return SweepRow(shape=shape, knobs={}, error=error)
-    r = simulate(cfg)
-    from dataclasses import replace
-    return SweepRow(shape=shape, knobs={}, cfg=cfg, result=replace(r, time_s=time_s))
+    cfg = GemmConfig(*shape, "naive", bm=16, bn=16)
+    if shape not in _NAIVE_RESULT:
+        _NAIVE_RESULT[shape] = simulate(cfg)
+    return SweepRow(shape=shape, knobs={}, cfg=cfg, result=dataclasses.replace(_NAIVE_RESULT[shape], time_s=time_s))
 
 
 def test_best_per_shape_picks_the_fastest_and_ignores_errors():
@@ -200,15 +211,18 @@ def test_row_to_dict_is_flat_with_the_same_keys_for_ok_and_error_rows(tmp_path):
                              grid=(("tm", (4, 7)),)))
     ok, bad = res.ok[0].to_dict(), res.skipped[0].to_dict()
     assert list(ok) == list(bad)
-    for key in ("label", "m", "n", "k", *KNOBS, "time_s", "tflops", "bound", "hbm_bytes", "l2_bytes",
-                "l2_hit_rate", "smem_wavefronts", "smem_conflict_wavefronts", "occupancy",
-                "blocks_per_sm", "waves", "error"):
+    fields = [f.name for f in dataclasses.fields(GemmConfig)]
+    for key in ("family", "label", "full_label", *fields, "flops", "min_hbm_bytes", "time_s", "tflops",
+                "effective_hbm_bytes_per_s", "bound", "hbm_bytes", "l2_bytes", "l2_hit_rate",
+                "smem_wavefronts", "smem_conflict_wavefronts", "occupancy", "blocks_per_sm", "waves", "error"):
         assert key in ok
     assert all(not isinstance(v, (dict, list, tuple)) for v in ok.values())
     r = res.ok[0].result
     assert ok["time_s"] == r.time_s and ok["tflops"] == r.tflops and ok["error"] is None
     assert math.isclose(ok["hbm_bytes"], r.traffic.hbm_read_bytes + r.traffic.hbm_write_bytes)
-    assert bad["time_s"] is None and "tm" in bad["error"] and bad["tm"] == 7
+    assert bad["time_s"] is None and "tm" in bad["error"] and bad["tm"] == 7 and bad["m"] == 256
+    assert ok["flops"] == 2.0 * 256**3 and ok["family"] == "gemm" and ok["full_label"] == ok["label"] + "@256x256x256"
+    assert math.isclose(ok["effective_hbm_bytes_per_s"], ok["min_hbm_bytes"] / ok["time_s"])
 
 
 def test_by_shape_sorts_fastest_first():
@@ -219,7 +233,52 @@ def test_by_shape_sorts_fastest_first():
     assert res.best()[(4096, 4096, 4096)] is rows[0]
 
 
+# ----- other families ----------------------------------------------------------------------------
+def test_a_scenario_of_another_family_expands_through_the_registry(tmp_path, monkeypatch):
+    register_toy(monkeypatch)
+    p = _write(tmp_path, """
+name = "copies"
+family = "toy"
+shapes = [[512], { n = 4096 }, [1000]]
+base = { vec = true }
+grid = { threads = [128, 256] }
+""")
+    sc = load_scenario(p)
+    assert sc.family == "toy" and sc.shapes == ((512,), (4096,), (1000,)) and sc.knob_names == ("threads", "vec")
+    rows = sc.expand()
+    assert len(rows) == 6
+    ok = [r for r in rows if r.cfg is not None]
+    assert all(isinstance(r.cfg, ToyConfig) and r.cfg.vec for r in ok) and len(ok) == 3
+    assert [r.full_label for r in ok] == ["copy_t128_vec@512", "copy_t128_vec@4096", "copy_t256_vec@4096"]
+    assert ok[0].counts["min_hbm_bytes"] == 8.0 * 512 and ok[0].shape_desc == "n = 512"
+    bad = [r for r in rows if r.error]  # 512 is not a multiple of 256*4, 1000 of anything: reported
+    assert len(bad) == 3 and all("ToyConfig.n" in r.error and "multiple of" in r.error for r in bad)
+    with pytest.raises(ValueError, match="unknown toy knob.*'bm'.*threads, vec"):
+        Scenario(name="x", family="toy", shapes=((1024,),), base={"bm": 4})
+    with pytest.raises(ValueError, match=r"must be \[n\]"):
+        Scenario(name="x", family="toy", shapes=((1024, 2),))
+
+
+def test_sweep_module_knows_no_family_by_name():
+    import tilesim.sweep as sweep_module
+
+    source = open(sweep_module.__file__).read()
+    assert "GemmConfig" not in source and "kernels.gemm" not in source
+
+
 # ----- plots ------------------------------------------------------------------------------------
+def _texts_overlap(fig):
+    """Pairs of (title, legend) whose drawn boxes overlap, after a draw."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    titles = [t for t in [fig._suptitle] if t is not None and t.get_text()]
+    titles += [ax.title for ax in fig.axes if ax.title.get_text()]
+    legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in titles]
+    boxes += [("legend", lg.get_window_extent(renderer)) for lg in legends]
+    return [(a, b) for i, (a, ba) in enumerate(boxes) for b, bb in boxes[i + 1:] if ba.overlaps(bb)]
+
+
 def test_plot_functions_return_figures_without_saving(tmp_path, monkeypatch):
     from matplotlib.figure import Figure
 
@@ -241,9 +300,38 @@ def test_plot_functions_return_figures_without_saving(tmp_path, monkeypatch):
         plots.timeline_figure(simulate(res.ok[0].cfg))
     with pytest.raises(ValueError, match="rows"):
         plots.sweep_figure(res.skipped)
+    with pytest.raises(ValueError, match="metric"):
+        plots.sweep_figure(res.rows, metric="joules")
     with pytest.raises(ValueError, match="points"):
         plots.predicted_vs_measured_figure([("a", "s", 0.0, 1.0)])
     fig = plots.block_progress_figure([("k", [([0.0, 1e-3], [0.0, 1.0]), ([5e-4, 2e-3], [0.0, 1.0])])], title="t")
     assert isinstance(fig, Figure) and len(fig.axes) == 1 and len(fig.axes[0].lines) == 2
     with pytest.raises(ValueError, match="panels"):
         plots.block_progress_figure([])
+
+
+def test_figures_say_scenario_shape_gpu_and_units_and_titles_do_not_overlap_legends(monkeypatch):
+    from tilesim import plots
+
+    register_toy(monkeypatch)
+    gemm = run_sweep(Scenario(name="ladder", shapes=((256, 256, 256), (512, 256, 256)),
+                              base={"variant": "reg2d", "bm": 64, "bn": 64}, grid=(("tm", (4, 8)),)))
+    copy = run_sweep(Scenario(name="copies", family="toy", shapes=((1 << 20,),), grid=(("threads", (128, 256)),)))
+    assert plots.throughput_metric(gemm.rows) == "tflops" and plots.throughput_metric(copy.rows) == "bandwidth"
+    for res, unit in ((gemm, "TFLOP/s"), (copy, "TB/s")):
+        fig = plots.sweep_figure(res.rows, scenario=res.scenario.name, hardware="NVIDIA H200")
+        text = fig._suptitle.get_text() + " ".join(ax.get_title() + ax.get_xlabel() for ax in fig.axes)
+        for needle in (res.scenario.name, "NVIDIA H200", unit, res.ok[0].shape_desc):
+            assert needle in text, needle
+        assert _texts_overlap(fig) == []
+        fig = plots.traffic_figure(res.rows, scenario=res.scenario.name, hardware="NVIDIA H200")
+        text = " ".join(ax.get_title() + ax.get_xlabel() for ax in fig.axes)
+        for needle in (res.scenario.name, "NVIDIA H200", "bytes", res.scenario.family):
+            assert needle in text, needle
+        assert _texts_overlap(fig) == []
+    r = simulate(gemm.ok[0].cfg, "h200", timeline=True)
+    fig = plots.timeline_figure(r, kernel=gemm.ok[0].full_label)
+    assert "@256x256x256" in fig.axes[0].get_title() and "µs" in fig.axes[0].get_xlabel()
+    assert _texts_overlap(fig) == []
+    pts = [(row.label, row.shape_str, row.result.time_s, row.result.time_s * 1.1) for row in gemm.ok]
+    assert _texts_overlap(plots.predicted_vs_measured_figure(pts, title="gemm suite on NVIDIA H200")) == []

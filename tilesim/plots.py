@@ -35,8 +35,27 @@ LEVEL_COLORS = {"HBM": "#d62728", "L2": "#ff7f0e", "smem": "#2ca02c"}
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h")
 
 
+COMPUTE_BOUND_FLOP_PER_BYTE = 8.0
+"""Below this many useful FLOPs per compulsory HBM byte no GPU of the catalog is compute-bound:
+the lowest FP32 ridge point there is the A100 SXM4's, 19.5 TFLOP/s / 2.04 TB/s = 9.6 FLOP/B
+(datasheet values in tilesim/hardware/data/). Sweeps of such families (reductions, softmax,
+layernorm) are plotted as effective bandwidth rather than TFLOP/s."""
+
+METRICS = {
+    "tflops": "predicted TFLOP/s (useful FLOPs / predicted time)",
+    "bandwidth": "effective HBM bandwidth, TB/s (compulsory bytes / predicted time)",
+    "time": "predicted time (ms)",
+}
+"""What a sweep figure can plot, with its axis label (units included)."""
+
+
 def _shape_str(shape) -> str:
     return "x".join(map(str, shape))
+
+
+def _shape_desc(row) -> str:
+    desc = getattr(row, "shape_desc", None)
+    return desc if desc else _shape_str(row.shape)
 
 
 def _ok_rows_by_shape(rows) -> dict:
@@ -49,14 +68,55 @@ def _ok_rows_by_shape(rows) -> dict:
     return by
 
 
-def sweep_figure(rows: Iterable, *, top: int | None = None, title: str | None = None) -> Figure:
-    """Per shape, horizontal bars of predicted TFLOP/s per configuration, fastest on top.
+def _work(row, key: str) -> float:
+    counts = getattr(row, "counts", None) or {}
+    if key == "flops":
+        return float(counts.get("flops", row.result.flops) or 0.0)
+    return float(counts.get("min_hbm_bytes", 0.0) or 0.0)
 
-    Bars are coloured by the bound resource; the dashed black line is each configuration's
-    roofline (analytic lower-bound time turned into TFLOP/s). ``top`` keeps the N fastest per
-    shape. ``rows`` are :class:`~tilesim.sweep.SweepRow`; rejected rows are ignored.
+
+def throughput_metric(rows: Iterable) -> str:
+    """"tflops" when every simulated row does at least :data:`COMPUTE_BOUND_FLOP_PER_BYTE` useful
+    FLOPs per compulsory HBM byte (from the family's analytic counts), else "bandwidth"; "time"
+    when neither can be computed."""
+    ok = [r for r in rows if getattr(r, "result", None) is not None]
+    if not ok:
+        raise ValueError("rows: no simulated rows to plot")
+    if any(_work(r, "bytes") <= 0 for r in ok):
+        return "tflops" if all(_work(r, "flops") > 0 for r in ok) else "time"
+    if all(_work(r, "flops") >= COMPUTE_BOUND_FLOP_PER_BYTE * _work(r, "bytes") for r in ok):
+        return "tflops"
+    return "bandwidth"
+
+
+def _metric_values(row, metric: str) -> tuple[float, float]:
+    """(the row's value, the value its roofline time would give) in the metric's unit."""
+    r = row.result
+    roof_s = r.roofline_s if r.roofline_s > 0 else float("nan")
+    if metric == "time":
+        return r.time_s * 1e3, roof_s * 1e3
+    work, scale = (_work(row, "flops"), 1e12) if metric == "tflops" else (_work(row, "bytes"), 1e12)
+    return work / r.time_s / scale, work / roof_s / scale
+
+
+def sweep_figure(rows: Iterable, *, top: int | None = None, title: str | None = None,
+                 scenario: str | None = None, hardware: str | None = None,
+                 metric: str = "auto") -> Figure:
+    """Per shape, horizontal bars of one throughput metric per configuration, fastest on top.
+
+    ``metric``: "tflops", "bandwidth" (compulsory HBM bytes per second), "time" (ms) or "auto"
+    (:func:`throughput_metric`). Bars are coloured by the bound resource; the dashed black line is
+    each configuration's roofline (the analytic lower-bound time in the same unit). ``top`` keeps
+    the N fastest per shape. The title says the scenario and the GPU (``title`` replaces it), each
+    panel the family and the problem size. ``rows`` are :class:`~tilesim.sweep.SweepRow`; rejected
+    rows are ignored.
     """
+    rows = list(rows)
     by = _ok_rows_by_shape(rows)
+    if metric == "auto":
+        metric = throughput_metric(rows)
+    if metric not in METRICS:
+        raise ValueError(f"metric = {metric!r}: must be auto or one of {', '.join(METRICS)}")
     panels = []
     for shape, rs in by.items():
         rs = sorted(rs, key=lambda r: r.result.time_s)
@@ -64,38 +124,40 @@ def sweep_figure(rows: Iterable, *, top: int | None = None, title: str | None = 
             rs = rs[:top]
         panels.append((shape, rs))
     heights = [max(1.5, 0.22 * len(rs) + 0.9) for _, rs in panels]
-    fig = Figure(figsize=(10, sum(heights) + 0.6), layout="constrained")
+    fig = Figure(figsize=(10, sum(heights) + 1.0), layout="constrained")
     axes = fig.subplots(len(panels), 1, squeeze=False, gridspec_kw={"height_ratios": heights})[:, 0]
     bounds_seen: list[str] = []
-    for ax, (shape, rs) in zip(axes, panels, strict=True):
+    for ax, (_, rs) in zip(axes, panels, strict=True):
         rs = rs[::-1]  # fastest at the top
         y = list(range(len(rs)))
-        tflops = [r.result.tflops for r in rs]
+        vals = [_metric_values(r, metric) for r in rs]
         colors = [BOUND_COLORS.get(r.result.bound, "black") for r in rs]
         for r in rs:
             if r.result.bound not in bounds_seen:
                 bounds_seen.append(r.result.bound)
-        ax.barh(y, tflops, color=colors, height=0.75)
-        roof = [r.result.flops / r.result.roofline_s / 1e12 if r.result.roofline_s > 0 else float("nan")
-                for r in rs]
-        ax.plot(roof, y, "k--", lw=1.2, marker="|", ms=8)
+        ax.barh(y, [v for v, _ in vals], color=colors, height=0.75)
+        ax.plot([roof for _, roof in vals], y, "k--", lw=1.2, marker="|", ms=8)
         ax.set_yticks(y, [r.label for r in rs], fontsize=7)
         ax.set_ylim(-0.6, len(rs) - 0.4)
-        ax.set_xlabel("predicted TFLOP/s")
-        ax.set_title(f"{_shape_str(shape)} ({len(rs)} configurations)", fontsize=10)
+        ax.set_xlabel(METRICS[metric])
+        family = getattr(rs[0], "family", "")
+        ax.set_title(f"{family} {_shape_desc(rs[0])} ({len(rs)} configurations)".strip(), fontsize=10)
         ax.grid(axis="x", alpha=0.3)
     handles = [Patch(color=BOUND_COLORS.get(b, "black"), label=f"{b}-bound") for b in bounds_seen]
-    handles.append(Line2D([], [], color="k", ls="--", label="roofline (HBM, FP32 peak)"))
-    fig.legend(handles=handles, loc="outside upper center", ncols=min(len(handles), 4), fontsize=8)
-    if title:
-        fig.suptitle(title)
+    handles.append(Line2D([], [], color="k", ls="--", label="roofline (HBM bandwidth, FP32 peak)"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 4), fontsize=8)
+    if title is None:
+        where = f" on {hardware}" if hardware else ""
+        title = f"{scenario or 'sweep'}{where}: predicted (tilesim)"
+    fig.suptitle(title)
     return fig
 
 
-def timeline_figure(result) -> Figure:
+def timeline_figure(result, *, kernel: str | None = None) -> Figure:
     """Per resident block slot of the representative SM, its load_wait/compute/steady/epilogue spans.
 
-    ``result`` is a :class:`~tilesim.result.SimResult` simulated with ``timeline=True``.
+    ``result`` is a :class:`~tilesim.result.SimResult` simulated with ``timeline=True``; the title
+    names ``kernel`` (default ``result.kernel``; give the label with the problem size) and the GPU.
     """
     if getattr(result, "timeline", None) is None:
         raise ValueError("result.timeline is None: simulate with timeline=True")
@@ -114,10 +176,10 @@ def timeline_figure(result) -> Figure:
                 ax.broken_barh(spans, (slot - 0.4, 0.8), facecolors=KIND_COLORS.get(kind, "gray"))
     ax.set_yticks(slots, [f"slot {s}" for s in slots])
     ax.set_xlabel("time (µs)")
-    ax.set_title(f"{result.kernel} on {result.hardware}: block slots of one SM "
+    ax.set_title(f"{kernel or result.kernel} on {result.hardware}: block slots of one SM "
                  f"({result.time_s * 1e3:.3f} ms, {result.bound}-bound)", fontsize=10)
     fig.legend(handles=[Patch(color=KIND_COLORS.get(k, "gray"), label=k) for k in kinds_seen],
-              loc="outside upper right", fontsize=8, ncols=len(kinds_seen))
+               loc="outside lower center", fontsize=8, ncols=len(kinds_seen))
     ax.grid(axis="x", alpha=0.3)
     return fig
 
@@ -162,11 +224,12 @@ def predicted_vs_measured_figure(points: Sequence[tuple[str, str, float, float]]
     return fig
 
 
-def traffic_figure(rows: Iterable) -> Figure:
+def traffic_figure(rows: Iterable, *, scenario: str | None = None, hardware: str | None = None) -> Figure:
     """Bytes moved per level (HBM, L2, shared memory) per configuration, log scale.
 
     ``rows`` are :class:`~tilesim.sweep.SweepRow` (rejected ones ignored); configurations are
-    named ``label`` (with the shape when rows span several shapes).
+    named ``label`` (with the shape when rows span several shapes). The title says the scenario,
+    the GPU and the problem size.
     """
     by = _ok_rows_by_shape(rows)
     multi = len(by) > 1
@@ -178,7 +241,7 @@ def traffic_figure(rows: Iterable) -> Figure:
         "smem": [r.result.traffic.smem_bytes for r in rs],
     }
     n = len(rs)
-    fig = Figure(figsize=(10, max(2.5, 0.42 * n + 1.2)), layout="constrained")
+    fig = Figure(figsize=(10, max(2.8, 0.42 * n + 1.6)), layout="constrained")
     ax = fig.subplots()
     h = 0.27
     for j, (level, vals) in enumerate(levels.items()):
@@ -191,9 +254,13 @@ def traffic_figure(rows: Iterable) -> Figure:
     ax.set_xscale("log")
     if positive:
         ax.set_xlim(min(positive) / 3, max(positive) * 3)
-    ax.set_xlabel("bytes (whole kernel; a missing bar is zero)")
-    ax.set_title("traffic per level of the memory hierarchy", fontsize=10)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.set_xlabel("bytes moved (whole kernel, all SMs; a missing bar is zero)")
+    family = getattr(rs[0], "family", "")
+    size = "several problem sizes" if multi else _shape_desc(rs[0])
+    where = f" on {hardware}" if hardware else ""
+    ax.set_title(f"{scenario or 'sweep'}{where}: traffic per memory level, {family} {size}".replace("  ", " "),
+                 fontsize=10)
+    fig.legend(loc="outside lower center", ncols=len(levels), fontsize=8)
     ax.grid(axis="x", which="both", alpha=0.25)
     return fig
 

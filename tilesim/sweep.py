@@ -1,11 +1,15 @@
-"""Scenario sweeps as data: a TOML file names shapes and GEMM tilings; ``run_sweep`` simulates them.
+"""Scenario sweeps as data: a TOML file names a kernel family, problem shapes and knob sets.
 
 Scenario file format (``scenarios/<name>.toml``)::
 
     name = "tile_sizes"                 # defaults to the file stem
     description = "..."
+    family = "gemm"                     # a registered kernel family (`tilesim families`);
+                                        # default "gemm", so files written before families existed
+                                        # keep working
     hardware = "h200"                   # default "h200"
-    shapes = [[4096, 4096, 4096], [2048, 2048, 2048]]   # [m, n, k] each
+    shapes = [[4096, 4096, 4096], [2048, 2048, 2048]]   # the family's problem fields, in order
+    # or, naming them:  shapes = [{ m = 4096, n = 4096, k = 4096 }]
     base = { variant = "reg2d" }        # knobs shared by every configuration
 
     [grid]                              # cartesian product, each point merged over ``base``
@@ -19,10 +23,11 @@ Scenario file format (``scenarios/<name>.toml``)::
     bm = 128
 
 A scenario may have ``grid``, ``configs`` or both (their union, grid points first); with neither
-it runs ``base`` alone. Knobs are :class:`~tilesim.kernels.gemm_config.GemmConfig` fields other
-than ``m, n, k``. Every knob set is crossed with every shape; combinations that
-:class:`GemmConfig` or :func:`~tilesim.kernels.gemm_config.check_fits` reject are kept as skipped
-rows carrying the ``ValueError`` text, not raised. Duplicate configurations of one shape run once.
+it runs ``base`` alone. Knobs are the family's configuration fields other than its problem fields
+(``KernelFamily.problem_fields``, e.g. m, n, k for GEMM); a family without problem fields needs no
+``shapes``. Configurations are built by ``registry.get(family).make(**fields)`` and checked by the
+family's ``check_fits``; combinations either rejects are kept as skipped rows carrying the
+``ValueError`` text, never dropped. Duplicate configurations of one shape run once.
 
 This module reads the scenario file and nothing else: no printing, no writing.
 """
@@ -41,15 +46,16 @@ from typing import Any
 import tilesim
 from tilesim.api import resolve_hardware, simulate
 from tilesim.hardware import HardwareSpec
-from tilesim.kernels.gemm_config import GemmConfig, check_fits
+from tilesim.kernels import registry
 from tilesim.result import SimResult
 
-Shape = tuple[int, int, int]
+Shape = tuple
+"""The values of a family's problem fields, in ``problem_fields`` order (e.g. (m, n, k))."""
 
-KNOBS = tuple(f.name for f in dataclasses.fields(GemmConfig) if f.name not in ("m", "n", "k"))
-"""The keys a scenario may set: every GemmConfig field except the shape."""
+DEFAULT_FAMILY = "gemm"
+"""The family of a scenario that names none (scenarios predate kernel families and were all GEMM)."""
 
-_TOP_KEYS = ("name", "description", "hardware", "shapes", "base", "grid", "configs")
+_TOP_KEYS = ("name", "description", "family", "hardware", "shapes", "base", "grid", "configs")
 
 
 def scenarios_dir() -> Path:
@@ -61,19 +67,20 @@ def _freeze(d: Mapping[str, Any]) -> MappingProxyType:
     return MappingProxyType(dict(d))
 
 
-def _check_knobs(where: str, knobs: Mapping[str, Any]) -> None:
-    unknown = [k for k in knobs if k not in KNOBS]
-    if unknown:
-        raise ValueError(f"{where}: unknown knob(s) {', '.join(map(repr, unknown))}; "
-                         f"known: {', '.join(KNOBS)}")
+def _is_scalar(v) -> bool:
+    return isinstance(v, (int, float, str, bool))
 
 
 @dataclass(frozen=True)
 class Scenario:
-    """A sweep as data: shapes x knob sets on one GPU. Build with :func:`load_scenario` or directly."""
+    """A sweep as data: shapes x knob sets of one kernel family on one GPU.
+
+    Build with :func:`load_scenario` or directly; the constructor checks the family, the shapes
+    and every knob name, and raises ``ValueError`` naming the field."""
 
     name: str
     description: str = ""
+    family: str = DEFAULT_FAMILY
     hardware: str = "h200"
     shapes: tuple[Shape, ...] = ()
     base: Mapping[str, Any] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
@@ -86,19 +93,13 @@ class Scenario:
             raise ValueError(f"Scenario.name = {self.name!r}: must be a non-empty string")
         if not isinstance(self.hardware, str) or not self.hardware:
             raise ValueError(f"Scenario.hardware = {self.hardware!r}: must be a GPU name")
-        if not self.shapes:
-            raise ValueError(f"Scenario.shapes: scenario {self.name!r} needs at least one [m, n, k]")
-        shapes = []
-        for s in self.shapes:
-            ok = (isinstance(s, (list, tuple)) and len(s) == 3
-                  and all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in s))
-            if not ok:
-                raise ValueError(f"Scenario.shapes: {s!r} must be [m, n, k] of positive integers")
-            shapes.append(tuple(s))
-        object.__setattr__(self, "shapes", tuple(shapes))
+        if not isinstance(self.family, str):
+            raise ValueError(f"Scenario.family = {self.family!r}: must be a kernel family name")
+        fam = registry.get(self.family)  # ValueError listing the known families
+        object.__setattr__(self, "shapes", self._check_shapes(fam.problem_fields))
         if not isinstance(self.base, Mapping):
             raise ValueError(f"Scenario.base = {self.base!r}: must be a table of knobs")
-        _check_knobs("Scenario.base", self.base)
+        self._check_knobs("Scenario.base", self.base)
         object.__setattr__(self, "base", _freeze(self.base))
         grid = []
         for axis, values in (self.grid.items() if isinstance(self.grid, Mapping) else self.grid):
@@ -107,10 +108,10 @@ class Scenario:
             vals = []
             for v in values:
                 if isinstance(v, Mapping):
-                    _check_knobs(f"Scenario.grid.{axis}", v)
+                    self._check_knobs(f"Scenario.grid.{axis}", v)
                     vals.append(_freeze(v))
                 else:
-                    _check_knobs("Scenario.grid", {axis: v})
+                    self._check_knobs("Scenario.grid", {axis: v})
                     vals.append(v)
             grid.append((axis, tuple(vals)))
         object.__setattr__(self, "grid", tuple(grid))
@@ -118,9 +119,49 @@ class Scenario:
         for i, c in enumerate(self.configs):
             if not isinstance(c, Mapping):
                 raise ValueError(f"Scenario.configs[{i}] = {c!r}: must be a table of knobs")
-            _check_knobs(f"Scenario.configs[{i}]", c)
+            self._check_knobs(f"Scenario.configs[{i}]", c)
             configs.append(_freeze(c))
         object.__setattr__(self, "configs", tuple(configs))
+
+    def _check_shapes(self, fields: tuple[str, ...]) -> tuple[Shape, ...]:
+        want = f"[{', '.join(fields)}]"
+        if not fields:
+            if any(s != () and s != [] for s in self.shapes):
+                raise ValueError(f"Scenario.shapes = {self.shapes!r}: family {self.family!r} has no "
+                                 "problem fields; leave shapes out")
+            return ((),)
+        if not self.shapes:
+            raise ValueError(f"Scenario.shapes: scenario {self.name!r} needs at least one {want} "
+                             f"(the problem fields of family {self.family!r})")
+        out = []
+        for s in self.shapes:
+            if isinstance(s, Mapping):
+                if set(s) != set(fields):
+                    raise ValueError(f"Scenario.shapes: {dict(s)!r} must name exactly {', '.join(fields)}")
+                s = tuple(s[f] for f in fields)
+            ok = (isinstance(s, (list, tuple)) and len(s) == len(fields) and all(_is_scalar(x) for x in s))
+            if not ok:
+                raise ValueError(f"Scenario.shapes: {s!r} must be {want} "
+                                 f"(the problem fields of family {self.family!r})")
+            out.append(tuple(s))
+        return tuple(out)
+
+    @property
+    def kernel_family(self) -> registry.KernelFamily:
+        return registry.get(self.family)
+
+    @property
+    def knob_names(self) -> tuple[str, ...]:
+        """The keys a scenario may set: the family's configuration fields except the problem fields."""
+        fam = self.kernel_family
+        return tuple(k.name for k in fam.knobs() if k.name not in fam.problem_fields)
+
+    def _check_knobs(self, where: str, knobs: Mapping[str, Any]) -> None:
+        known = self.knob_names
+        unknown = [k for k in knobs if k not in known]
+        if unknown:
+            raise ValueError(f"{where}: unknown {self.family} knob(s) {', '.join(map(repr, unknown))}; "
+                             f"known: {', '.join(known)}")
 
     def knob_sets(self) -> list[dict[str, Any]]:
         """Every knob set (base merged with each grid point, then each config), in file order."""
@@ -141,38 +182,45 @@ class Scenario:
     def expand(self, hardware: str | HardwareSpec | None = None) -> list[SweepRow]:
         """All (shape, knob set) rows, pending ones with ``cfg`` set, rejected ones with ``error``.
 
-        Configurations are checked with :func:`check_fits` against ``hardware`` (default: the
-        scenario's GPU). Duplicates (equal GemmConfig for one shape) are dropped.
+        Configurations are built with the family's ``make`` and checked with its ``check_fits``
+        against ``hardware`` (default: the scenario's GPU). Duplicates (equal configurations of
+        one shape) are dropped; rejected ones are kept with the reason.
         """
         hw = resolve_hardware(hardware if hardware is not None else self.hardware)
+        fam = self.kernel_family
         rows: list[SweepRow] = []
-        seen: set[GemmConfig] = set()
+        seen: set = set()
         knob_sets = self.knob_sets()
+        common = dict(family=fam.name, problem_fields=fam.problem_fields)
         for shape in self.shapes:
+            problem = dict(zip(fam.problem_fields, shape, strict=True))
             for knobs in knob_sets:
                 try:
-                    cfg = GemmConfig(*shape, **knobs)
-                    check_fits(cfg, hw)
+                    cfg = fam.make(**problem, **knobs)
+                    fam.check_fits(cfg, hw)
+                    counts = fam.counts(cfg)
                 except ValueError as e:
-                    rows.append(SweepRow(shape=shape, knobs=_freeze(knobs), error=str(e)))
+                    rows.append(SweepRow(shape=shape, knobs=_freeze(knobs), error=str(e), **common))
                     continue
                 if cfg in seen:
                     continue
                 seen.add(cfg)
-                rows.append(SweepRow(shape=shape, knobs=_freeze(knobs), cfg=cfg))
+                rows.append(SweepRow(shape=shape, knobs=_freeze(knobs), cfg=cfg, label=fam.label(cfg),
+                                     full_label=fam.full_label(cfg), counts=_freeze(counts), **common))
         return rows
 
 
 def available_scenarios() -> list[str]:
-    """Names of the sweep scenarios in ``scenarios/`` (files with a top-level ``shapes`` key)."""
+    """Names of the sweep scenarios in ``scenarios/`` (files with a top-level ``shapes`` or ``family``)."""
     names = []
     for p in sorted(scenarios_dir().glob("*.toml")):
         try:
             with p.open("rb") as fh:
-                if "shapes" in tomllib.load(fh):
-                    names.append(p.stem)
+                raw = tomllib.load(fh)
         except (OSError, tomllib.TOMLDecodeError):
             continue
+        if "shapes" in raw or "family" in raw:
+            names.append(p.stem)
     return names
 
 
@@ -191,7 +239,7 @@ def _resolve_path(path_or_name: str | Path) -> Path:
 def load_scenario(path_or_name: str | Path) -> Scenario:
     """Read a scenario: a path to a TOML file, or a name in ``scenarios/`` ("tile_sizes").
 
-    Raises ``ValueError`` naming the problem (unknown name, bad TOML, unknown key or knob).
+    Raises ``ValueError`` naming the problem (unknown name or family, bad TOML, unknown key or knob).
     """
     path = _resolve_path(path_or_name)
     try:
@@ -209,12 +257,16 @@ def load_scenario(path_or_name: str | Path) -> Scenario:
     grid = raw.get("grid", {})
     if not isinstance(grid, dict):
         raise ValueError(f"{path.name}: grid must be a table of knob = [values]")
+    shapes = raw.get("shapes", ())
+    if not isinstance(shapes, list | tuple):
+        raise ValueError(f"{path.name}: shapes must be an array, got {shapes!r}")
     try:
         return Scenario(
             name=str(raw.get("name", path.stem)),
             description=str(raw.get("description", "")),
+            family=raw.get("family", DEFAULT_FAMILY),
             hardware=raw.get("hardware", "h200"),
-            shapes=tuple(raw.get("shapes", ())),
+            shapes=tuple(shapes),
             base=raw.get("base", {}),
             grid=tuple(grid.items()),
             configs=tuple(configs),
@@ -224,60 +276,88 @@ def load_scenario(path_or_name: str | Path) -> Scenario:
         raise ValueError(f"{path.name}: {e}") from e
 
 
+_RESULT_KEYS = ("time_s", "tflops", "effective_hbm_bytes_per_s", "bound", "roofline_s", "hbm_read_bytes",
+                "hbm_write_bytes", "hbm_bytes", "l2_load_bytes", "l2_store_bytes", "l2_bytes", "l2_hit_rate",
+                "smem_bytes", "smem_wavefronts", "smem_conflict_wavefronts", "occupancy",
+                "occupancy_limiter", "blocks_per_sm", "waves")
+
+
 @dataclass(frozen=True)
 class SweepRow:
-    """One (shape, configuration) of a sweep: ``result`` when simulated, ``error`` when rejected."""
+    """One (shape, configuration) of a sweep: ``result`` when simulated, ``error`` when rejected.
+
+    ``label`` is the family's short label (without the problem size), ``full_label`` the label with
+    it; ``counts`` the family's analytic counts (``flops``, ``min_hbm_bytes``, ...)."""
 
     shape: Shape
     knobs: Mapping[str, Any]
-    cfg: GemmConfig | None = None
+    family: str = DEFAULT_FAMILY
+    problem_fields: tuple[str, ...] = ()
+    cfg: Any = None
+    label: str = ""
+    full_label: str = ""
+    counts: Mapping[str, Any] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
     result: SimResult | None = None
     error: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.label:
+            text = ",".join(f"{k}={v}" for k, v in self.knobs.items()) or "(base)"
+            object.__setattr__(self, "label", text)
+        if not self.full_label:
+            object.__setattr__(self, "full_label", f"{self.label}@{self.shape_str}" if self.shape else self.label)
 
     @property
     def ok(self) -> bool:
         return self.result is not None
 
     @property
-    def label(self) -> str:
-        if self.cfg is not None:
-            return self.cfg.label
-        return ",".join(f"{k}={v}" for k, v in self.knobs.items()) or "(base)"
-
-    @property
     def shape_str(self) -> str:
+        """The problem size, e.g. ``4096x4096x4096``."""
         return "x".join(map(str, self.shape))
 
+    @property
+    def shape_desc(self) -> str:
+        """The problem size with the field names, e.g. ``m x n x k = 4096x4096x4096``."""
+        if not self.problem_fields:
+            return self.shape_str
+        return f"{' x '.join(self.problem_fields)} = {self.shape_str}"
+
+    @property
+    def effective_hbm_bytes_per_s(self) -> float | None:
+        """Compulsory HBM bytes (the family's ``min_hbm_bytes``) over the predicted time."""
+        need = self.counts.get("min_hbm_bytes")
+        if self.result is None or not need or self.result.time_s <= 0:
+            return None
+        return float(need) / self.result.time_s
+
     def to_dict(self) -> dict[str, Any]:
-        """A flat record (the same keys for every row) for CSV and JSON."""
-        m, n, k = self.shape
-        d: dict[str, Any] = {"label": self.label, "m": m, "n": n, "k": k}
-        cfg_d = self.cfg.to_dict() if self.cfg is not None else {}
-        for knob in KNOBS:
-            d[knob] = cfg_d.get(knob, self.knobs.get(knob))
+        """A flat record for CSV and JSON: the same keys for every row of one family."""
+        d: dict[str, Any] = {"family": self.family, "label": self.label, "full_label": self.full_label}
+        fields = [f.name for f in dataclasses.fields(registry.get(self.family).config)]
+        problem = dict(zip(self.problem_fields, self.shape, strict=False))
+        for f in fields:
+            if self.cfg is not None:
+                d[f] = getattr(self.cfg, f)
+            else:
+                d[f] = problem.get(f, self.knobs.get(f))
+        d["flops"] = self.counts.get("flops")
+        d["min_hbm_bytes"] = self.counts.get("min_hbm_bytes")
         r = self.result
         t = r.traffic if r is not None else None
-        d.update({
-            "time_s": r.time_s if r else None,
-            "tflops": r.tflops if r else None,
-            "bound": r.bound if r else None,
-            "roofline_s": r.roofline_s if r else None,
-            "hbm_read_bytes": t.hbm_read_bytes if t else None,
-            "hbm_write_bytes": t.hbm_write_bytes if t else None,
-            "hbm_bytes": t.hbm_bytes if t else None,
-            "l2_load_bytes": t.l2_load_bytes if t else None,
-            "l2_store_bytes": t.l2_store_bytes if t else None,
-            "l2_bytes": t.l2_bytes if t else None,
-            "l2_hit_rate": t.l2_hit_rate if t else None,
-            "smem_bytes": t.smem_bytes if t else None,
-            "smem_wavefronts": t.smem_wavefronts if t else None,
-            "smem_conflict_wavefronts": t.smem_conflict_wavefronts if t else None,
-            "occupancy": r.occupancy if r else None,
-            "occupancy_limiter": r.occupancy_limiter if r else None,
-            "blocks_per_sm": r.blocks_per_sm if r else None,
-            "waves": r.waves if r else None,
-            "error": self.error,
-        })
+        values = {} if r is None else {
+            "time_s": r.time_s, "tflops": r.tflops,
+            "effective_hbm_bytes_per_s": self.effective_hbm_bytes_per_s, "bound": r.bound,
+            "roofline_s": r.roofline_s, "hbm_read_bytes": t.hbm_read_bytes,
+            "hbm_write_bytes": t.hbm_write_bytes, "hbm_bytes": t.hbm_bytes,
+            "l2_load_bytes": t.l2_load_bytes, "l2_store_bytes": t.l2_store_bytes, "l2_bytes": t.l2_bytes,
+            "l2_hit_rate": t.l2_hit_rate, "smem_bytes": t.smem_bytes, "smem_wavefronts": t.smem_wavefronts,
+            "smem_conflict_wavefronts": t.smem_conflict_wavefronts, "occupancy": r.occupancy,
+            "occupancy_limiter": r.occupancy_limiter, "blocks_per_sm": r.blocks_per_sm, "waves": r.waves,
+        }
+        for key in _RESULT_KEYS:
+            d[key] = values.get(key)
+        d["error"] = self.error
         return d
 
 

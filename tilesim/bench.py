@@ -1,0 +1,126 @@
+"""The simulator's own speed: one representative configuration per registered kernel family.
+
+A family's representative configuration is its configuration defaults with the problem fields
+taken, in this order, from :data:`BENCH_PROBLEMS`, from the family's own defaults (when every
+problem field has one), or from the first entry of its validation suite (when a ``suite`` loader
+is given: the CLI passes the validation harness's, imported only there). A family with none of
+these is reported, not silently skipped. Each case is timed ``repeat`` times, lowering included,
+and again with every integer problem field :data:`SCALE` times larger: the steady-state holds make
+the simulator's time nearly independent of the problem size, and :data:`TARGETS` say by how much.
+
+No printing here: the CLI prints.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tilesim.api import simulate
+from tilesim.kernels import registry
+
+BENCH_PROBLEMS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    # family: (representative problem, smoke-test problem); the other knobs take the defaults
+    "gemm": ({"m": 4096, "n": 4096, "k": 4096}, {"m": 256, "n": 256, "k": 256}),
+}
+"""Problem sizes of the benchmark cases (the README's 4096^3 GEMM case)."""
+
+SCALE = 4
+"""How much larger every integer problem field is in the scaling case (4096^3 -> 16384^3 for GEMM)."""
+
+TARGETS = {"median_s": 0.25, "scaling_ratio": 3.0}
+"""The speed targets of the project (README, "Speed of the simulator"): a case's median wall time
+at most 0.25 s, and the scaled case at most 3x the representative one."""
+
+
+@dataclass(frozen=True)
+class BenchCase:
+    """One family's benchmark: its configuration and the scaled one (``None``: none, ``reason``)."""
+
+    family: str
+    config: Any = None
+    scaled: Any = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class BenchTiming:
+    """Wall times (seconds) of ``repeat`` simulations of one configuration, lowering included."""
+
+    walls_s: tuple[float, ...]
+    predicted_s: float
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.walls_s)
+
+    @property
+    def min_s(self) -> float:
+        return min(self.walls_s)
+
+
+def _required(fam: registry.KernelFamily) -> list[str]:
+    return [f.name for f in dataclasses.fields(fam.config)
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+
+
+def _problem(fam: registry.KernelFamily, smoke: bool, suite: Callable | None) -> tuple[dict, str]:
+    """The problem fields of the family's case, or ({}, why there is none)."""
+    if fam.name in BENCH_PROBLEMS:
+        return dict(BENCH_PROBLEMS[fam.name][1 if smoke else 0]), ""
+    if not _required(fam):
+        return {}, ""
+    if suite is not None:
+        try:
+            first = suite(fam.name)
+        except (ValueError, OSError, ImportError) as e:
+            return {}, f"no bench problem and no suite ({e})"
+        if first is not None:
+            return {f: getattr(first, f) for f in fam.problem_fields}, ""
+    return {}, f"no bench problem for {', '.join(_required(fam))} (add one to tilesim.bench.BENCH_PROBLEMS)"
+
+
+def bench_cases(smoke: bool = False, suite: Callable | None = None) -> list[BenchCase]:
+    """One case per registered family. ``suite(name)`` may return the first configuration of the
+    family's validation suite (or ``None``); it is consulted only for families not in
+    :data:`BENCH_PROBLEMS` whose problem fields have no defaults."""
+    cases = []
+    for fam in registry.families().values():
+        problem, why = _problem(fam, smoke, suite)
+        if why:
+            cases.append(BenchCase(fam.name, reason=why))
+            continue
+        try:
+            cfg = fam.make(**problem)
+        except ValueError as e:
+            cases.append(BenchCase(fam.name, reason=str(e)))
+            continue
+        scaled, reason = None, ""
+        big = {f: getattr(cfg, f) * SCALE for f in fam.problem_fields
+               if isinstance(getattr(cfg, f), int) and not isinstance(getattr(cfg, f), bool)}
+        if big:
+            try:
+                scaled = dataclasses.replace(cfg, **big)
+            except ValueError as e:
+                reason = f"scaled problem rejected: {e}"
+        else:
+            reason = "no integer problem field to scale"
+        cases.append(BenchCase(fam.name, cfg, scaled, reason))
+    return cases
+
+
+def time_config(config, hardware, repeat: int) -> BenchTiming:
+    """Simulate ``config`` ``repeat`` times (lowering included) and keep the wall times."""
+    if repeat < 1:
+        raise ValueError(f"repeat = {repeat}: must be >= 1")
+    walls = []
+    result = None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        result = simulate(config, hardware)
+        walls.append(time.perf_counter() - t0)
+    return BenchTiming(tuple(walls), result.time_s)
