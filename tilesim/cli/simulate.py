@@ -1,0 +1,245 @@
+"""``tilesim simulate <family>`` (one option per field of the family's config) and ``tilesim families``."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+import tilesim
+from tilesim.cli.base import (
+    OneLineErrors,
+    cli,
+    console,
+    fail,
+    fmt_bytes,
+    fmt_count,
+    load_families,
+    save_figure,
+)
+from tilesim.kernels import registry
+
+# ----------------------------------------------------------------------------------------------
+# simulate <family>: one option per configuration field
+
+_OWN_OPTIONS = ("hardware", "json", "timeline", "exact", "help")
+_METAVARS = {"int": "INT", "float": "FLOAT", "bool": "BOOL", "str": "TEXT", "int | None": "INT|none"}
+
+
+def _required_fields(fam: registry.KernelFamily) -> list[str]:
+    return [f.name for f in dataclasses.fields(fam.config)
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+
+
+def _knob_help(fam: registry.KernelFamily, knob: registry.Knob) -> str:
+    parts = [knob.doc] if knob.doc else []
+    if knob.choices:
+        parts.append(f"one of: {', '.join(map(str, knob.choices))}")
+    if knob.name in _required_fields(fam):
+        parts.append("required" + (" (problem size)" if knob.name in fam.problem_fields else ""))
+    else:
+        parts.append(f"default: {knob.default}")
+    return "; ".join(parts)
+
+
+def _knob_option(fam: registry.KernelFamily, knob: registry.Knob) -> click.Option:
+    if knob.name in _OWN_OPTIONS:
+        raise ValueError(f"{fam.name}: knob {knob.name!r} clashes with the option --{knob.name} of "
+                         f"`tilesim simulate`; rename the field")
+    dashed = knob.name.replace("_", "-")
+    if knob.type == "bool":
+        return click.Option([f"--{dashed}/--no-{dashed}", knob.name], default=None, help=_knob_help(fam, knob))
+    names = [f"--{dashed}"] + ([f"--{knob.name}"] if dashed != knob.name else [])
+    return click.Option([*names, knob.name], default=None, metavar=_METAVARS.get(knob.type, "VALUE"),
+                        help=_knob_help(fam, knob))
+
+
+class _FamilyCommand(click.Command):
+    """``tilesim simulate <family>``; an unknown option is reported as an unknown knob."""
+
+    def __init__(self, fam: registry.KernelFamily, **kwargs):
+        super().__init__(**kwargs)
+        self.family = fam
+
+    def parse_args(self, ctx, args):
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as e:
+            knobs = ", ".join(k.name for k in self.family.knobs())
+            raise click.UsageError(f"{self.family.name}: unknown knob {e.option_name}; knobs: {knobs}",
+                                   ctx) from None
+
+
+def _family_command(fam: registry.KernelFamily) -> click.Command:
+    params = [_knob_option(fam, k) for k in fam.knobs()]
+    params += [
+        click.Option(["--hardware"], default="h200", show_default=True,
+                     help="GPU (see `tilesim hardware list`)"),
+        click.Option(["--json", "as_json"], is_flag=True, help="print result.to_dict() as JSON only"),
+        click.Option(["--timeline", "timeline_png"], type=click.Path(dir_okay=False), default=None,
+                     help="also write the block-slot timeline of one SM to this PNG"),
+        click.Option(["--exact"], is_flag=True,
+                     help="simulate every step (no steady-state holds; slower)"),
+    ]
+
+    def run(hardware, as_json, timeline_png, exact, **knobs):
+        _simulate(fam, {k: v for k, v in knobs.items() if v is not None}, hardware, as_json,
+                  timeline_png, exact)
+
+    doc = fam.description or f"Simulate one {fam.name} kernel."
+    return _FamilyCommand(fam, name=fam.name, params=params, callback=run, help=doc,
+                          epilog="Knob values are checked by the family's configuration; "
+                                 "`tilesim families " + fam.name + "` lists them.")
+
+
+class _SimulateGroup(OneLineErrors):
+    def list_commands(self, ctx):
+        return list(load_families())
+
+    def get_command(self, ctx, name):
+        fams = load_families()
+        if name not in fams:
+            try:
+                registry.get(name)
+            except ValueError as e:
+                raise click.UsageError(str(e), ctx) from None
+        try:
+            return _family_command(fams[name])
+        except ValueError as e:
+            raise click.UsageError(str(e), ctx) from None
+
+
+@cli.group(cls=_SimulateGroup)
+def simulate() -> None:
+    """Simulate one kernel: `tilesim simulate <family> --<knob> VALUE ...` (`tilesim families`)."""
+
+
+def _check_choices(fam: registry.KernelFamily, cfg) -> None:
+    """Knobs with listed choices must take one of them (for configs that do not check it themselves)."""
+    for knob in fam.knobs():
+        v = getattr(cfg, knob.name)
+        if knob.choices and v not in knob.choices:
+            raise ValueError(f"{fam.config.__name__}.{knob.name} = {v!r}: must be one of "
+                             f"{', '.join(map(str, knob.choices))}")
+
+
+def _simulate(fam, values: dict, hardware: str, as_json: bool, timeline_png, exact: bool) -> None:
+    missing = [f for f in _required_fields(fam) if f not in values]
+    if missing:
+        fail(f"{fam.name}: missing {', '.join('--' + m.replace('_', '-') for m in missing)} "
+              f"(no default; `tilesim families {fam.name}` lists the knobs)")
+    try:
+        hw = tilesim.resolve_hardware(hardware)
+        cfg = fam.make(**values)
+        _check_choices(fam, cfg)
+        fam.check_fits(cfg, hw)
+        result = tilesim.simulate(cfg, hw, timeline=timeline_png is not None, steady_state=not exact)
+        programs = () if as_json else tilesim.lower(cfg)
+    except ValueError as e:
+        fail(str(e))
+    if timeline_png is not None:
+        from tilesim.plots import timeline_figure
+
+        path = save_figure(timeline_figure(result, kernel=fam.full_label(cfg)), timeline_png)
+        click.echo(f"wrote timeline to {path}", err=as_json)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2))
+        return
+    _print_report(console(), fam, cfg, hw, result, programs)
+
+
+def _print_report(con: Console, fam, cfg, hw, r, programs) -> None:
+    size = " x ".join(f"{f}={getattr(cfg, f)}" for f in fam.problem_fields)
+    con.print(f"[bold]{escape(fam.full_label(cfg))}[/bold]  {fam.name} {escape(size)} on "
+              f"{escape(hw.display_name)}" + (" (calibrated)" if hw.calibrated else ""))
+    counts = fam.counts(cfg)
+    summary = Table(show_header=False, box=None, pad_edge=False)
+    summary.add_column(style="bold")
+    summary.add_column()
+    summary.add_row("time", f"{r.time_s * 1e3:.4f} ms")
+    peak = hw.fp32_flops_per_s
+    if r.flops > 0:
+        summary.add_row("throughput", f"{r.tflops:.2f} TFLOP/s = {100 * r.flops / r.time_s / peak:.1f}% "
+                        f"of FP32 peak ({peak / 1e12:.1f} TFLOP/s)")
+    need = counts.get("min_hbm_bytes", 0)
+    if need:
+        bw = need / r.time_s
+        summary.add_row("bandwidth", f"{bw / 1e12:.3f} TB/s of compulsory HBM bytes = "
+                        f"{100 * bw / hw.hbm_bytes_per_s:.1f}% of HBM peak ({hw.hbm_bytes_per_s / 1e12:.2f} TB/s)")
+    summary.add_row("bound", r.bound)
+    summary.add_row("roofline", f"{r.roofline_s * 1e3:.4f} ms lower bound "
+                    f"(predicted time is {r.time_s / r.roofline_s:.2f}x)" if r.roofline_s > 0 else "n/a")
+    for i, p in enumerate(programs):
+        ln = p.launch
+        name = "launch" if len(programs) == 1 else f"launch {i + 1}"
+        summary.add_row(name, f"{ln.blocks} blocks of {ln.threads_per_block} threads, {ln.regs_per_thread} "
+                        f"regs/thread, {ln.smem_bytes_per_block} B shared/block")
+    summary.add_row("occupancy", f"{r.blocks_per_sm} blocks/SM, {100 * r.occupancy:.1f}% of warp slots "
+                    f"(limited by {r.occupancy_limiter})")
+    summary.add_row("waves", f"{r.waves:.2f} over {hw.sm_count} SMs")
+    con.print(summary)
+
+    util = Table(title="utilization (busy fraction of the kernel's time)", title_justify="left")
+    util.add_column("resource")
+    util.add_column("busy", justify="right")
+    util.add_column("")
+    for res, frac in sorted(r.utilization.items(), key=lambda kv: -kv[1]):
+        bar = "#" * round(30 * min(max(frac, 0.0), 1.0))
+        util.add_row(res + (" *" if res == r.bound else ""), f"{100 * frac:.1f}%", bar)
+    con.print(util)
+
+    t = r.traffic
+    tr = Table(title="traffic (whole kernel, all SMs)", title_justify="left")
+    tr.add_column("level")
+    tr.add_column("quantity")
+    tr.add_column("value", justify="right")
+    tr.add_row("HBM", "read", fmt_bytes(t.hbm_read_bytes))
+    tr.add_row("HBM", "write", fmt_bytes(t.hbm_write_bytes))
+    tr.add_row("L2", "load (SM requests)", fmt_bytes(t.l2_load_bytes))
+    tr.add_row("L2", "store", fmt_bytes(t.l2_store_bytes))
+    tr.add_row("L2", "hit rate", f"{100 * t.l2_hit_rate:.1f}%")
+    tr.add_row("L1", "wavefronts", fmt_count(t.l1_wavefronts))
+    tr.add_row("shared", "bytes (stored + loaded)", fmt_bytes(t.smem_bytes))
+    tr.add_row("shared", "wavefronts", fmt_count(t.smem_wavefronts))
+    tr.add_row("shared", "bank-conflict wavefronts", fmt_count(t.smem_conflict_wavefronts))
+    tr.add_row("registers", "operand bytes", fmt_bytes(t.register_operand_bytes))
+    tr.add_row("issue", "warp instructions", fmt_count(t.instructions))
+    tr.add_row("issue", "of which FFMA", fmt_count(t.ffma))
+    con.print(tr)
+
+
+# ----------------------------------------------------------------------------------------------
+# families
+
+
+@cli.command()
+@click.argument("name", required=False)
+def families(name) -> None:
+    """The kernel families and their knobs (NAME: only that family)."""
+    fams = load_families()
+    if name is not None:
+        try:
+            fams = {name: registry.get(name)}
+        except ValueError as e:
+            fail(str(e))
+    con = console()
+    if not fams:
+        con.print("no kernel family is registered")
+        return
+    for fam in fams.values():
+        problem = ", ".join(fam.problem_fields) or "none"
+        con.print(f"[bold]{escape(fam.name)}[/bold]: {escape(fam.description or '(no description)')}")
+        required = _required_fields(fam)
+        tab = Table(title=f"{fam.name} knobs (problem fields: {problem}); "
+                          f"`tilesim simulate {fam.name} --<knob> VALUE`", title_justify="left")
+        for col in ("knob", "type", "default", "choices", "doc"):
+            tab.add_column(col, overflow="fold")
+        for k in fam.knobs():
+            default = "(required)" if k.name in required else str(k.default)
+            tab.add_row(k.name, k.type, default, ", ".join(map(str, k.choices)), Text(k.doc))
+        con.print(tab)
