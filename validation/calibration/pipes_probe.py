@@ -25,52 +25,32 @@ times the SM clock its blocks saw (clock64 over %globaltimer) gives SM cycles; a
 instructions per clock per SM. Latency probes: one warp, one dependent chain, ``clock64()`` around
 32 x iters steps. Barrier: one block of 1..32 warps running ``__syncthreads()`` back to back.
 
-What each probe gives, as the hardware-spec field name :func:`fields` maps it to:
+Fields (hardware-spec names) that :func:`fields` maps the results to, and their probe kernels:
+throughput in warp instructions per clock per SM:
+``sfu_warp_instr_per_clk_per_sm`` (MUFU.EX2, ``tp_ex2``), ``sfu_rsq_...`` (MUFU.RSQ, ``tp_rsq``),
+``sfu_rcp_...`` (MUFU.RCP, ``tp_rcp``), ``shuffle_...`` (SHFL.BFLY, ``tp_shfl``), ``int_...`` (IADD3
+and LOP3, ``tp_int``), ``fadd_...`` (FADD, ``tp_fadd``), ``fmnmx_...`` (FMNMX, ``tp_fmnmx``),
+``smem_atomic_...`` (ATOMS.ADD u32, lanes on distinct words), ``smem_atomic_same_address_...``
+(ATOMS.ADD, the 32 lanes on one word), ``global_atomic_...`` (REDG.ADD.F32, lanes on distinct
+words, one 128-byte line per instruction); ``expf_warp_calls_per_clk_per_sm`` (``__expf`` with the
+default flags: FMUL, FSETP, two predicated FMULs and MUFU.EX2 per call) and
+``expf_ftz_warp_calls_per_clk_per_sm`` (``__expf`` as with ``-ftz=true``: FMUL + MUFU.EX2);
+``global_atomic_same_address_per_clk``: REDG.ADD.F32 on ONE word from lane 0 of every warp, atomics
+per clock of the whole GPU (a reduction finishing with one atomicAdd per block).
+Latency in cycles per dependent step: ``sfu_latency_cycles`` (MUFU.EX2), ``sfu_rsq_latency_cycles``,
+``shuffle_latency_cycles`` (SHFL.BFLY), ``fadd_latency_cycles``, ``int_latency_cycles`` (IADD3 and
+LOP3 alternating; a chain of adds alone is folded by ptxas), ``lop3_latency_cycles`` (so IADD3's is
+2 x int - lop3), ``reduce_step_latency_cycles`` (x += shfl_xor(x, m): SHFL then FADD),
+``barrier_latency_cycles`` (``__syncthreads()`` in a block of 8 warps) and
+``barrier_latency_cycles_by_warps`` (``[[warps, cycles]]`` for 1, 4, 8, 16, 32 warps).
 
-===================================================== ========================== ==================
-field                                                 probe (kernel)             datasheet, cc 9.0
-===================================================== ========================== ==================
-``sfu_warp_instr_per_clk_per_sm``                     MUFU.EX2 (``tp_ex2``)      16/32 = 0.5
-``sfu_rsq_warp_instr_per_clk_per_sm``                 MUFU.RSQ (``tp_rsq``)      0.5
-``sfu_rcp_warp_instr_per_clk_per_sm``                 MUFU.RCP (``tp_rcp``)      0.5
-``expf_warp_calls_per_clk_per_sm``                    ``__expf``, default flags  (FMUL, FSETP, 2
-                                                      (``tp_expf``)              predicated FMUL,
-                                                                                 MUFU.EX2 per call)
-``expf_ftz_warp_calls_per_clk_per_sm``                ``__expf`` with -ftz=true  (FMUL + MUFU.EX2)
-                                                      (``tp_expf_ftz``)
-``shuffle_warp_instr_per_clk_per_sm``                 SHFL.BFLY (``tp_shfl``)    32/32 = 1
-``int_warp_instr_per_clk_per_sm``                     IADD3 + LOP3 (``tp_int``)  64/32 = 2
-``fadd_warp_instr_per_clk_per_sm``                    FADD (``tp_fadd``)         128/32 = 4
-``fmnmx_warp_instr_per_clk_per_sm``                   FMNMX (``tp_fmnmx``)       (not in the table)
-``smem_atomic_warp_instr_per_clk_per_sm``             ATOMS.ADD, lanes on        (not in the table)
-                                                      distinct words
-``smem_atomic_same_address_warp_instr_per_clk_per_sm`` ATOMS.ADD, 32 lanes on one (not in the table)
-                                                      word
-``global_atomic_warp_instr_per_clk_per_sm``           REDG.ADD.F32, lanes on     (not in the table)
-                                                      distinct words
-``global_atomic_same_address_per_clk``                REDG.ADD.F32 on ONE word   (not in the table)
-                                                      from every warp: atomics
-                                                      per clock, whole GPU
-``sfu_latency_cycles``                                MUFU.EX2 chain
-``sfu_rsq_latency_cycles``                            MUFU.RSQ chain
-``shuffle_latency_cycles``                            SHFL.BFLY chain
-``fadd_latency_cycles``                               FADD chain
-``int_latency_cycles``                                IADD3/LOP3 alternating
-``lop3_latency_cycles``                               LOP3 chain
-``reduce_step_latency_cycles``                        x += shfl_xor(x, m)
-``barrier_latency_cycles``                            ``__syncthreads()``, 8
-                                                      warps (256 threads)
-``barrier_latency_cycles_by_warps``                   the same for 1, 4, 8, 16,
-                                                      32 warps: [[warps, cycles]]
-===================================================== ========================== ==================
-
-The datasheet column is what the probe checks against (``expected`` in the results, never used as
-a value): the CUDA C++ Programming Guide, "Arithmetic Instructions", table "Throughput of Native
-Arithmetic Instructions" (results per clock cycle per multiprocessor), compute capability 9.0:
-32-bit floating-point add/multiply/multiply-add 128; 32-bit reciprocal, reciprocal square root,
-base-2 exponential (SFU) 16; 32-bit integer add and bitwise ops 64; warp shuffle 32. Divided by 32
-lanes for warp instructions. (These figures were given with the task; the guide page itself could
-not be fetched from this machine to re-check them.)
+What the probes check against (``expected`` in the results, never used as a value): the CUDA C++
+Programming Guide, "Arithmetic Instructions", table "Throughput of Native Arithmetic Instructions"
+(results per clock cycle per multiprocessor), compute capability 9.0: 32-bit floating-point add,
+multiply, multiply-add 128; 32-bit reciprocal, reciprocal square root, base-2 exponential (SFU) 16;
+32-bit integer add and bitwise ops 64; warp shuffle 32; divided by 32 lanes: 4, 0.5, 2 and 1 warp
+instructions per clock per SM. FMNMX and atomics are not in the table. (These figures came with
+the task; the guide itself could not be fetched from this machine to re-check them.)
 
 Findings from the SASS alone (sm_90, nvcc 13), no GPU needed: a shared-memory ``atomicAdd`` on a
 float compiles to a compare-and-swap loop (ATOMS.CAST.SPIN), not one ATOMS (the probes use unsigned
@@ -141,6 +121,7 @@ class Probe:
     """
 
     kernel: str
+    field: str  # the hardware-spec field it calibrates ("" when none)
     counts: tuple[tuple[str, int], ...]
     unit: str
     what: str
@@ -158,75 +139,57 @@ class Probe:
         return self.counts[0][1]
 
 
+WARP_RATE = "warp instr/clk/SM"
+N, A, S = OPS_PER_ITER, ATOMICS_PER_ITER, LAT_STEPS
+
 THROUGHPUT = (
-    Probe("tp_ex2", (("MUFU.EX2", OPS_PER_ITER),), "warp instr/clk/SM", "MUFU.EX2, x = 2^-x",
-          absent=("FMUL", "FADD", "FSETP"), expected=SFU_EXPECTED),
-    Probe("tp_rsq", (("MUFU.RSQ", OPS_PER_ITER),), "warp instr/clk/SM", "MUFU.RSQ, x = rsqrt(x)",
-          absent=("FMUL", "FSETP"), expected=SFU_EXPECTED),
-    Probe("tp_rcp", (("MUFU.RCP", OPS_PER_ITER),), "warp instr/clk/SM", "MUFU.RCP, x = 1/(-x)",
-          absent=("FMUL", "FADD", "FFMA"), expected=SFU_EXPECTED),
-    Probe("tp_expf", (("MUFU.EX2", OPS_PER_ITER), ("FMUL", 3 * OPS_PER_ITER), ("FSETP", OPS_PER_ITER)),
+    Probe("tp_ex2", "sfu_warp_instr_per_clk_per_sm", (("MUFU.EX2", N),), WARP_RATE,
+          "MUFU.EX2, x = 2^-x", absent=("FMUL", "FADD", "FSETP"), expected=SFU_EXPECTED),
+    Probe("tp_rsq", "sfu_rsq_warp_instr_per_clk_per_sm", (("MUFU.RSQ", N),), WARP_RATE,
+          "MUFU.RSQ, x = rsqrt(x)", absent=("FMUL", "FSETP"), expected=SFU_EXPECTED),
+    Probe("tp_rcp", "sfu_rcp_warp_instr_per_clk_per_sm", (("MUFU.RCP", N),), WARP_RATE,
+          "MUFU.RCP, x = 1/(-x)", absent=("FMUL", "FADD", "FFMA"), expected=SFU_EXPECTED),
+    Probe("tp_expf", "expf_warp_calls_per_clk_per_sm", (("MUFU.EX2", N), ("FMUL", 3 * N), ("FSETP", N)),
           "warp calls/clk/SM", "__expf(-x), default flags (no ftz)"),
-    Probe("tp_expf_ftz", (("MUFU.EX2", OPS_PER_ITER), ("FMUL", OPS_PER_ITER)), "warp calls/clk/SM",
-          "__expf(-x) as with -ftz=true: FMUL.FTZ + MUFU.EX2", absent=("FSETP",)),
-    Probe("tp_shfl", (("SHFL.BFLY", OPS_PER_ITER),), "warp instr/clk/SM", "SHFL.BFLY, 8 registers",
-          expected=SHUFFLE_EXPECTED),
-    Probe("tp_int", (("LOP3.LUT", OPS_PER_ITER // 2), ("IADD3", OPS_PER_ITER // 2)), "warp instr/clk/SM",
+    Probe("tp_expf_ftz", "expf_ftz_warp_calls_per_clk_per_sm", (("MUFU.EX2", N), ("FMUL", N)),
+          "warp calls/clk/SM", "__expf(-x) as with -ftz=true: FMUL.FTZ + MUFU.EX2", absent=("FSETP",)),
+    Probe("tp_shfl", "shuffle_warp_instr_per_clk_per_sm", (("SHFL.BFLY", N),), WARP_RATE,
+          "SHFL.BFLY, 8 registers", expected=SHUFFLE_EXPECTED),
+    Probe("tp_int", "int_warp_instr_per_clk_per_sm", (("LOP3.LUT", N // 2), ("IADD3", N // 2)), WARP_RATE,
           "IADD3 and LOP3 alternating", rate_ops=("LOP3.LUT", "IADD3"), absent=("IMAD",),
           expected=INT_EXPECTED),
-    Probe("tp_fadd", (("FADD", OPS_PER_ITER),), "warp instr/clk/SM", "FADD, x = x + a",
-          absent=("FFMA",), expected=FADD_EXPECTED),
-    Probe("tp_fmnmx", (("FMNMX", OPS_PER_ITER),), "warp instr/clk/SM", "FMNMX, x = max(-x, b)"),
-    Probe("tp_atoms_distinct", (("ATOMS.ADD", ATOMICS_PER_ITER),), "warp instr/clk/SM",
+    Probe("tp_fadd", "fadd_warp_instr_per_clk_per_sm", (("FADD", N),), WARP_RATE,
+          "FADD, x = x + a", absent=("FFMA",), expected=FADD_EXPECTED),
+    Probe("tp_fmnmx", "fmnmx_warp_instr_per_clk_per_sm", (("FMNMX", N),), WARP_RATE,
+          "FMNMX, x = max(-x, b)"),
+    Probe("tp_atoms_distinct", "smem_atomic_warp_instr_per_clk_per_sm", (("ATOMS.ADD", A),), WARP_RATE,
           "shared atomicAdd (u32), every lane its own word", absent=("ATOMS.CAS",)),
-    Probe("tp_atoms_same", (("ATOMS.ADD", ATOMICS_PER_ITER),), "warp instr/clk/SM",
-          "shared atomicAdd (u32), the warp's 32 lanes on one word", absent=("ATOMS.CAS", "REDUX", "SHFL")),
-    Probe("tp_red_distinct", (("REDG.E.ADD.F32", ATOMICS_PER_ITER),), "warp instr/clk/SM",
+    Probe("tp_atoms_same", "smem_atomic_same_address_warp_instr_per_clk_per_sm", (("ATOMS.ADD", A),),
+          WARP_RATE, "shared atomicAdd (u32), the warp's 32 lanes on one word",
+          absent=("ATOMS.CAS", "REDUX", "SHFL")),
+    Probe("tp_red_distinct", "global_atomic_warp_instr_per_clk_per_sm", (("REDG.E.ADD.F32", A),), WARP_RATE,
           "global atomicAdd (f32), every lane its own word (one line per warp instruction)",
           absent=("ATOMG",)),
-    Probe("tp_red_same", (("REDG.E.ADD.F32", ATOMICS_PER_ITER),), "atomics/clk (GPU)",
-          "global atomicAdd (f32) on one word from lane 0 of every warp", absent=("ATOMG",),
-          gpu_wide=True),
+    Probe("tp_red_same", "global_atomic_same_address_per_clk", (("REDG.E.ADD.F32", A),), "atomics/clk (GPU)",
+          "global atomicAdd (f32) on one word from lane 0 of every warp", absent=("ATOMG",), gpu_wide=True),
 )
 
 LATENCY = (
-    Probe("lat_ex2", (("MUFU.EX2", LAT_STEPS),), "cycles", "MUFU.EX2 chain", absent=("FMUL", "FADD")),
-    Probe("lat_rsq", (("MUFU.RSQ", LAT_STEPS),), "cycles", "MUFU.RSQ chain", absent=("FMUL", "FSETP")),
-    Probe("lat_shfl", (("SHFL.BFLY", LAT_STEPS),), "cycles", "SHFL.BFLY chain"),
-    Probe("lat_fadd", (("FADD", LAT_STEPS),), "cycles", "FADD chain", absent=("FFMA",)),
-    Probe("lat_int", (("LOP3.LUT", LAT_STEPS // 2), ("IADD3", LAT_STEPS // 2)), "cycles",
+    Probe("lat_ex2", "sfu_latency_cycles", (("MUFU.EX2", S),), "cycles", "MUFU.EX2 chain",
+          absent=("FMUL", "FADD")),
+    Probe("lat_rsq", "sfu_rsq_latency_cycles", (("MUFU.RSQ", S),), "cycles", "MUFU.RSQ chain",
+          absent=("FMUL", "FSETP")),
+    Probe("lat_shfl", "shuffle_latency_cycles", (("SHFL.BFLY", S),), "cycles", "SHFL.BFLY chain"),
+    Probe("lat_fadd", "fadd_latency_cycles", (("FADD", S),), "cycles", "FADD chain", absent=("FFMA",)),
+    Probe("lat_int", "int_latency_cycles", (("LOP3.LUT", S // 2), ("IADD3", S // 2)), "cycles",
           "IADD3/LOP3 alternating chain (cycles per op)", absent=("IMAD",)),
-    Probe("lat_lop3", (("LOP3.LUT", LAT_STEPS),), "cycles", "LOP3 chain"),
-    Probe("lat_reduce_step", (("SHFL.BFLY", LAT_STEPS), ("FADD", LAT_STEPS)), "cycles",
+    Probe("lat_lop3", "lop3_latency_cycles", (("LOP3.LUT", S),), "cycles", "LOP3 chain"),
+    Probe("lat_reduce_step", "reduce_step_latency_cycles", (("SHFL.BFLY", S), ("FADD", S)), "cycles",
           "x += shfl_xor(x, m): SHFL.BFLY then FADD"),
 )
 
-BARRIER = Probe("lat_bar", (("BAR.SYNC", BAR_STEPS),), "cycles", "__syncthreads() back to back")
-
-#: throughput/latency probe -> hardware-spec field (see the module docstring)
-FIELD_OF = {
-    "tp_ex2": "sfu_warp_instr_per_clk_per_sm",
-    "tp_rsq": "sfu_rsq_warp_instr_per_clk_per_sm",
-    "tp_rcp": "sfu_rcp_warp_instr_per_clk_per_sm",
-    "tp_expf": "expf_warp_calls_per_clk_per_sm",
-    "tp_expf_ftz": "expf_ftz_warp_calls_per_clk_per_sm",
-    "tp_shfl": "shuffle_warp_instr_per_clk_per_sm",
-    "tp_int": "int_warp_instr_per_clk_per_sm",
-    "tp_fadd": "fadd_warp_instr_per_clk_per_sm",
-    "tp_fmnmx": "fmnmx_warp_instr_per_clk_per_sm",
-    "tp_atoms_distinct": "smem_atomic_warp_instr_per_clk_per_sm",
-    "tp_atoms_same": "smem_atomic_same_address_warp_instr_per_clk_per_sm",
-    "tp_red_distinct": "global_atomic_warp_instr_per_clk_per_sm",
-    "tp_red_same": "global_atomic_same_address_per_clk",
-    "lat_ex2": "sfu_latency_cycles",
-    "lat_rsq": "sfu_rsq_latency_cycles",
-    "lat_shfl": "shuffle_latency_cycles",
-    "lat_fadd": "fadd_latency_cycles",
-    "lat_int": "int_latency_cycles",
-    "lat_lop3": "lop3_latency_cycles",
-    "lat_reduce_step": "reduce_step_latency_cycles",
-}
-BARRIER_FIELD = "barrier_latency_cycles"
+BARRIER = Probe("lat_bar", "barrier_latency_cycles", (("BAR.SYNC", BAR_STEPS),), "cycles",
+                "__syncthreads() back to back")
 BARRIER_CURVE_FIELD = "barrier_latency_cycles_by_warps"
 
 
@@ -573,9 +536,10 @@ def fields(results: dict) -> dict:
     8-warp value; ``barrier_latency_cycles_by_warps`` is ``[[warps, cycles], ...]``.
     """
     out: dict = {}
+    field_of = {p.kernel: p.field for p in (*THROUGHPUT, *LATENCY)}
     for group in ("throughput", "latency"):
         for kernel, r in results.get(group, {}).items():
-            name = FIELD_OF.get(kernel)
+            name = field_of.get(kernel)
             if name is None or r.get("sass_ok") is False:
                 continue
             e = _entry(r)
@@ -587,7 +551,7 @@ def fields(results: dict) -> dict:
         if BARRIER_FIELD_WARPS in bars:
             e = _entry(bars[BARRIER_FIELD_WARPS])
             e["benchmark"] = f"{e['benchmark']}, {BARRIER_FIELD_WARPS} warps per block"
-            out[BARRIER_FIELD] = e
+            out[BARRIER.field] = e
         ws = sorted(bars)
         out[BARRIER_CURVE_FIELD] = {
             "value": [[w, bars[w]["value"]] for w in ws], "unit": "cycles",
