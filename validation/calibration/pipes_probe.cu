@@ -207,7 +207,7 @@ __global__ void __launch_bounds__(PB_THREADS) tp_red_distinct(float fa, float fb
                                                               int iters, float* out, long long* clk) {
     long long c0 = clock64();
     unsigned long long g0 = pb_global_ns();
-    float* base = out + (size_t)blockIdx.x * PB_ATOMICS * PB_THREADS + threadIdx.x;
+    float* base = out + (unsigned long long)blockIdx.x * PB_ATOMICS * PB_THREADS + threadIdx.x;
     const float v = fa + fb * threadIdx.x;
     for (int it = 0; it < iters; ++it) {
 #pragma unroll

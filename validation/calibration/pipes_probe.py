@@ -15,8 +15,8 @@ and loaded by ``cupy.RawModule``, so what runs is what ``cuobjdump -sass`` disas
 probe's hot loop body is read from that SASS: the intended instruction must be there, as many times
 per source iteration as the source says (else the probe is flagged ``sass_ok: false`` and
 :func:`fields` leaves it out), and the rates divide by those SASS counts, not by source counts.
-Without nvcc or cuobjdump the module is compiled by NVRTC and the source counts are used (flagged
-``sass: null``).
+Without cuobjdump (or, for NVRTC's build, without nvcc) the source's counts are used, flagged
+``sass_ok: null``.
 
 Throughput probes: ``8`` independent chains per thread, 64 ops per thread per iteration (8 atomics
 for the atomic probes), blocks of 256 threads, as many blocks per SM as fit, up to 8 (64 warps); the
@@ -368,7 +368,7 @@ class _Device:
 
     def blocks_per_sm(self, fn) -> int:
         """Blocks of THREADS threads that fit on an SM (CUDA occupancy API), at most MAX_BLOCKS_PER_SM."""
-        ptr = getattr(fn, "ptr", None)
+        ptr = getattr(getattr(fn, "kernel", None), "ptr", None)  # RawKernel.kernel: the driver function
         if ptr is None:
             return MAX_BLOCKS_PER_SM
         fit = self.cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(ptr, THREADS, 0)
@@ -435,6 +435,8 @@ def run_throughput(dev: _Device, probe: Probe, sass_info: dict | None, runs: int
            "runs": rates, "kernel": probe.kernel, "blocks": blocks, "blocks_per_sm": per_sm,
            "warps_per_sm": per_sm * THREADS // 32, "threads": THREADS, "iters": iters,
            "rate_instr_per_iter": instr, "counted_from": counted_from,
+           "issued_warp_instr_per_clk": (summarize(rates)["value"] * sass_info["all_instr_per_iter"] / instr
+                                         if sass_info and sass_info.get("all_instr_per_iter") else None),
            "clock_hz": summarize(clocks)["value"], "kernel_s": summarize(secs)["value"],
            "attributes": _attributes(fn)}
     if probe.expected is not None:
