@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from tilesim import hardware
-from tilesim.kernels.gemm_config import GemmConfig, check_fits
-from validation import gemm_cuda as g
+from tilesim.kernels.gemm.config import GemmConfig, check_fits
+from validation.families.gemm import runner as g
+from validation.families.gemm import selftest
 
 H200 = hardware.load("h200")
 ODD = (333, 257, 129)
@@ -41,11 +42,13 @@ def test_representatives_cover_every_variant_and_knob():
 def test_kernel_source_matches_config(cfg):
     src = g.kernel_source(cfg)
     assert src == g.kernel_source(cfg)  # pure
-    assert src.grid == cfg.grid == (-(-cfg.n // cfg.bn), -(-cfg.m // cfg.bm), 1)
-    assert src.block == (cfg.threads, 1, 1)
-    assert src.dynamic_smem_bytes == cfg.smem_bytes
-    assert src.name.startswith(f"gemm_{cfg.variant}<")
-    assert f"template __global__ void {src.name}(" in src.code
+    geo = g.launch_geometry(cfg)
+    assert geo.grid == cfg.grid == (-(-cfg.n // cfg.bn), -(-cfg.m // cfg.bm), 1)
+    assert geo.block == (cfg.threads, 1, 1)
+    assert geo.dynamic_smem_bytes == cfg.smem_bytes
+    (name,) = src.name_expressions
+    assert name.startswith(f"gemm_{cfg.variant}<")
+    assert f"template __global__ void {name}(" in src.code
     assert src.options == ("--std=c++17", "-lineinfo")
     assert not any(o.startswith(("-arch", "--gpu-architecture")) for o in src.options)
 
@@ -85,7 +88,7 @@ def test_module_imports_without_cupy_and_selftest_says_so(monkeypatch, capsys):
     import sys
 
     monkeypatch.setitem(sys.modules, "cupy", None)
-    assert g.main(["--selftest"]) == 1
+    assert selftest.main(["--selftest"]) == 1
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 1 and "no usable GPU" in out[0]
 

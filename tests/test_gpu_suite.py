@@ -24,13 +24,13 @@ def cupy():
 
 @pytest.fixture(scope="module")
 def suite():
-    from validation.suite import load_suite
+    from validation.harness.suite import load_suite
 
-    return load_suite()
+    return load_suite("gemm")
 
 
 def test_every_suite_configuration_compiles_and_is_correct(cupy, suite):
-    from validation.gemm_cuda import check_correct, compile_gemm
+    from validation.families.gemm.runner import check_correct, compile_gemm
 
     bad = []
     for i, cfg in enumerate(suite):
@@ -43,7 +43,7 @@ def test_every_suite_configuration_compiles_and_is_correct(cupy, suite):
 
 
 def test_occupancy_matches_the_cuda_runtime(cupy, suite):
-    from validation.gemm_cuda import compile_gemm
+    from validation.families.gemm.runner import compile_gemm
 
     hw = hardware.load("h200")
     seen = set()
@@ -77,8 +77,8 @@ SAMPLE = [
 def test_sample_of_unseen_predictions_within_25_percent(cupy, variant, knobs, known_gap, request):
     """2048^3 is not in the recorded suite: these predictions were never compared before."""
     from tilesim import GemmConfig
-    from validation.gemm_cuda import compile_gemm
-    from validation.timing import time_gpu
+    from validation.families.gemm.runner import compile_gemm
+    from validation.harness.timing import time_gpu
 
     if known_gap:
         request.applymarker(pytest.mark.xfail(strict=True, reason=known_gap))

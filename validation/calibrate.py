@@ -39,7 +39,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from validation.timing import _percentile
+from validation.harness.timing import percentile
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 KERNEL_SRC = Path(__file__).resolve().parent / "kernels" / "microbench.cu"
@@ -67,8 +67,8 @@ def summarize(values: Sequence[float]) -> dict:
     vals = sorted(float(v) for v in values)
     if not vals:
         raise ValueError("summarize: values must not be empty")
-    return {"median": _percentile(vals, 50), "p10": _percentile(vals, 10),
-            "p90": _percentile(vals, 90), "min": vals[0], "max": vals[-1], "n": len(vals)}
+    return {"median": percentile(vals, 50), "p10": percentile(vals, 10),
+            "p90": percentile(vals, 90), "min": vals[0], "max": vals[-1], "n": len(vals)}
 
 
 def _field(benchmark: str, unit: str, per_run: Sequence[float], **extra) -> dict:
@@ -147,7 +147,7 @@ class _Bench:
 
     def event_times(self, launch, runs: int | None = None, warmup: int = 2, gate: bool = True) -> list[float]:
         """Seconds per call of ``launch`` (CUDA events around each call, no L2 flush, gated)."""
-        from validation.timing import time_gpu  # noqa: PLC0415
+        from validation.harness.timing import time_gpu  # noqa: PLC0415
 
         n = runs or self.runs
         t = time_gpu(launch, warmup=warmup, reps=n, min_reps=n, flush_l2=False, budget_s=60.0,
@@ -168,7 +168,7 @@ def bench_clock(b: _Bench) -> dict:
     k((blocks,), (128,), (cp.int64(spin), out))
     per_run = []
     nvml = []
-    from validation.timing import read_sm_clock_hz  # noqa: PLC0415
+    from validation.harness.timing import read_sm_clock_hz  # noqa: PLC0415
 
     for _ in range(b.runs):
         k((blocks,), (128,), (cp.int64(spin), out))
@@ -176,7 +176,7 @@ def bench_clock(b: _Bench) -> dict:
         b.stream.synchronize()
         d = out.get().reshape(-1, 2)
         hz = sorted(c / (ns * 1e-9) for c, ns in d if ns > 0)
-        per_run.append(_percentile(hz, 50))
+        per_run.append(percentile(hz, 50))
     return _field("clock_probe", "Hz", per_run, blocks=blocks, spin_cycles=spin,
                   nvml_sm_clock_hz_during=[v for v in nvml if v is not None])
 
@@ -366,7 +366,7 @@ def bench_chase(b: _Bench, name: str, nbytes: int, stride: int, mode: int, steps
     if warm_launch_steps:
         k((1,), (1,), (cp.uint64(base), cp.int32(0), cp.int32(warm_launch_steps), cp.int32(mode), cyc, sink))
     if fresh_lines:  # evict whatever building the chain left in L2
-        from validation.timing import L2Flusher  # noqa: PLC0415
+        from validation.harness.timing import L2Flusher  # noqa: PLC0415
 
         L2Flusher(cp)()
         b.stream.synchronize()
@@ -409,7 +409,7 @@ def _clocked_cycles(b: _Bench, launch, clk) -> list[float]:
 
 def _clock_runs(clk) -> float:
     d = clk.get().reshape(-1, 2)
-    return _percentile(sorted(c / (ns * 1e-9) for c, ns in d if ns > 0), 50)
+    return percentile(sorted(c / (ns * 1e-9) for c, ns in d if ns > 0), 50)
 
 
 def bench_fma(b: _Bench) -> dict:
@@ -623,7 +623,7 @@ def bench_loaded_latency(b: _Bench, steps: int = 1500) -> dict:
     cyc = cp.zeros(1, dtype=cp.int64)
     sink = cp.zeros(1, dtype=cp.uint64)
     out = cp.zeros(8 * b.sm_count * threads + threads, dtype=cp.float32)
-    from validation.timing import L2Flusher  # noqa: PLC0415
+    from validation.harness.timing import L2Flusher  # noqa: PLC0415
 
     flush = L2Flusher(cp)
     rows = {}
@@ -758,7 +758,7 @@ def run_calibration(runs: int = RUNS) -> dict:
     The result has ``meta`` (collect_metadata), ``benchmarks`` (every measurement, per-run values
     included) and ``fields`` (HardwareSpec field -> {value, benchmark, n, p10, p90, unit, ...}).
     """
-    from validation.metadata import collect_metadata  # noqa: PLC0415
+    from validation.harness.metadata import collect_metadata  # noqa: PLC0415
 
     t0 = time.perf_counter()
     b = _Bench(runs)
@@ -819,7 +819,7 @@ def run_calibration(runs: int = RUNS) -> dict:
             "derived": {"smem_bytes_per_clk_per_sm": bm["smem_read"]["value"],
                         # recorded, not written to the profile: the scattered-line rates (equal at both
                         # strides, so no set aliasing) support the sector-position rule of
-                        # tilesim.kernels.access.l1_cycles; the 32-bit request rate (0.37/clk)
+                        # tilesim.cost.access.l1_cycles; the 32-bit request rate (0.37/clk)
                         # contradicts the 0.73/clk Nsight Compute reads from naive GEMMs, so it
                         # stays out until understood
                         "l1_scatter_lines_per_clk_per_sm": bm["l1_scatter"]["value"],
@@ -892,7 +892,7 @@ def write_profile(results: dict, path: str | Path) -> Path:
 def _standalone(args, filename: str, measure) -> dict:
     """Run one group of benchmarks alone (``measure(bench)`` returns their results) and write them,
     after this machine's metadata, to ``<out>/<filename>``."""
-    from validation.metadata import collect_metadata  # noqa: PLC0415
+    from validation.harness.metadata import collect_metadata  # noqa: PLC0415
 
     b = _Bench(args.runs)
     res = {"meta": collect_metadata(), **measure(b)}
@@ -934,7 +934,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         results["fields"] = fields_from_benchmarks(results["benchmarks"])
         print(f"wrote {write_profile(results, args.profile)} from {args.from_json}")
         return 0
-    from validation.suite import gpu_available  # noqa: PLC0415
+    from validation.harness.suite import gpu_available  # noqa: PLC0415
 
     why = gpu_available()
     if why:

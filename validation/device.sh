@@ -3,10 +3,16 @@
 # .whl/, named in the call's `carry`, with .device_git_revision, written by
 # `git rev-parse HEAD > .device_git_revision` before the call, so that the results record the
 # revision the copy came from). Usage: bash validation/device.sh STEP [STEP ...], steps:
+#   families:F1,F2,..  for each family: the suite checked and timed (validation.harness.suite, resumable,
+#                    a broken kernel recorded with its status), then Nsight Compute counters of every
+#                    configuration timed ok (validation.harness.ncu, one ncu process per 64 configs);
+#                    into validation/results/<gpu>/<family>/ (times.csv, counters.csv, metadata.json),
+#                    copied to $OUT/results/<gpu>/<family>/ (logs: $OUT/suite.log, ncu.log). Bounded by SUITE_TIMEOUT
+#                    (default 300 s, all families) and NCU_TIMEOUT (default 200 s); run it again to go on.
 #   calibrate        microbenchmarks -> calibration.json and the calibrated profile
-#   suite            the timed GEMM suite (resumable; bounded so its rows always come back)
-#   rerun            the whole suite measured again into results/h200/rerun (reproducibility)
-#   ncu:MxNxK        Nsight Compute counters for one shape of the suite (resumable)
+#   suite            the timed GEMM suite (families:gemm without ncu)
+#   rerun            the whole GEMM suite measured again into results/<gpu>/gemm/rerun (reproducibility)
+#   ncu:MxNxK        Nsight Compute counters for one shape of the GEMM suite (resumable)
 #   gpu-tests        pytest -m gpu, with its log
 #   dispatch         where the block scheduler puts a last partial wave (dispatch.json)
 #   staging          shared-memory wavefronts of cp.async and register staging (staging.json, ncu)
@@ -22,24 +28,40 @@
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-R=validation/results/h200
+GPU=$(python3 -c "from validation.harness.metadata import current_gpu_slug; print(current_gpu_slug() or 'unknown_gpu')")
+R=validation/results/$GPU
 mkdir -p "$R"
+echo "results under $R"
+copy_family() {  # $1 = family: its results and logs to $OUT/results/<gpu>/<family>/
+  mkdir -p "$OUT/results/$GPU/$1"
+  for f in times.csv counters.csv metadata.json; do
+    [ -f "$R/$1/$f" ] && cp "$R/$1/$f" "$OUT/results/$GPU/$1/"
+  done
+}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
 echo "revision $(cat .device_git_revision 2>/dev/null || echo unknown)"
 for step in "$@"; do
   case "$step" in
+    families:*)
+      fams=$(echo "${step#families:}" | tr ',' ' ')
+      for fam in $fams; do mkdir -p "$R/$fam"; done
+      # shellcheck disable=SC2086
+      timeout "${SUITE_TIMEOUT:-300}" python3 -m validation.harness.suite $fams --results "$R" 2>&1 | tee -a "$OUT/suite.log"
+      # shellcheck disable=SC2086
+      timeout "${NCU_TIMEOUT:-200}" python3 -m validation.harness.ncu $fams --results "$R" 2>&1 | tee -a "$OUT/ncu.log"
+      for fam in $fams; do copy_family "$fam"; done ;;
     calibrate)
       python3 -m validation.calibrate --out "$R" --profile tilesim/hardware/calibrated/h200.toml 2>&1 | tail -24
       cp "$R/calibration.json" tilesim/hardware/calibrated/h200.toml "$OUT/" ;;
     suite)
-      timeout "${SUITE_TIMEOUT:-470}" python3 -m validation.suite --out "$R" --no-progress 2>&1 | tail -40
-      cp "$R/times.csv" "$R/metadata.json" "$OUT/" ;;
+      timeout "${SUITE_TIMEOUT:-470}" python3 -m validation.harness.suite gemm --results "$R" 2>&1 | tail -40
+      copy_family gemm ;;
     rerun)
-      timeout "${SUITE_TIMEOUT:-470}" python3 -m validation.suite --out "$R/rerun" --no-progress 2>&1 | tail -10
-      mkdir -p "$OUT/rerun" && cp "$R/rerun/times.csv" "$R/rerun/metadata.json" "$OUT/rerun/" ;;
+      timeout "${SUITE_TIMEOUT:-470}" python3 -m validation.harness.suite gemm --out "$R/gemm/rerun" 2>&1 | tail -10
+      mkdir -p "$OUT/results/$GPU/gemm/rerun" && cp "$R/gemm/rerun/times.csv" "$R/gemm/rerun/metadata.json" "$OUT/results/$GPU/gemm/rerun/" ;;
     ncu:*)
-      timeout "${NCU_TIMEOUT:-300}" python3 -m validation.ncu --out "$R" --shape "${step#ncu:}" --no-progress 2>&1 | tail -5
-      cp "$R/counters.csv" "$OUT/" ;;
+      timeout "${NCU_TIMEOUT:-300}" python3 -m validation.harness.ncu gemm --results "$R" --shape "${step#ncu:}" 2>&1 | tail -5
+      copy_family gemm ;;
     dispatch)
       python3 -m validation.dispatch_probe --out "$R" 2>&1 | tail -8
       cp "$R/dispatch.json" "$OUT/" ;;

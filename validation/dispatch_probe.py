@@ -141,7 +141,7 @@ def main(argv=None) -> int:
     except ImportError as exc:
         print(f"validation.dispatch_probe: needs CuPy and an NVIDIA GPU: {exc}", file=sys.stderr)
         return 2
-    from validation.metadata import collect_metadata  # noqa: PLC0415
+    from validation.harness.metadata import collect_metadata  # noqa: PLC0415
 
     res = {"meta": collect_metadata(), **probes()}
     out = Path(args.out)

@@ -22,8 +22,8 @@ import sys
 from pathlib import Path
 
 from tilesim import hardware
+from tilesim.cost.access import l1_cycles, smem_wavefronts
 from tilesim.engine import simulate_program
-from tilesim.kernels.access import l1_cycles, smem_wavefronts
 from tilesim.program import (
     Compute,
     Epilogue,

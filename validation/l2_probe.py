@@ -92,7 +92,7 @@ def target(sizes_mib, rotates) -> int:
 def measure(ncu: str = "ncu") -> dict:
     import cupy as cp  # noqa: PLC0415
 
-    from validation.ncu import probe_rows  # noqa: PLC0415
+    from validation.harness.probe import probe_rows  # noqa: PLC0415
 
     sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
     rotates = (0, sms // 2)
@@ -170,7 +170,7 @@ def dirty_field(writeback: list[dict]) -> dict:
 
 
 def main(argv=None) -> int:
-    from validation.ncu import probe_main  # noqa: PLC0415
+    from validation.harness.probe import probe_main  # noqa: PLC0415
 
     return probe_main("validation.l2_probe", __doc__, argv, _target, measure, "l2_probe.json", show=_show)
 

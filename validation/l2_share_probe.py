@@ -95,7 +95,7 @@ def _target() -> int:
 
 
 def measure(ncu: str = "ncu") -> dict:
-    from validation.ncu import probe_rows  # noqa: PLC0415
+    from validation.harness.probe import probe_rows  # noqa: PLC0415
 
     metrics = ("dram__bytes_read.sum", "lts__t_sectors_srcunit_tex_op_read.sum", "gpu__time_duration.sum")
     rows = probe_rows("validation.l2_share_probe", metrics, cache_control="all", ncu=ncu)
@@ -137,7 +137,7 @@ def _show(res: dict) -> None:
 
 
 def main(argv=None) -> int:
-    from validation.ncu import probe_main  # noqa: PLC0415
+    from validation.harness.probe import probe_main  # noqa: PLC0415
 
     return probe_main("validation.l2_share_probe", __doc__, argv, _target, measure, "l2_share_probe.json",
                       show=_show)

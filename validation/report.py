@@ -22,7 +22,7 @@ from pathlib import Path
 
 from tilesim import hardware as hw_catalog
 from tilesim import simulate
-from tilesim.kernels.gemm_config import GemmConfig
+from tilesim.kernels.gemm.config import GemmConfig
 
 RESULTS_ROOT = Path(__file__).parent / "results"
 _INT_KNOBS = ("m", "n", "k", "bm", "bn", "bk", "tm", "tn", "wm", "wn", "wniter", "smem_pad", "stages")

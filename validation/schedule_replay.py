@@ -89,13 +89,13 @@ def replay(results: Path = DEFAULT_DIR, capacity_bytes: float | None = None, rep
            with_output: bool = True) -> list[dict]:
     """One row per traced configuration (see the module docstring)."""
     from tilesim import hardware
-    from validation.suite import load_suite
+    from validation.harness.suite import load_suite
 
     meta = json.loads((results / "schedule_trace.json").read_text())
     data = np.load(results / "schedule_trace.npz")
     m, n, k = meta["shape"]
     cap = capacity_bytes or hardware.load("h200").l2_bytes
-    cfgs = {c.label: c for c in load_suite() if (c.m, c.n, c.k) == (m, n, k)}
+    cfgs = {c.label: c for c in load_suite("gemm") if (c.m, c.n, c.k) == (m, n, k)}
     measured = measured_dram_reads(results)
     rows = []
     for label, info in meta["configs"].items():

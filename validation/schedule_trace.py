@@ -2,7 +2,7 @@
 
 The suite's kernels for one shape are compiled with ``-DGEMM_TRACE``: thread 0 of every block
 records its SM and ``%globaltimer`` when k-tiles ``0, nk/8, 2nk/8, ...`` start and when its k-loop
-ends (``validation/kernels/gemm.cu``). Each traced kernel is checked against a float64 reference
+ends (``validation/families/gemm/gemm.cu``). Each traced kernel is checked against a float64 reference
 first, then run ``REPS`` times on random inputs with the L2 flushed before each run (as Nsight
 Compute runs it). The untraced kernel is timed the same way, so the cost of the stamps is on record.
 
@@ -44,9 +44,8 @@ def trace_config(cfg, reps: int = REPS, flusher=None) -> dict:
     import cupy as cp
     import numpy as np
 
-    from validation import gemm_cuda
-    from validation.suite import _inputs
-    from validation.timing import L2Flusher
+    from validation.families.gemm import runner as gemm_cuda
+    from validation.harness.timing import L2Flusher
 
     flusher = flusher or L2Flusher(cp)
     blocks = cfg.grid[0] * cfg.grid[1] * cfg.grid[2]
@@ -61,7 +60,7 @@ def trace_config(cfg, reps: int = REPS, flusher=None) -> dict:
     res = gemm_cuda.check_correct(traced, seed=0)
     if not res.ok:
         return {"status": "wrong", "message": res.message}
-    a, b, c = _inputs(cp, cfg.m, cfg.n, cfg.k, cp.float32)
+    a, b, c = gemm_cuda.random_inputs(cfg, seed=0)
 
     def timed(compiled) -> float:
         flusher()
@@ -97,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shape", default="4096x4096x4096", help="MxNxK of the suite to trace")
     p.add_argument("--reps", type=int, default=REPS)
     ns = p.parse_args(argv)
-    from validation.suite import gpu_available, load_suite
+    from validation.harness.suite import gpu_available, load_suite
 
     why = gpu_available()
     if why:
@@ -105,10 +104,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     import numpy as np
 
-    from validation.metadata import collect_metadata
+    from validation.harness.metadata import collect_metadata
 
     m, n, k = (int(x) for x in ns.shape.split("x"))
-    cfgs = [c for c in load_suite() if (c.m, c.n, c.k) == (m, n, k) and c.variant in TRACED_VARIANTS]
+    cfgs = [c for c in load_suite("gemm") if (c.m, c.n, c.k) == (m, n, k) and c.variant in TRACED_VARIANTS]
     arrays, rows = {}, {}
     for cfg in cfgs:
         r = trace_config(cfg, ns.reps)

@@ -114,7 +114,7 @@ METRICS = ("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum", "smsp__inst_execute
 def measure(ncu: str = "ncu") -> dict:
     import cupy as cp  # noqa: PLC0415
 
-    from validation.ncu import probe_rows  # noqa: PLC0415
+    from validation.harness.probe import probe_rows  # noqa: PLC0415
 
     sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
     rows = probe_rows("validation.smem_rate_probe", METRICS, cache_control="all", ncu=ncu)
@@ -147,7 +147,7 @@ def _show(res: dict) -> None:
 
 
 def main(argv=None) -> int:
-    from validation.ncu import probe_main  # noqa: PLC0415
+    from validation.harness.probe import probe_main  # noqa: PLC0415
 
     return probe_main("validation.smem_rate_probe", __doc__, argv, _target, measure, "smem_rate.json", show=_show)
 

@@ -15,7 +15,7 @@ again, by one of these patterns (the ones the GEMM kernels use, and controls):
 ``*_l2``             the same with a source that misses L1 and hits L2 (a tile of a 32 MiB buffer)
 ``lds128_*``         16-byte shared loads of register fragments: lane l reads chunk f(l) of a row
                      (``LDS_CHUNK``), as the GEMMs' fragment loads do; checks the wavefront rule of
-                     ``tilesim.kernels.access.smem_wavefronts``
+                     ``tilesim.cost.access.smem_wavefronts``
 ===================  ================================================================================
 
 Nsight Compute counts the shared-memory wavefronts and bank conflicts of each (``--clock-control
@@ -30,7 +30,7 @@ import sys
 
 SRC = r"""
 #define K_STRIDE 1024
-// the same instructions as validation/kernels/gemm.cu's copies (with a source size)
+// the same instructions as validation/families/gemm/gemm.cu's copies (with a source size)
 __device__ __forceinline__ void cp4(float* dst, const float* src) {
     unsigned d = (unsigned)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(d), "l"(src), "r"(4) : "memory");
@@ -158,7 +158,7 @@ LDS_CHUNK = {"bcast16": lambda lane: lane // 16, "bcast8": lambda lane: lane // 
              "mixed": lambda lane: (lane % 4) * 2 + lane // 16, "lin": lambda lane: lane}
 #: the GEMM-A pattern, per warp instruction: 8 rows x 64 aligned bytes = 8 lines; its transposed
 #: stores are 4-way bank-conflicted = 3 wavefronts beyond the ideal one (tests/test_validation_harness.py
-#: recomputes both with tilesim.kernels.access from the probe's addresses)
+#: recomputes both with tilesim.cost.access from the probe's addresses)
 A_LINES_PER_COPY = 8
 A_T_EXTRA_STORE_WAVEFRONTS = 3
 BLOCKS_PER_SM = 8
@@ -189,7 +189,7 @@ def target() -> int:
 
 def measure(ncu: str = "ncu") -> dict:
     """Profile the patterns with ncu; wavefronts and conflicts per copy instruction."""
-    from validation.ncu import probe_rows  # noqa: PLC0415
+    from validation.harness.probe import probe_rows  # noqa: PLC0415
 
     rows = probe_rows("validation.staging_probe", METRICS, ncu=ncu, timeout_s=600)
     import cupy as cp  # noqa: PLC0415
@@ -235,7 +235,7 @@ def _show(res: dict) -> None:
 
 
 def main(argv=None) -> int:
-    from validation.ncu import probe_main  # noqa: PLC0415
+    from validation.harness.probe import probe_main  # noqa: PLC0415
 
     return probe_main("validation.staging_probe", __doc__, argv, target, lambda: {"patterns": measure()},
                       "staging.json", {"iters": ITERS, "blocks_per_sm": BLOCKS_PER_SM}, _show)

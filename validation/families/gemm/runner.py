@@ -1,51 +1,53 @@
-"""The real CUDA kernels of tilesim's GEMM family: from a GemmConfig to a compiled, checked kernel.
+"""The GEMM family's runner (the protocol of :mod:`validation.harness.runners`): the real CUDA kernels.
 
-``kernel_source(cfg)`` maps a :class:`~tilesim.kernels.gemm_config.GemmConfig` to the template
-instance in ``validation/kernels/gemm.cu`` and its launch geometry (pure, CPU-only).
-``compile_gemm(cfg)`` checks the configuration against the hardware with the simulator's own
-:func:`~tilesim.kernels.gemm_config.check_fits` and compiles it with CuPy (NVRTC);
+``kernel_source(cfg)`` maps a :class:`~tilesim.GemmConfig` to the template instance in
+``validation/families/gemm/gemm.cu`` (pure, CPU-only); ``launch_geometry(cfg)`` gives its grid,
+block and dynamic shared memory. ``compile_gemm(cfg)`` checks the configuration against the
+hardware with the simulator's own ``check_fits`` and compiles it with CuPy (NVRTC);
 ``check_correct(compiled)`` runs it once on random data and compares with a float64 reference.
-CuPy is imported lazily, so this module imports on machines without a GPU.
+``prepare(cfg)`` returns a :class:`GemmCase` for the generic suite and Nsight Compute runners;
+``reference_rows`` adds a cuBLAS (``cupy.matmul``) row per shape. CuPy is imported lazily, so this
+module imports on machines without a GPU.
 
-Run ``python -m validation.gemm_cuda --selftest`` on a GPU machine for a correctness table.
+``python -m validation.families.gemm.selftest`` prints a correctness table on a GPU machine.
 """
 
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tilesim.kernels.gemm_config import GemmConfig, check_fits
+from tilesim import GemmConfig
+from tilesim.kernels import registry
+from validation.harness.source import KernelSource
 
-KERNEL_FILE = Path(__file__).parent / "kernels" / "gemm.cu"
+FAMILY = "gemm"
+#: times.csv's throughput column: TFLOP/s from the family's analytic FLOP count
+RATES = {"tflops": ("flops", 1e-12)}
+#: the recorded suite's timing (the 4096^3 naive kernels take 0.1-0.3 s a launch)
+TIMING = {"warmup": 5, "reps": 30, "min_reps": 20, "budget_s": 5.0}
+KERNEL_FILE = Path(__file__).parent / "gemm.cu"
 OPTIONS: tuple[str, ...] = ("--std=c++17", "-lineinfo")
 PIPELINE_CODES = {"none": 0, "regs": 1, "cp_async": 2}
 KERNEL_PARAMS = "int, int, int, float, const float*, const float*, float, float*"
 DEFAULT_SMEM_LIMIT_BYTES = 48 * 1024  # above this, dynamic shared memory must be opted into
+#: fp32 products summed over K <= 4096 terms in varying order: |error| grows like sqrt(K) * 2^-24 per
+#: term relative to the norm; 1e-4 leaves a margin of about 10x at K = 4096
 REL_TOL = 1e-4
-_INT32_LIMIT = 2**31
+INT32_LIMIT = 2**31
 
 _MODULES: dict[tuple[str, tuple[str, ...]], Any] = {}  # (code, options) -> cupy.RawModule
 
 
 @dataclass(frozen=True)
-class KernelSource:
-    """Everything needed to compile and launch one GEMM configuration.
+class LaunchGeometry:
+    """Grid and block of one configuration's kernel, and its dynamic shared memory per block."""
 
-    ``code`` is the whole translation unit (the kernel templates plus an explicit instantiation of
-    ``name``), ``name`` the template instance (a CuPy name expression), ``options`` the NVRTC/nvcc
-    options, ``dynamic_smem_bytes`` the dynamic shared memory per block (= ``cfg.smem_bytes``).
-    """
-
-    code: str
-    name: str
-    options: tuple[str, ...]
-    dynamic_smem_bytes: int
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
+    dynamic_smem_bytes: int
 
 
 class GemmCompileError(RuntimeError):
@@ -94,7 +96,7 @@ def _instantiation(name: str) -> str:
 
 
 def base_source() -> str:
-    """The kernel templates (``validation/kernels/gemm.cu``) without any instantiation."""
+    """The kernel templates (``gemm.cu``) without any instantiation."""
     return KERNEL_FILE.read_text()
 
 
@@ -105,18 +107,17 @@ def batch_source(cfgs) -> str:
 
 
 def kernel_source(cfg: GemmConfig, extra_options: tuple[str, ...] = ()) -> KernelSource:
-    """The source, kernel name, options and launch geometry of ``cfg`` (no compilation, no GPU).
+    """The source, options and name expression of ``cfg`` (no compilation, no GPU).
 
     ``extra_options`` are appended to :data:`OPTIONS` (e.g. ``("-DGEMM_TRACE",)``)."""
     name = kernel_name(cfg)
-    return KernelSource(
-        code=base_source() + "\n" + _instantiation(name),
-        name=name,
-        options=OPTIONS + tuple(extra_options),
-        dynamic_smem_bytes=cfg.smem_bytes,
-        grid=cfg.grid,
-        block=(cfg.threads, 1, 1),
-    )
+    return KernelSource(code=base_source() + "\n" + _instantiation(name), options=OPTIONS + tuple(extra_options),
+                        name_expressions=(name,))
+
+
+def launch_geometry(cfg: GemmConfig) -> LaunchGeometry:
+    """Grid, block and dynamic shared memory (``cfg.smem_bytes``) of ``cfg``'s kernel."""
+    return LaunchGeometry(grid=cfg.grid, block=(cfg.threads, 1, 1), dynamic_smem_bytes=cfg.smem_bytes)
 
 
 @dataclass(frozen=True, eq=False)
@@ -125,8 +126,13 @@ class CompiledGemm:
 
     cfg: GemmConfig
     source: KernelSource
+    geometry: LaunchGeometry
     kernel: Any = field(repr=False)  # cupy.RawKernel
     module: Any = field(repr=False, default=None)  # the cupy.RawModule it came from
+
+    @property
+    def name(self) -> str:
+        return self.source.name_expressions[0]
 
     @property
     def attributes(self) -> dict:
@@ -135,7 +141,7 @@ class CompiledGemm:
         return {
             "regs_per_thread": int(a["num_regs"]),
             "static_smem_bytes": int(a["shared_size_bytes"]),
-            "dynamic_smem_bytes": self.source.dynamic_smem_bytes,
+            "dynamic_smem_bytes": self.geometry.dynamic_smem_bytes,
             "local_bytes": int(a["local_size_bytes"]),
             "max_threads_per_block": int(a["max_threads_per_block"]),
         }
@@ -161,46 +167,48 @@ class CompiledGemm:
             raise ValueError("c must not alias a or b")
         args = (np.int32(cfg.m), np.int32(cfg.n), np.int32(cfg.k), np.float32(cfg.alpha),
                 a, b, np.float32(cfg.beta), c)
-        src = self.source
+        g = self.geometry
         if stream is None:
-            self.kernel(src.grid, src.block, args, shared_mem=src.dynamic_smem_bytes)
+            self.kernel(g.grid, g.block, args, shared_mem=g.dynamic_smem_bytes)
         else:
             with stream:
-                self.kernel(src.grid, src.block, args, shared_mem=src.dynamic_smem_bytes)
+                self.kernel(g.grid, g.block, args, shared_mem=g.dynamic_smem_bytes)
 
 
 def compile_gemm(cfg: GemmConfig, hw=None, *, extra_options: tuple[str, ...] = ()) -> CompiledGemm:
     """Check ``cfg`` against ``hw`` (default: the H200 spec) and compile its kernel with CuPy.
 
     ``extra_options`` are added to the NVRTC options (``-DGEMM_TRACE`` compiles the schedule trace in).
-    Raises the simulator's ``ValueError`` (from ``check_fits``) before compiling, ``ValueError`` for
-    non-fp32 or index ranges beyond 32-bit, and :class:`GemmCompileError` when NVRTC fails.
-    Modules are cached by source and options.
+    Raises the simulator's ``ValueError`` (from the family's ``check_fits``) before compiling,
+    ``ValueError`` for non-fp32 or index ranges beyond 32-bit, and :class:`GemmCompileError` when
+    NVRTC fails. Modules are cached by source and options.
     """
     if hw is None:
         from tilesim import hardware
 
         hw = hardware.load("h200")
     _require_fp32(cfg)
-    check_fits(cfg, hw)
+    registry.get(FAMILY).check_fits(cfg, hw)
     for f, v in (("m*k", cfg.m * cfg.k), ("k*n", cfg.k * cfg.n), ("m*n", cfg.m * cfg.n)):
-        if v >= _INT32_LIMIT:
-            raise ValueError(f"GemmConfig {f} = {v}: the kernels use 32-bit indices (limit {_INT32_LIMIT})")
+        if v >= INT32_LIMIT:
+            raise ValueError(f"GemmConfig {f} = {v}: the kernels use 32-bit indices (limit {INT32_LIMIT})")
     src = kernel_source(cfg, extra_options)
+    geometry = launch_geometry(cfg)
+    name = src.name_expressions[0]
     import cupy
 
     key = (src.code, src.options)
     module = _MODULES.get(key)
     try:
         if module is None:
-            module = cupy.RawModule(code=src.code, options=src.options, name_expressions=(src.name,))
-        kernel = module.get_function(src.name)
+            module = cupy.RawModule(code=src.code, options=src.options, name_expressions=src.name_expressions)
+        kernel = module.get_function(name)
     except cupy.cuda.compiler.CompileException as e:
-        raise GemmCompileError(src.name, src.options, str(e), src.code) from e
+        raise GemmCompileError(name, src.options, str(e), src.code) from e
     _MODULES[key] = module
-    if src.dynamic_smem_bytes > DEFAULT_SMEM_LIMIT_BYTES:
-        kernel.max_dynamic_shared_size_bytes = src.dynamic_smem_bytes
-    return CompiledGemm(cfg=cfg, source=src, kernel=kernel, module=module)
+    if geometry.dynamic_smem_bytes > DEFAULT_SMEM_LIMIT_BYTES:
+        kernel.max_dynamic_shared_size_bytes = geometry.dynamic_smem_bytes
+    return CompiledGemm(cfg=cfg, source=src, geometry=geometry, kernel=kernel, module=module)
 
 
 @dataclass(frozen=True)
@@ -249,7 +257,15 @@ def check_correct(compiled: CompiledGemm, rng=None, *, seed: int | None = None) 
     ref = cfg.alpha * (a.astype(cupy.float64) @ b.astype(cupy.float64))
     if cfg.beta != 0:
         ref += cfg.beta * c0.astype(cupy.float64)
-    out = c.astype(cupy.float64)
+    return compare(c, ref, cfg)
+
+
+def compare(out_gpu, ref, cfg: GemmConfig) -> CorrectnessResult:
+    """``out_gpu`` (float32) against the float64 ``ref``; non-finite outputs count as unwritten."""
+    import cupy
+
+    m, n, k = cfg.m, cfg.n, cfg.k
+    out = out_gpu.astype(cupy.float64)
     finite = cupy.isfinite(out)
     unwritten = int(m * n - int(finite.sum()))
     diff = cupy.where(finite, out, 0.0) - ref
@@ -259,6 +275,97 @@ def check_correct(compiled: CompiledGemm, rng=None, *, seed: int | None = None) 
     msg = (f"{cfg.label} {m}x{n}x{k}: " + ("ok" if ok else "WRONG") +
            f", rel_err {rel_err:.2e}, {unwritten} non-finite outputs")
     return CorrectnessResult(ok, rel_err, unwritten, msg)
+
+
+# ----- the runner protocol ----------------------------------------------------------------------------
+def random_inputs(cfg: GemmConfig, seed: int = 0):
+    """A, B (standard normal, float32, seeded) and C0 (the same; zeros when beta == 0) on the GPU."""
+    import cupy
+
+    rs = cupy.random.RandomState(seed)
+    a = rs.standard_normal((cfg.m, cfg.k), dtype=cupy.float32)
+    b = rs.standard_normal((cfg.k, cfg.n), dtype=cupy.float32)
+    c0 = (rs.standard_normal((cfg.m, cfg.n), dtype=cupy.float32) if cfg.beta != 0
+          else cupy.zeros((cfg.m, cfg.n), dtype=cupy.float32))
+    return a, b, c0
+
+
+@dataclass(eq=False)
+class GemmCase:
+    """One configuration compiled, with its inputs on the GPU (see :mod:`validation.harness.runners`)."""
+
+    compiled: CompiledGemm
+    a: Any = field(repr=False)
+    b: Any = field(repr=False)
+    c0: Any = field(repr=False)
+    c: Any = field(repr=False)
+
+    @property
+    def kernel_names(self) -> tuple[str, ...]:
+        return (getattr(self.compiled.kernel, "name", None) or self.compiled.name,)
+
+    @property
+    def attributes(self) -> dict:
+        return self.compiled.attributes
+
+    def launch(self) -> None:
+        self.compiled.launch(self.a, self.b, self.c)
+
+    def check(self) -> tuple[bool, float, str]:
+        """Poison C (NaN when beta == 0, else C0), launch, compare with alpha*A@B + beta*C0 in float64."""
+        import cupy
+
+        cfg = self.compiled.cfg
+        if cfg.beta == 0:
+            self.c.fill(cupy.nan)
+        else:
+            self.c[...] = self.c0
+        self.launch()
+        cupy.cuda.runtime.deviceSynchronize()
+        ref = cfg.alpha * (self.a.astype(cupy.float64) @ self.b.astype(cupy.float64))
+        if cfg.beta != 0:
+            ref += cfg.beta * self.c0.astype(cupy.float64)
+        res = compare(self.c, ref, cfg)
+        return res.ok, res.rel_err, res.message
+
+
+def prepare(cfg: GemmConfig, seed: int = 0) -> GemmCase:
+    """Compile ``cfg`` (``ValueError`` when it does not fit or is not fp32) and allocate its inputs."""
+    compiled = compile_gemm(cfg)
+    a, b, c0 = random_inputs(cfg, seed)
+    return GemmCase(compiled, a, b, c0, c0.copy())
+
+
+@dataclass(eq=False)
+class CublasCase:
+    """``cupy.matmul`` (fp32; TF32 off unless CUPY_TF32=1) at one shape: the reference rows."""
+
+    m: int
+    n: int
+    k: int
+
+    def __post_init__(self):
+        import cupy
+
+        rs = cupy.random.RandomState(0)
+        self.a = rs.standard_normal((self.m, self.k), dtype=cupy.float32)
+        self.b = rs.standard_normal((self.k, self.n), dtype=cupy.float32)
+        self.c = cupy.zeros((self.m, self.n), dtype=cupy.float32)
+
+    def launch(self) -> None:
+        import cupy
+
+        cupy.matmul(self.a, self.b, out=self.c)
+
+    def rates(self, median_s: float) -> dict:
+        return {"tflops": 2.0 * self.m * self.n * self.k / median_s * 1e-12}
+
+
+def reference_rows(configs) -> list[tuple[dict, Any]]:
+    """One cuBLAS row per shape of ``configs`` (label and variant ``cublas``, dtype fp32)."""
+    shapes = dict.fromkeys((c.m, c.n, c.k) for c in configs)
+    return [({"m": m, "n": n, "k": k, "label": "cublas", "variant": "cublas", "dtype": "fp32"},
+             lambda m=m, n=n, k=k: CublasCase(m, n, k)) for m, n, k in shapes]
 
 
 # ----- representative configurations ----------------------------------------------------------------
@@ -318,91 +425,3 @@ def representative_configs(m: int, n: int, k: int, **common) -> list[GemmConfig]
 def fast_configs(m: int, n: int, k: int, **common) -> list[GemmConfig]:
     """Candidate fast configurations (warp-tiled, vectorized, pipelined) for the shape m x n x k."""
     return _configs(FAST_KNOBS, m, n, k, **common)
-
-
-# ----- self-test -----------------------------------------------------------------------------------
-def _time_ms(fn, reps: int = 10) -> float:
-    import cupy
-
-    fn()
-    cupy.cuda.runtime.deviceSynchronize()
-    times = []
-    for _ in range(reps):
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, stop))
-    return sorted(times)[len(times) // 2]
-
-
-def _selftest(bench_4096: bool) -> int:
-    try:
-        import cupy
-
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            raise RuntimeError("no CUDA device")
-    except Exception as e:  # noqa: BLE001 - any failure here means "no usable GPU"
-        print(f"gemm_cuda selftest: no usable GPU/CuPy here ({type(e).__name__}: {e})")
-        return 1
-    shapes = [(333, 257, 129), (333, 260, 132), (1024, 1024, 1024)]
-    rows, failures = [], 0
-    for m, n, k in shapes:
-        for cfg in representative_configs(m, n, k) + representative_configs(m, n, k, alpha=1.5, beta=-0.5)[-3:]:
-            rows.append(_run_row(cfg, timed=(m == 1024)))
-            failures += rows[-1][2] != "ok"
-    if bench_4096:
-        for cfg in fast_configs(4096, 4096, 4096):
-            rows.append(_run_row(cfg, timed=True))
-            failures += rows[-1][2] != "ok"
-    for size in (1024, 4096) if bench_4096 else (1024,):
-        a = cupy.ones((size, size), cupy.float32)
-        ms = _time_ms(lambda a=a: cupy.matmul(a, a))
-        rows.append(("cupy.matmul", f"{size}^3", "-", "", "", "", "", f"{ms:.3f}",
-                     f"{2 * size**3 / ms / 1e9:.1f}"))
-    header = ("config", "shape", "ok", "rel_err", "bad", "regs", "spill_B", "ms", "TFLOP/s")
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    for r in [header, *rows]:
-        print("  ".join(str(x).ljust(w) for x, w in zip(r, widths, strict=True)))
-    print(f"{failures} failing configuration(s)")
-    return 1 if failures else 0
-
-
-def _run_row(cfg: GemmConfig, timed: bool) -> tuple:
-    import cupy
-
-    shape = f"{cfg.m}x{cfg.n}x{cfg.k}"
-    label = cfg.label + (f"_a{cfg.alpha:g}b{cfg.beta:g}" if cfg.beta != 0 or cfg.alpha != 1 else "")
-    try:
-        comp = compile_gemm(cfg)
-    except (ValueError, GemmCompileError) as e:
-        return (label, shape, "COMPILE", str(e).splitlines()[0][:80], "", "", "", "", "")
-    res = check_correct(comp, seed=0)
-    at = comp.attributes
-    ms = tflops = ""
-    if timed and res.ok:
-        a = cupy.ones((cfg.m, cfg.k), cupy.float32)
-        b = cupy.ones((cfg.k, cfg.n), cupy.float32)
-        c = cupy.zeros((cfg.m, cfg.n), cupy.float32)
-        t = _time_ms(lambda: comp.launch(a, b, c))
-        ms, tflops = f"{t:.3f}", f"{cfg.flops / t / 1e9:.1f}"
-    return (label, shape, "ok" if res.ok else "WRONG", f"{res.rel_err:.1e}", res.unwritten,
-            at["regs_per_thread"], at["local_bytes"], ms, tflops)
-
-
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    p = argparse.ArgumentParser(prog="python -m validation.gemm_cuda", description=__doc__.splitlines()[0])
-    p.add_argument("--selftest", action="store_true", help="compile and check representative configs")
-    p.add_argument("--bench-4096", action="store_true", help="also time fast candidates at 4096^3")
-    ns = p.parse_args(argv)
-    if not ns.selftest:
-        p.print_help()
-        return 2
-    return _selftest(ns.bench_4096)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

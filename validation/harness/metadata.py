@@ -15,9 +15,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from validation.timing import _mhz_to_hz, query_nvidia_smi, read_sm_clock_hz
+from validation.harness.timing import mhz_to_hz, query_nvidia_smi, read_sm_clock_hz
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def utc_now_iso() -> str:
@@ -104,6 +104,30 @@ def _cupy_info() -> dict:
     return info
 
 
+VENDOR_PREFIXES = ("nvidia", "apple", "amd")
+
+
+def gpu_slug(device_name: str) -> str:
+    """A results-directory name for a GPU from the name its driver reports: lower case, the vendor
+    dropped, runs of other characters turned into ``_`` (``"NVIDIA H200"`` -> ``"h200"``,
+    ``"NVIDIA H100 80GB HBM3"`` -> ``"h100_80gb_hbm3"``). Raises ``ValueError`` for an empty name."""
+    words = re.sub(r"[^0-9a-z]+", " ", str(device_name).lower()).split()
+    if words and words[0] in VENDOR_PREFIXES:
+        words = words[1:]
+    if not words:
+        raise ValueError(f"device_name = {device_name!r}: no letters or digits to name a results directory")
+    return "_".join(words)
+
+
+def current_gpu_slug(device_index: int | None = None) -> str | None:
+    """:func:`gpu_slug` of this machine's GPU (CuPy, else nvidia-smi), or None without one."""
+    name = _cupy_info()["device_name"]
+    if not name:
+        smi = query_nvidia_smi(["name"], device_index or 0)
+        name = smi[0] if smi else None
+    return gpu_slug(name) if name else None
+
+
 def collect_metadata(device_index: int | None = None) -> dict:
     """A JSON-ready dict describing this machine, its GPU and toolchain, the time and the git revision."""
     info = _cupy_info()
@@ -126,7 +150,7 @@ def collect_metadata(device_index: int | None = None) -> dict:
         "cupy_version": info["cupy_version"],
         "nvcc_version": nvcc_version(),
         "sm_clock_hz": read_sm_clock_hz(idx),
-        "sm_clock_max_hz": _mhz_to_hz(smi[3]),
-        "mem_clock_hz": _mhz_to_hz(smi[4]),
+        "sm_clock_max_hz": mhz_to_hz(smi[3]),
+        "mem_clock_hz": mhz_to_hz(smi[4]),
         "git_revision": git_revision(),
     }

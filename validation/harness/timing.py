@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 
-def _percentile(sorted_vals: Sequence[float], q: float) -> float:
+def percentile(sorted_vals: Sequence[float], q: float) -> float:
     """Linear-interpolated percentile (q in 0..100) of already sorted values."""
     if not sorted_vals:
         raise ValueError("percentile of an empty sample")
@@ -48,8 +48,8 @@ class Timing:
         if any(not (math.isfinite(v) and v >= 0.0) for v in vals):
             raise ValueError(f"Timing.samples_s: samples must be finite and >= 0, got {vals!r}")
         srt = sorted(vals)
-        return cls(samples_s=vals, median_s=_percentile(srt, 50), p10_s=_percentile(srt, 10),
-                   p90_s=_percentile(srt, 90), min_s=srt[0], reps=len(vals), flushed_l2=bool(flushed_l2))
+        return cls(samples_s=vals, median_s=percentile(srt, 50), p10_s=percentile(srt, 10),
+                   p90_s=percentile(srt, 90), min_s=srt[0], reps=len(vals), flushed_l2=bool(flushed_l2))
 
 
 def _check_args(warmup: int, reps: int, min_reps: int, budget_s: float) -> None:
@@ -181,7 +181,7 @@ def query_nvidia_smi(fields: Sequence[str], device_index: int = 0) -> list[str] 
     return vals if len(vals) == len(fields) else None
 
 
-def _mhz_to_hz(text: str | None) -> float | None:
+def mhz_to_hz(text: str | None) -> float | None:
     try:
         return float(text) * 1e6 if text is not None else None
     except ValueError:
@@ -194,4 +194,4 @@ def read_sm_clock_hz(device_index: int = 0) -> float | None:
     if hz is not None:
         return hz
     vals = query_nvidia_smi(["clocks.sm"], device_index)
-    return _mhz_to_hz(vals[0]) if vals else None
+    return mhz_to_hz(vals[0]) if vals else None
