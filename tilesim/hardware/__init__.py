@@ -1,5 +1,14 @@
-"""The hardware catalog: one TOML data file per GPU, loaded into a frozen :class:`HardwareSpec`."""
+"""The hardware catalog: every GPU is data, every value has a source, calibration overrides.
 
-from tilesim.hardware.spec import DATA_FIELDS, HardwareSpec, available, load, with_overrides
+``load(name)`` gives a :class:`HardwareSpec` (``spec.py``) read from ``data/<name>.toml`` and its
+calibrated profile (``catalog.py``); the vocabulary of the files is ``fields.py``, the memory
+hierarchy ``levels.py``.
+"""
 
-__all__ = ["DATA_FIELDS", "HardwareSpec", "available", "load", "with_overrides"]
+from tilesim.hardware.catalog import available, load, with_overrides
+from tilesim.hardware.fields import DATA_FIELDS
+from tilesim.hardware.levels import MemoryLevel
+from tilesim.hardware.spec import HardwareSpec, MissingHardwareValue
+
+__all__ = ["DATA_FIELDS", "HardwareSpec", "MemoryLevel", "MissingHardwareValue", "available", "load",
+           "with_overrides"]

@@ -1,106 +1,125 @@
-"""Hardware facts as a frozen dataclass, loaded from one TOML data file per GPU.
+"""Facts about one GPU: sourced values by name, and what the simulator asks of them.
 
-Every field of :class:`HardwareSpec` is stored in ``tilesim/hardware/data/<name>.toml`` as a
-table ``[field] value = ..., source = "..."`` so that each number carries where it came from.
-A calibrated profile (``tilesim/hardware/calibrated/<name>.toml``, written by the validation
-layer's microbenchmarks) overrides datasheet values; the loaded spec records which fields were
-calibrated and when.
+A :class:`HardwareSpec` holds the values of one GPU's data file (``tilesim/hardware/data/<gpu>.toml``,
+overlaid by its calibrated profile; see :mod:`tilesim.hardware.catalog`), each with its source. The
+vocabulary (common fields, vendor tables, pipes, MMA shapes, memory levels) is
+:mod:`tilesim.hardware.fields`. Every field of the first, flat spec still reads as an attribute
+(``hw.l2_bytes``, ``hw.ldgsts_bypass_wavefronts``); a value the GPU does not have, or that its file
+cannot source, raises :class:`MissingHardwareValue` (a ``ValueError``) saying which and why, never a
+made-up number.
+
+On top of the fields, the engine reads:
+
+* :meth:`HardwareSpec.pipe_warp_instr_per_clk`: warp instructions per clock per SM of a pipe;
+* :meth:`HardwareSpec.mma_flops_per_clk`: dense tensor FLOP per clock per SM of an MMA shape;
+* :meth:`HardwareSpec.pipe_latency_cycles`: a pipe's or a memory level's latency;
+* :attr:`HardwareSpec.levels` / :meth:`HardwareSpec.level`: the memory hierarchy.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import tomllib
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-DATA_DIR = Path(__file__).parent / "data"
-CALIBRATED_DIR = Path(__file__).parent / "calibrated"
+from tilesim.hardware import fields as F
+from tilesim.hardware.levels import MemoryLevel, build_level
+
+SMEM_WAVEFRONTS_PER_CLK = 1.0
+"""Shared-memory wavefronts per clock per SM: a wavefront is one pass of the banks, which serve one
+bank-width word each per clock (CUDA C++ Programming Guide, "Shared Memory": banks can be accessed
+simultaneously, one access per bank per clock)."""
+
+L1_CYCLES_PER_CLK = 1.0
+"""L1 cycles per clock per SM: the unit of :func:`tilesim.cost.access.l1_cycles` is one clock of the
+L1 data pipe (tag lookup and data return: l1_requests_per_clk_per_sm, l1_lines_per_clk_per_sm)."""
+
+LEVEL_LATENCIES = {"smem": "shared", "shared": "shared", "l1": "l1", "l2": "l2", "dram": "dram", "hbm": "dram",
+                   "slc": "l2", "threadgroup": "shared"}
+"""Names :meth:`HardwareSpec.pipe_latency_cycles` answers from a memory level."""
+
+
+class MissingHardwareValue(ValueError):
+    """A value a GPU does not have (another vendor's feature) or that its data file cannot source."""
 
 
 @dataclass(frozen=True)
 class HardwareSpec:
-    """Facts about one GPU. Units are in the field names; rates are per SM unless named ``total``."""
+    """Facts about one GPU. Units are in the names; rates are per SM unless named ``total``/``_per_s``.
+
+    ``values`` holds ``(key, value)`` pairs (see :mod:`tilesim.hardware.fields` for the keys),
+    ``sources`` the source of each key, ``calibrated`` the names a calibrated profile set (as the
+    profile writes them) and ``calibration_date`` when.
+    """
 
     name: str
     display_name: str
     vendor: str
-    # --- compute -------------------------------------------------------------------------
-    sm_count: int
-    sm_clock_hz: float
-    warp_size: int
-    fp32_lanes_per_sm: int  # FP32 FMA lanes: one FFMA per lane per clock
-    issue_warp_instr_per_clk_per_sm: float  # warp schedulers x 1 instruction per clock
-    warp_issue_per_clk: float  # instructions per clock one warp sustains when alone on its scheduler
-    # a lone warp's issue rate against its loop body's size in SASS bytes, ((bytes, rate), ...):
-    # the rate falls once the body outgrows the instruction caches (relative use: rate / first rate)
-    warp_issue_by_code_bytes: tuple
-    instruction_bytes: int  # bytes of one SASS instruction
-    # FFMA warp instructions per clock per SM that N resident warps sustain: ((warps, rate), ...),
-    # interpolated linearly and held flat beyond the ends
-    ffma_rate_by_warps: tuple
-    tensor_flops_per_s: float  # dense fp16/bf16 tensor-core rate, whole chip
-    # --- registers -----------------------------------------------------------------------
-    regs_per_sm: int
-    max_regs_per_thread: int
-    reg_alloc_unit: int  # registers are allocated per warp in units of this many
-    # --- per-SM residency limits ---------------------------------------------------------
-    max_threads_per_sm: int
-    max_warps_per_sm: int
-    max_blocks_per_sm: int
-    max_threads_per_block: int
-    # --- shared memory --------------------------------------------------------------------
-    smem_per_sm_bytes: int
-    smem_per_block_optin_bytes: int
-    smem_per_block_default_bytes: int
-    smem_reserved_per_block_bytes: int
-    smem_alloc_unit_bytes: int
-    smem_banks: int
-    smem_bank_width_bytes: int
-    smem_latency_cycles: float
-    # cp.async (LDGSTS) on the shared-memory pipe, in wavefronts (tilesim.kernels.access.ldgsts_wavefronts)
-    ldgsts_wavefronts_per_line: float  # 4-byte copy: per 128-byte global line one warp instruction touches
-    ldgsts_wavefronts_per_conflict: float  # 4-byte copy: per extra wavefront of its stores' bank conflicts
-    ldgsts_bypass_wavefronts: float  # 16-byte copy (bypasses L1): per warp instruction
-    # --- L1 / load-store path ----------------------------------------------------------------
-    l1_bytes_per_clk_per_sm: float  # global (L1TEX) data returned to one SM per clock
-    l1_requests_per_clk_per_sm: float  # warp load instructions (one line each) the L1 serves per clock
-    l1_lines_per_clk_per_sm: float  # distinct 128-byte lines of one instruction the L1 serves per clock
-    l1_latency_cycles: float
-    sector_bytes: int
-    # --- L2 ---------------------------------------------------------------------------------
-    l2_bytes: int
-    l2_dirty_bytes: float  # what L2 keeps in all once written (dirty) lines are among it: beyond, they go to HBM
-    l2_bytes_per_s: float  # total L2 -> SM read bandwidth
-    l2_latency_cycles: float
-    # --- HBM --------------------------------------------------------------------------------
-    hbm_bytes: int
-    hbm_bytes_per_s: float  # achievable read + write bandwidth
-    hbm_latency_cycles: float
-    # --- launch -----------------------------------------------------------------------------
-    launch_overhead_s: float
-    # how packed a last partial wave lands, against resident blocks per SM: ((slots, p), ...) with
-    # p = 0 for one block per SM, 1 for all slots of as few SMs as possible
-    tail_packing_by_slots: tuple
-    # --- provenance (not data fields) -------------------------------------------------------
+    values: tuple = ()
     sources: MappingProxyType = field(default_factory=lambda: MappingProxyType({}), compare=False, repr=False)
     calibrated: frozenset = field(default=frozenset(), compare=False)
     calibration_date: str | None = field(default=None, compare=False)
+    _index: dict = field(init=False, compare=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            if f.name in _META_FIELDS or f.type in ("str",):
-                continue
-            v = getattr(self, f.name)
-            if isinstance(v, tuple):
+        if self.vendor not in F.VENDORS:
+            raise ValueError(f"hardware {self.name!r}: vendor = {self.vendor!r}: must be one of {', '.join(F.VENDORS)}")
+        object.__setattr__(self, "_index", dict(self.values))
+        for key, v in self.values:
+            if key in F.TABLE_FIELDS:
                 if not v or not all(len(p) == 2 and p[0] > 0 and p[1] >= 0 for p in v):
-                    raise ValueError(f"hardware {self.name!r}: field {f.name} must be ((x > 0, y >= 0), ...), got {v!r}")
-            elif isinstance(v, (int, float)) and not v > 0:
-                raise ValueError(f"hardware {self.name!r}: field {f.name} must be > 0, got {v!r}")
+                    raise ValueError(f"hardware {self.name!r}: field {key} must be ((x > 0, y >= 0), ...), got {v!r}")
+            elif isinstance(v, bool) or (isinstance(v, (int, float)) and not v > 0):
+                raise ValueError(f"hardware {self.name!r}: field {key} must be > 0, got {v!r}")
+            elif not isinstance(v, (int, float, str)):
+                raise ValueError(f"hardware {self.name!r}: field {key} must be a number, got {v!r}")
+        missing = [k for k in F.REQUIRED_FIELDS[self.vendor] if k not in self._index]
+        if missing:
+            raise ValueError(f"hardware {self.name!r}: missing fields {', '.join(missing)}")
 
-    # Derived quantities (never stored, so they cannot disagree with the data).
+    # --- values by name ----------------------------------------------------------------------
+    def __getattr__(self, name: str) -> Any:
+        # Called only when normal lookup fails: the flat fields of the first spec read as attributes.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if name in F.COMMON_FIELDS or name in F.MEASURED_FIELDS or any(name in f for f in F.VENDOR_FIELDS.values()):
+            return self.get(name)
+        raise AttributeError(f"{type(self).__name__!s} has no attribute {name!r}")
+
+    def has(self, key: str) -> bool:
+        """True when this GPU's data gives ``key``."""
+        return key in self._index
+
+    def get(self, key: str) -> Any:
+        """The value of ``key``; :class:`MissingHardwareValue` says why when there is none."""
+        try:
+            return self._index[key]
+        except KeyError:
+            raise MissingHardwareValue(self._why_missing(key)) from None
+
+    def _why_missing(self, key: str) -> str:
+        bare = key.split(".", 1)[1] if key.split(".", 1)[0] in F.VENDOR_FIELDS else key
+        for vendor, table in F.VENDOR_FIELDS.items():
+            if bare in table and vendor != self.vendor:
+                return (f"{self.name} has no {table[bare]} ({bare} is a field of {vendor} GPUs only; "
+                        f"{self.name} is made by {self.vendor})")
+        return (f"{self.name}: {key} is not known (its data file gives no sourced value); measure it "
+                "(validation/calibrate.py) or set it with tilesim.hardware.with_overrides")
+
+    def fields(self) -> tuple[str, ...]:
+        """Every key this GPU's data gives: the first spec's fields in their order, then the rest sorted."""
+        first = [k for k in F.DATA_FIELDS if k in self._index]
+        return tuple(first + sorted(k for k in self._index if k not in F.DATA_FIELDS))
+
+    def source_of(self, key: str) -> str:
+        """Where the value of ``key`` came from ("" when there is none)."""
+        return self.sources.get(key, "")
+
+    def is_calibrated(self, key: str) -> bool:
+        """True when a calibrated profile set ``key``."""
+        return key in self.calibrated
+
+    # --- derived quantities (never stored, so they cannot disagree with the data) -------------
     @property
     def fp32_flops_per_s(self) -> float:
         """Peak FP32 rate of the chip: 2 FLOP per FMA lane per clock."""
@@ -110,7 +129,6 @@ class HardwareSpec:
     def smem_bytes_per_clk_per_sm(self) -> int:
         """One shared-memory wavefront per clock: banks x bank width."""
         return self.smem_banks * self.smem_bank_width_bytes
-
 
     def code_issue_factor(self, body_bytes: float) -> float:
         """How much of a lone warp's issue rate is left with a loop body of ``body_bytes``."""
@@ -123,13 +141,148 @@ class HardwareSpec:
 
     def ffma_rate_at(self, warps: float) -> float:
         """FFMA warp instructions per clock per SM with ``warps`` resident warps (never above the
-        FP32 lanes' peak)."""
+        FP32 lanes' peak; the peak itself when the GPU's file has no ``ffma_rate_by_warps``)."""
         peak = self.fp32_lanes_per_sm / self.warp_size
+        if not self.has("ffma_rate_by_warps"):
+            return peak
         return min(_interp(sorted(self.ffma_rate_by_warps), warps), peak)
 
+    # --- compute pipes ------------------------------------------------------------------------
+    def pipes(self) -> tuple[str, ...]:
+        """The pipes this GPU has a rate for (the unit pipes "issue", "smem", "l1" always)."""
+        rate = [p for p in F.RATE_PIPES if self.pipe_dtypes(p)]
+        return tuple(rate) + F.UNIT_PIPES
 
-    def source_of(self, field_name: str) -> str:
-        return self.sources.get(field_name, "")
+    def pipe_dtypes(self, pipe: str) -> tuple[str, ...]:
+        """The input types ``pipe`` has a rate for on this GPU ("any": the rate ignores the type)."""
+        if pipe not in F.PIPES:
+            raise ValueError(f"pipe = {pipe!r}: must be one of {', '.join(F.PIPES)}")
+        if pipe in F.UNIT_PIPES:
+            return ("any",)
+        types = [d for d in F.DTYPES if self.has(f"pipes.{pipe}.{d}")]
+        if pipe == "fma":
+            types = ["fp32"] + types
+        return tuple(types)
+
+    def pipe_results_per_clk(self, pipe: str, dtype: str = "fp32") -> float:
+        """Results (lane operations) per clock per SM of ``pipe`` on ``dtype`` inputs: the CUDA
+        programming guide's unit. A packed instruction (fp16x2) yields two results per lane."""
+        if pipe not in F.RATE_PIPES:
+            raise ValueError(f"pipe = {pipe!r}: results per clock are given for {', '.join(F.RATE_PIPES)}")
+        if pipe == "fma" and dtype == "fp32":
+            return float(self.fp32_lanes_per_sm)
+        key = self.pipe_rate_key(pipe, dtype)
+        if key is not None:
+            v = float(self.get(key))
+            return v * self.warp_size if key in F.MEASURED_PIPE_RATES else v
+        have = self.pipe_dtypes(pipe)
+        if not have:
+            raise ValueError(f"{self.name} has no {pipe!r} pipe rate in its data file")
+        raise ValueError(f"{self.name}: pipe {pipe!r} has no rate for dtype = {dtype!r}; "
+                         f"it has {', '.join(have)}")
+
+    def pipe_rate_key(self, pipe: str, dtype: str) -> str | None:
+        """The key the rate of ``pipe`` on ``dtype`` is read from (a measured field of the calibrated
+        profile before the data file's ``pipes.<pipe>.<dtype>``), or None when there is none."""
+        for name, (p, d) in F.MEASURED_PIPE_RATES.items():
+            if p == pipe and d in (dtype, "any") and self.has(name):
+                return name
+        for key in (f"pipes.{pipe}.{dtype}", f"pipes.{pipe}.any"):
+            if self.has(key):
+                return key
+        return None
+
+    def pipe_warp_instr_per_clk(self, pipe: str, dtype: str = "fp32", warps: float | None = None) -> float:
+        """Warp instructions per clock per SM that ``pipe`` serves on ``dtype`` inputs.
+
+        "fma", "sfu", "int", "fp64", "shuffle": :meth:`pipe_results_per_clk` / warp size (a warp
+        instruction is one result per lane). For "fma" on fp32 with ``warps`` given, the rate
+        ``warps`` resident warps sustain (:meth:`ffma_rate_at`, measured when calibrated).
+        "issue": ``issue_warp_instr_per_clk_per_sm``; "smem": shared-memory wavefronts per clock
+        (:data:`SMEM_WAVEFRONTS_PER_CLK`); "l1": L1 cycles per clock (:data:`L1_CYCLES_PER_CLK`); these
+        three ignore ``dtype``. Raises ``ValueError`` naming the pipe or dtype this GPU has no rate for.
+        """
+        if pipe not in F.PIPES:
+            raise ValueError(f"pipe = {pipe!r}: must be one of {', '.join(F.PIPES)}")
+        if pipe == "issue":
+            return float(self.issue_warp_instr_per_clk_per_sm)
+        if pipe == "smem":
+            return SMEM_WAVEFRONTS_PER_CLK
+        if pipe == "l1":
+            return L1_CYCLES_PER_CLK
+        if pipe == "fma" and dtype == "fp32" and warps is not None:
+            return self.ffma_rate_at(warps)
+        return self.pipe_results_per_clk(pipe, dtype) / self.warp_size
+
+    def pipe_latency_cycles(self, pipe: str) -> float:
+        """Clocks from an instruction to one that depends on it.
+
+        Compute pipes ("fma", "sfu", "int", "fp64", "shuffle", "tensor", "barrier") from a measured
+        field of the calibrated profile (:data:`~tilesim.hardware.fields.MEASURED_PIPE_LATENCIES`) or
+        else ``[pipes.<pipe>.latency_cycles]``; memory levels ("smem", "l1", "l2", "hbm"/"dram") from their
+        latency fields (load to use). Raises ``ValueError`` when this GPU's data has no sourced
+        latency for ``pipe`` (measure it rather than guess).
+        """
+        if pipe in LEVEL_LATENCIES:
+            return float(self.level(LEVEL_LATENCIES[pipe]).require("latency_cycles"))
+        if pipe not in F.PIPE_LATENCIES:
+            known = ", ".join(F.PIPE_LATENCIES + tuple(LEVEL_LATENCIES))
+            raise ValueError(f"pipe = {pipe!r}: no latency of that name; known: {known}")
+        key = self.pipe_latency_key(pipe)
+        if key is None:
+            key = f"pipes.{pipe}.latency_cycles"
+            raise ValueError(f"{self.name}: no sourced latency for pipe {pipe!r} ({key}); measure it "
+                             "(validation calibration) or set it with tilesim.hardware.with_overrides")
+        return float(self.get(key))
+
+    def pipe_latency_key(self, pipe: str) -> str | None:
+        """The key a compute pipe's latency is read from (a measured field of the calibrated profile
+        before the data file's ``pipes.<pipe>.latency_cycles``), or None when there is none."""
+        for name, p in F.MEASURED_PIPE_LATENCIES.items():
+            if p == pipe and self.has(name):
+                return name
+        key = f"pipes.{pipe}.latency_cycles"
+        return key if self.has(key) else None
+
+    def barrier_latency_cycles_at(self, warps: float) -> float:
+        """Clocks of a block barrier with ``warps`` warps per block: the measured curve
+        (``barrier_latency_cycles_by_warps``) when calibrated, else the one barrier latency."""
+        if self.has("barrier_latency_cycles_by_warps"):
+            return _interp(sorted(self.barrier_latency_cycles_by_warps), warps)
+        return self.pipe_latency_cycles("barrier")
+
+    # --- matrix instructions ------------------------------------------------------------------
+    def mma_shapes(self) -> tuple[tuple[str, str], ...]:
+        """``(shape key, dtype)`` of every matrix instruction this GPU's data gives a rate for."""
+        return tuple(tuple(k.split(".")[1:]) for k in sorted(self._index) if k.startswith("mma."))
+
+    def mma_flops_per_clk(self, shape: tuple[int, int, int], dtype: str) -> float:
+        """Dense FLOP per clock per SM of matrix instructions of ``shape`` (m, n, k) on ``dtype`` inputs.
+
+        Raises ``ValueError`` naming the shape and dtype when this GPU has no such instruction.
+        """
+        shape = tuple(shape)
+        if len(shape) != 3 or not all(isinstance(x, int) and x > 0 for x in shape):
+            raise ValueError(f"shape = {shape!r}: must be three positive ints (m, n, k)")
+        found = [key for key, dt in self.mma_shapes() if dt == dtype and F.shape_matches(key, shape)]
+        if found:
+            return float(self.get(f"mma.{found[0]}.{dtype}"))
+        have = ", ".join(f"{k} {d}" for k, d in self.mma_shapes()) or "none"
+        m, n, k = shape
+        raise ValueError(f"{self.name} has no m{m}n{n}k{k} matrix instruction on {dtype!r}; it has: {have}")
+
+    # --- memory levels ------------------------------------------------------------------------
+    @property
+    def levels(self) -> tuple[MemoryLevel, ...]:
+        """The memory hierarchy, innermost first (registers, shared, l1, l2, dram)."""
+        return tuple(build_level(self, n) for n in F.LEVELS)
+
+    def level(self, name: str) -> MemoryLevel:
+        """The memory level ``name`` (also "hbm", "slc", "threadgroup" for their levels)."""
+        key = F.LEVEL_ALIASES.get(name, name)
+        if key not in F.LEVELS:
+            raise ValueError(f"level = {name!r}: must be one of {', '.join(F.LEVELS + tuple(F.LEVEL_ALIASES))}")
+        return build_level(self, key)
 
 
 def _interp(pts: list, x: float) -> float:
@@ -140,74 +293,3 @@ def _interp(pts: list, x: float) -> float:
         if x <= x1:
             return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
     return pts[-1][1]
-
-
-_META_FIELDS = {"name", "display_name", "vendor", "sources", "calibrated", "calibration_date"}
-DATA_FIELDS = tuple(f.name for f in dataclasses.fields(HardwareSpec) if f.name not in _META_FIELDS)
-
-
-def _read_table(path: Path) -> tuple[dict[str, Any], dict[str, str], dict[str, Any]]:
-    with path.open("rb") as fh:
-        raw = tomllib.load(fh)
-    meta = raw.pop("meta", {})
-    values: dict[str, Any] = {}
-    sources: dict[str, str] = {}
-    for key, entry in raw.items():
-        if key not in DATA_FIELDS:
-            raise ValueError(f"{path.name}: unknown field {key!r}; known fields: {', '.join(DATA_FIELDS)}")
-        if not isinstance(entry, dict) or "value" not in entry or "source" not in entry:
-            raise ValueError(f"{path.name}: field {key!r} must be a table with 'value' and 'source'")
-        val = entry["value"]
-        if isinstance(val, list):
-            val = tuple(tuple(x) if isinstance(x, list) else x for x in val)
-        values[key] = val
-        sources[key] = str(entry["source"])
-    return values, sources, meta
-
-
-def available() -> list[str]:
-    """Names of the GPUs in the catalog (data file stems)."""
-    return sorted(p.stem for p in DATA_DIR.glob("*.toml"))
-
-
-def load(name: str, *, calibrated: bool = True, calibration_dir: Path | None = None) -> HardwareSpec:
-    """Load a GPU's spec by name, applying its calibrated profile when one exists.
-
-    Raises ``ValueError`` listing the known names when ``name`` is not in the catalog.
-    """
-    key = name.lower().replace("-", "_")
-    path = DATA_DIR / f"{key}.toml"
-    if not path.exists():
-        raise ValueError(f"unknown hardware {name!r}; known: {', '.join(available())}")
-    values, sources, meta = _read_table(path)
-    missing = [f for f in DATA_FIELDS if f not in values]
-    if missing:
-        raise ValueError(f"{path.name}: missing fields {', '.join(missing)}")
-    cal_fields: set[str] = set()
-    cal_date = None
-    cal_path = (calibration_dir or CALIBRATED_DIR) / f"{key}.toml"
-    if calibrated and cal_path.exists():
-        cvals, csrcs, cmeta = _read_table(cal_path)
-        values.update(cvals)
-        sources.update(csrcs)
-        cal_fields = set(cvals)
-        cal_date = str(cmeta.get("date", "")) or None
-    return HardwareSpec(
-        name=key,
-        display_name=str(meta.get("display_name", key)),
-        vendor=str(meta.get("vendor", "")),
-        sources=MappingProxyType(sources),
-        calibrated=frozenset(cal_fields),
-        calibration_date=cal_date,
-        **values,
-    )
-
-
-def with_overrides(spec: HardwareSpec, **changes: Any) -> HardwareSpec:
-    """A copy of ``spec`` with some fields replaced (for what-if studies and tests)."""
-    unknown = [k for k in changes if k not in DATA_FIELDS]
-    if unknown:
-        raise ValueError(f"unknown hardware field(s): {', '.join(unknown)}")
-    srcs = dict(spec.sources)
-    srcs.update({k: "override" for k in changes})
-    return dataclasses.replace(spec, sources=MappingProxyType(srcs), **changes)
