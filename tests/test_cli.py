@@ -200,7 +200,7 @@ def test_sweep_tiny_scenario_with_csv_json_and_plot(runner, tmp_path):
                                   "--plot", str(png), "--top", "2", "--traffic-plot", str(traffic)]))
     out = res.stdout
     assert "tiny (gemm)" in out and "m x n x k = 256x256x256" in out and "512x256x128" in out
-    assert "best per shape" in out and "(fastest 2)" in out
+    assert "best per shape" in out and "(fastest 2)" in out and "TFLOP/s" in out
     assert "skipped 2 invalid configuration(s)" in out and "GemmConfig.tm = 7" in out
     with csv_path.open() as fh:
         rows = list(csv.DictReader(fh))
@@ -240,6 +240,7 @@ grid = { threads = [128, 256, 100], vec = [false, true] }
     csv_path = tmp_path / "c.csv"
     out = _ok(runner.invoke(cli, ["sweep", str(sc), "--csv", str(csv_path), "--plot", str(tmp_path / "c.png")])).stdout
     assert "copies (toy)" in out and "toy n = 1048576" in out and "copy_t128_vec" in out
+    assert "eff. TB/s" in out and "TFLOP/s" not in out  # a copy is ranked by bandwidth
     assert "skipped 4 invalid configuration(s)" in out and "ToyConfig.threads = 100" in out
     rows = list(csv.DictReader(csv_path.open()))
     assert len(rows) == 12 and {"n", "threads", "vec", "effective_hbm_bytes_per_s"} <= set(rows[0])
@@ -265,15 +266,21 @@ def test_sweep_bad_scenario_file(runner, tmp_path, text, needles):
 
 
 # ----- bench (smoke mode only: the real benchmark is not a test) --------------------------------
-def test_bench_smoke_times_every_family(runner, toy):
+def test_bench_smoke_times_every_family(runner, toy, monkeypatch):
+    from tilesim import bench
+
+    out = _ok(runner.invoke(cli, ["bench", "--smoke", "--repeat", "1"])).stdout
+    assert "toy: not timed: no bench problem for n" in out  # said, not skipped silently
+    monkeypatch.setitem(bench.BENCH_PROBLEMS, "toy", ({"n": 1 << 22}, {"n": 1 << 16}))
     out = _ok(runner.invoke(cli, ["bench", "--smoke", "--repeat", "1"])).stdout
     assert "median s" in out and "predicted ms" in out
     timed = [name for name in registry.families() if f"\n│ {name} " in out]
     assert "gemm" in timed and "toy" in timed
     for name in registry.families():  # every family is timed or says why not
-        assert name in timed or f"{name}: not timed" in out, name
+        assert name in timed or f"{name}: not timed" in out or f"{name}: simulation failed" in out, name
     assert out.count("PASS") + out.count("FAIL") == 2 * len(timed)
     assert "@256x256x256" in out and "@1024x1024x1024" in out  # gemm's smoke case and the 4x one
+    assert "copy_t256@65536" in out and "copy_t256@262144" in out
 
 
 def test_bench_bad_repeat(runner):

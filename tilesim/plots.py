@@ -16,6 +16,8 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
+from tilesim.sweep import throughput_metric  # noqa: E402
+
 BOUND_COLORS = {
     "hbm": "#d62728",
     "l2": "#ff7f0e",
@@ -34,12 +36,6 @@ LEVEL_COLORS = {"HBM": "#d62728", "L2": "#ff7f0e", "smem": "#2ca02c"}
 
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h")
 
-
-COMPUTE_BOUND_FLOP_PER_BYTE = 8.0
-"""Below this many useful FLOPs per compulsory HBM byte no GPU of the catalog is compute-bound:
-the lowest FP32 ridge point there is the A100 SXM4's, 19.5 TFLOP/s / 2.04 TB/s = 9.6 FLOP/B
-(datasheet values in tilesim/hardware/data/). Sweeps of such families (reductions, softmax,
-layernorm) are plotted as effective bandwidth rather than TFLOP/s."""
 
 METRICS = {
     "tflops": "predicted TFLOP/s (useful FLOPs / predicted time)",
@@ -68,35 +64,18 @@ def _ok_rows_by_shape(rows) -> dict:
     return by
 
 
-def _work(row, key: str) -> float:
-    counts = getattr(row, "counts", None) or {}
-    if key == "flops":
-        return float(counts.get("flops", row.result.flops) or 0.0)
-    return float(counts.get("min_hbm_bytes", 0.0) or 0.0)
-
-
-def throughput_metric(rows: Iterable) -> str:
-    """"tflops" when every simulated row does at least :data:`COMPUTE_BOUND_FLOP_PER_BYTE` useful
-    FLOPs per compulsory HBM byte (from the family's analytic counts), else "bandwidth"; "time"
-    when neither can be computed."""
-    ok = [r for r in rows if getattr(r, "result", None) is not None]
-    if not ok:
-        raise ValueError("rows: no simulated rows to plot")
-    if any(_work(r, "bytes") <= 0 for r in ok):
-        return "tflops" if all(_work(r, "flops") > 0 for r in ok) else "time"
-    if all(_work(r, "flops") >= COMPUTE_BOUND_FLOP_PER_BYTE * _work(r, "bytes") for r in ok):
-        return "tflops"
-    return "bandwidth"
-
-
 def _metric_values(row, metric: str) -> tuple[float, float]:
     """(the row's value, the value its roofline time would give) in the metric's unit."""
     r = row.result
     roof_s = r.roofline_s if r.roofline_s > 0 else float("nan")
     if metric == "time":
         return r.time_s * 1e3, roof_s * 1e3
-    work, scale = (_work(row, "flops"), 1e12) if metric == "tflops" else (_work(row, "bytes"), 1e12)
-    return work / r.time_s / scale, work / roof_s / scale
+    counts = getattr(row, "counts", None) or {}
+    if metric == "tflops":
+        work = float(counts.get("flops", r.flops) or 0.0)
+    else:
+        work = float(counts.get("min_hbm_bytes", 0.0) or 0.0)
+    return work / r.time_s / 1e12, work / roof_s / 1e12
 
 
 def sweep_figure(rows: Iterable, *, top: int | None = None, title: str | None = None,
@@ -105,9 +84,9 @@ def sweep_figure(rows: Iterable, *, top: int | None = None, title: str | None = 
     """Per shape, horizontal bars of one throughput metric per configuration, fastest on top.
 
     ``metric``: "tflops", "bandwidth" (compulsory HBM bytes per second), "time" (ms) or "auto"
-    (:func:`throughput_metric`). Bars are coloured by the bound resource; the dashed black line is
-    each configuration's roofline (the analytic lower-bound time in the same unit). ``top`` keeps
-    the N fastest per shape. The title says the scenario and the GPU (``title`` replaces it), each
+    (:func:`tilesim.sweep.throughput_metric`: TFLOP/s for compute-heavy families, bandwidth else).
+    Bars are coloured by the bound resource; the dashed black line is each configuration's
+    roofline (the analytic lower-bound time in the same unit). ``top`` keeps the N fastest per shape. The title says the scenario and the GPU (``title`` replaces it), each
     panel the family and the problem size. ``rows`` are :class:`~tilesim.sweep.SweepRow`; rejected
     rows are ignored.
     """
@@ -144,7 +123,7 @@ def sweep_figure(rows: Iterable, *, top: int | None = None, title: str | None = 
         ax.set_title(f"{family} {_shape_desc(rs[0])} ({len(rs)} configurations)".strip(), fontsize=10)
         ax.grid(axis="x", alpha=0.3)
     handles = [Patch(color=BOUND_COLORS.get(b, "black"), label=f"{b}-bound") for b in bounds_seen]
-    handles.append(Line2D([], [], color="k", ls="--", label="roofline (HBM bandwidth, FP32 peak)"))
+    handles.append(Line2D([], [], color="k", ls="--", label="roofline (analytic lower bound)"))
     fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 4), fontsize=8)
     if title is None:
         where = f" on {hardware}" if hardware else ""

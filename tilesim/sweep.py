@@ -55,6 +55,12 @@ Shape = tuple
 DEFAULT_FAMILY = "gemm"
 """The family of a scenario that names none (scenarios predate kernel families and were all GEMM)."""
 
+COMPUTE_BOUND_FLOP_PER_BYTE = 8.0
+"""Below this many useful FLOPs per compulsory HBM byte no GPU of the catalog is compute-bound:
+the lowest FP32 ridge point there is the A100 SXM4's, 19.5 TFLOP/s / 2.04 TB/s = 9.6 FLOP/B
+(datasheet values in tilesim/hardware/data/). Sweeps of such families (reductions, softmax,
+layernorm) are ranked by effective bandwidth rather than TFLOP/s."""
+
 _TOP_KEYS = ("name", "description", "family", "hardware", "shapes", "base", "grid", "configs")
 
 
@@ -414,6 +420,28 @@ def run_sweep(scenario: Scenario | str | Path, hardware: str | HardwareSpec | No
         if on_result is not None:
             on_result(row, i, total)
     return SweepResult(scenario=scenario, hardware=hw.name, rows=tuple(rows))
+
+
+def _work(row: SweepRow, key: str) -> float:
+    value = row.counts.get(key)
+    if value is None and key == "flops" and row.result is not None:
+        value = row.result.flops
+    return float(value or 0.0)
+
+
+def throughput_metric(rows: Iterable[SweepRow]) -> str:
+    """How to show the rows' speed: "tflops" when every simulated row does at least
+    :data:`COMPUTE_BOUND_FLOP_PER_BYTE` useful FLOPs per compulsory HBM byte (the family's analytic
+    counts), "bandwidth" (compulsory bytes per second) when they all know their compulsory bytes,
+    else "time". ``ValueError`` when no row was simulated."""
+    ok = [r for r in rows if r.ok]
+    if not ok:
+        raise ValueError("rows: no simulated rows")
+    if all(_work(r, "flops") >= COMPUTE_BOUND_FLOP_PER_BYTE * _work(r, "min_hbm_bytes") > 0 for r in ok):
+        return "tflops"
+    if all(_work(r, "min_hbm_bytes") > 0 for r in ok):
+        return "bandwidth"
+    return "tflops" if all(_work(r, "flops") > 0 for r in ok) else "time"
 
 
 def best_per_shape(rows: Iterable[SweepRow]) -> dict[Shape, SweepRow]:

@@ -62,8 +62,8 @@ def bench(repeat, hardware, strict, smoke) -> None:
         try:
             base = bench_lib.time_config(case.config, hw, repeat)
             big = bench_lib.time_config(case.scaled, hw, repeat) if case.scaled is not None else None
-        except ValueError as e:
-            notes.append(f"  {case.family}: simulation failed: {e}")
+        except Exception as e:  # noqa: BLE001  (one family's failure must not hide the others' timings)
+            notes.append(f"  {case.family}: simulation failed: {type(e).__name__}: {e}")
             continue
         name = fam.full_label(case.config)
         tab.add_row(case.family, name, f"{base.median_s:.4f}", f"{base.min_s:.4f}", f"{base.predicted_s * 1e3:.3f}")

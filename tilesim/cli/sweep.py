@@ -93,6 +93,10 @@ def sweep(scenario, hardware, csv_path, json_path, plot_path, no_plot, traffic_p
 
 
 def _print_sweep(con: Console, res, top: int) -> None:
+    from tilesim.sweep import throughput_metric
+
+    metric = throughput_metric(res.rows) if res.ok else "time"
+    rate = ("TFLOP/s", "right") if metric == "tflops" else ("eff. TB/s", "right")
     for rows in res.by_shape().values():
         if not rows:
             continue
@@ -101,27 +105,30 @@ def _print_sweep(con: Console, res, top: int) -> None:
         if len(shown) < len(rows):
             title += f" (fastest {len(shown)})"
         tab = Table(title=title, title_justify="left")
-        for col, just in (("#", "right"), ("config", "left"), ("ms", "right"), ("TFLOP/s", "right"),
-                          ("eff. TB/s", "right"), ("bound", "left"), ("occupancy", "right"),
-                          ("HBM GB", "right"), ("L2 hit", "right"), ("smem conflicts", "right")):
-            tab.add_column(col, justify=just)
+        for col, just in (("#", "right"), ("config", "left"), ("ms", "right"), rate, ("bound", "left"),
+                          ("occupancy", "right"), ("HBM GB", "right"), ("L2 hit", "right"),
+                          ("smem conflicts", "right")):
+            tab.add_column(col, justify=just, overflow="fold")
         for i, row in enumerate(shown, start=1):
             r = row.result
             bw = row.effective_hbm_bytes_per_s
-            tab.add_row(str(i), row.label, f"{r.time_s * 1e3:.3f}", f"{r.tflops:.1f}",
-                        "" if bw is None else f"{bw / 1e12:.2f}", r.bound,
+            speed = f"{r.tflops:.1f}" if metric == "tflops" else "" if bw is None else f"{bw / 1e12:.2f}"
+            tab.add_row(str(i), row.label, f"{r.time_s * 1e3:.3f}", speed, r.bound,
                         f"{100 * r.occupancy:.0f}% ({r.blocks_per_sm}/SM)",
                         f"{r.traffic.hbm_bytes / 1e9:.3f}", f"{100 * r.traffic.l2_hit_rate:.1f}%",
                         fmt_count(r.traffic.smem_conflict_wavefronts))
         con.print(tab)
-    con.print("eff. TB/s: the family's compulsory HBM bytes over the predicted time", style="dim")
+    if metric != "tflops":
+        con.print("eff. TB/s: the family's compulsory HBM bytes over the predicted time", style="dim")
     best = res.best()
     if best:
         con.print("[bold]best per shape[/bold]")
-        for shape, row in best.items():
-            con.print(f"  {'x'.join(map(str, shape))}: {row.label}  {row.result.time_s * 1e3:.3f} ms, "
-                      f"{row.result.tflops:.1f} TFLOP/s, {row.result.bound}-bound", markup=False,
-                      soft_wrap=True)
+        for row in best.values():
+            bw = row.effective_hbm_bytes_per_s
+            speed = (f"{row.result.tflops:.1f} TFLOP/s" if metric == "tflops" or bw is None
+                     else f"{bw / 1e12:.2f} TB/s effective")
+            con.print(f"  {row.shape_desc}: {row.label}  {row.result.time_s * 1e3:.3f} ms, {speed}, "
+                      f"{row.result.bound}-bound", markup=False, soft_wrap=True)
     skipped = res.skipped
     if skipped:
         reasons: dict[str, list[str]] = {}
