@@ -270,7 +270,7 @@ def test_bench_smoke_times_every_family(runner, toy, monkeypatch):
     from tilesim import bench
 
     out = _ok(runner.invoke(cli, ["bench", "--smoke", "--repeat", "1"])).stdout
-    assert "toy: not timed: no bench problem for n" in out  # said, not skipped silently
+    assert "toy: not timed: no bench problem" in out  # said, not skipped silently
     monkeypatch.setitem(bench.BENCH_PROBLEMS, "toy", ({"n": 1 << 22}, {"n": 1 << 16}))
     out = _ok(runner.invoke(cli, ["bench", "--smoke", "--repeat", "1"])).stdout
     assert "median s" in out and "predicted ms" in out
@@ -281,6 +281,24 @@ def test_bench_smoke_times_every_family(runner, toy, monkeypatch):
     assert out.count("PASS") + out.count("FAIL") == 2 * len(timed)
     assert "@256x256x256" in out and "@1024x1024x1024" in out  # gemm's smoke case and the 4x one
     assert "copy_t256@65536" in out and "copy_t256@262144" in out
+
+
+def test_bench_cases_fall_back_on_the_validation_suite(toy):
+    from toy_family import ToyConfig
+
+    from tilesim.bench import SCALE, bench_cases
+
+    def suite(name):
+        if name == "toy":
+            return ToyConfig(8192, threads=128)
+        raise OSError(f"no suite for {name}")
+
+    case = {c.family: c for c in bench_cases(suite=suite)}["toy"]
+    assert case.config == ToyConfig(8192, threads=128) and case.scaled == ToyConfig(8192 * SCALE, threads=128)
+    plain = {c.family: c for c in bench_cases()}["toy"]
+    assert plain.config is None and "BENCH_PROBLEMS" in plain.reason
+    gemm = {c.family: c for c in bench_cases(smoke=True, suite=suite)}["gemm"]  # the table comes first
+    assert (gemm.config.m, gemm.scaled.m) == (256, 256 * SCALE)
 
 
 def test_bench_bad_repeat(runner):

@@ -1,9 +1,9 @@
 """The simulator's own speed: one representative configuration per registered kernel family.
 
-A family's representative configuration is its configuration defaults with the problem fields
-taken, in this order, from :data:`BENCH_PROBLEMS`, from the family's own defaults (when every
-problem field has one), or from the first entry of its validation suite (when a ``suite`` loader
-is given: the CLI passes the validation harness's, imported only there). A family with none of
+A family's representative configuration is, in this order: its configuration defaults with the
+problem fields from :data:`BENCH_PROBLEMS`; its configuration defaults alone (when every field has
+one); or the first configuration of its validation suite (when a ``suite`` loader is given: the
+CLI passes the validation harness's ``load_suite``, imported only there). A family with none of
 these is reported, not silently skipped. Each case is timed ``repeat`` times, lowering included,
 and again with every integer problem field :data:`SCALE` times larger: the steady-state holds make
 the simulator's time nearly independent of the problem size, and :data:`TARGETS` say by how much.
@@ -68,20 +68,23 @@ def _required(fam: registry.KernelFamily) -> list[str]:
             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
 
 
-def _problem(fam: registry.KernelFamily, smoke: bool, suite: Callable | None) -> tuple[dict, str]:
-    """The problem fields of the family's case, or ({}, why there is none)."""
-    if fam.name in BENCH_PROBLEMS:
-        return dict(BENCH_PROBLEMS[fam.name][1 if smoke else 0]), ""
-    if not _required(fam):
-        return {}, ""
+def _representative(fam: registry.KernelFamily, smoke: bool, suite: Callable | None):
+    """(the family's benchmark configuration, "") or (None, why there is none)."""
+    try:
+        if fam.name in BENCH_PROBLEMS:
+            return fam.make(**BENCH_PROBLEMS[fam.name][1 if smoke else 0]), ""
+        if not _required(fam):
+            return fam.make(), ""
+    except ValueError as e:
+        return None, str(e)
     if suite is not None:
         try:
             first = suite(fam.name)
         except (ValueError, OSError, ImportError) as e:
-            return {}, f"no bench problem and no suite ({e})"
+            return None, f"no bench problem, and its validation suite gives none ({e})"
         if first is not None:
-            return {f: getattr(first, f) for f in fam.problem_fields}, ""
-    return {}, f"no bench problem for {', '.join(_required(fam))} (add one to tilesim.bench.BENCH_PROBLEMS)"
+            return first, ""
+    return None, f"no bench problem for {', '.join(_required(fam))} (add one to tilesim.bench.BENCH_PROBLEMS)"
 
 
 def bench_cases(smoke: bool = False, suite: Callable | None = None) -> list[BenchCase]:
@@ -90,14 +93,9 @@ def bench_cases(smoke: bool = False, suite: Callable | None = None) -> list[Benc
     :data:`BENCH_PROBLEMS` whose problem fields have no defaults."""
     cases = []
     for fam in registry.families().values():
-        problem, why = _problem(fam, smoke, suite)
-        if why:
+        cfg, why = _representative(fam, smoke, suite)
+        if cfg is None:
             cases.append(BenchCase(fam.name, reason=why))
-            continue
-        try:
-            cfg = fam.make(**problem)
-        except ValueError as e:
-            cases.append(BenchCase(fam.name, reason=str(e)))
             continue
         scaled, reason = None, ""
         big = {f: getattr(cfg, f) * SCALE for f in fam.problem_fields

@@ -20,15 +20,11 @@ from tilesim.kernels import registry
 
 
 def _suite_first_config(family: str):
-    """The first configuration of the family's validation suite, or None (validation imported here only)."""
-    import importlib
+    """The first configuration of the family's validation suite (the harness is imported here only)."""
+    from validation.harness.suite import load_suite
 
-    try:
-        mod = importlib.import_module("validation.harness.suite")
-    except ImportError:
-        return None
-    first = getattr(mod, "first_config", None)
-    return first(family) if first is not None else None
+    configs = load_suite(family)
+    return configs[0] if configs else None
 
 
 @cli.command()
