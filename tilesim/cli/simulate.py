@@ -234,9 +234,10 @@ def families(name) -> None:
     for fam in fams.values():
         problem = ", ".join(fam.problem_fields) or "none"
         con.print(f"[bold]{escape(fam.name)}[/bold]: {escape(fam.description or '(no description)')}")
+        con.print(f"problem fields: {escape(problem)}; run one with `tilesim simulate {escape(fam.name)} "
+                  "--<knob> VALUE ...`", soft_wrap=True)
         required = _required_fields(fam)
-        tab = Table(title=f"{fam.name} knobs (problem fields: {problem}); "
-                          f"`tilesim simulate {fam.name} --<knob> VALUE`", title_justify="left")
+        tab = Table()
         for col in ("knob", "type", "default", "choices", "doc"):
             tab.add_column(col, overflow="fold")
         for k in fam.knobs():
