@@ -1,0 +1,1 @@
+"""The reduction family: reduction.cu, runner.py (the runner protocol), suite.toml."""
