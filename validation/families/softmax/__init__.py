@@ -1,0 +1,1 @@
+"""The softmax family's CUDA kernels (``softmax.cu``), runner and suite."""
