@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from tilesim import hardware
 from tilesim.analytic import LIMIT_NAMES, Occupancy, gemm_occupancy, occupancy
-from tilesim.kernels.gemm_config import GemmConfig
+from tilesim.analytic.occupancy import NO_LIMIT, apple_occupancy, nvidia_occupancy
+from tilesim.kernels.gemm.config import GemmConfig
 
 H200 = hardware.load("h200", calibrated=False)
 A100 = hardware.load("a100_sxm4", calibrated=False)
@@ -228,3 +229,54 @@ def test_fits_iff_block_resources_fit(launch):
     smem_ok = _round_up(s + hw.smem_reserved_per_block_bytes, hw.smem_alloc_unit_bytes) <= hw.smem_per_sm_bytes
     assert o.fits == (regs_ok and smem_ok)
     assert (o.blocks_per_sm >= 1) == o.fits
+
+
+# ----- Apple rules (tilesim/hardware/data/m1_max.toml) ----------------------------------------
+# M1 Max core: 3072 threads / 96 SIMD-groups, 53248 registers, 61440 B threadgroup memory, 16-byte
+# allocation unit, 1024 threads and 32768 B per threadgroup, 128 registers per thread; no reservation
+# per threadgroup and no published per-core threadgroup limit (NO_LIMIT).
+M1 = hardware.load("m1_max")
+
+APPLE_CASES = [
+    # 256 thr, 32 regs: W = 8; threads 3072//256 = 12, warps 96//8 = 12; registers
+    # 53248 // (32*32*8 = 8192) = 6; no threadgroup memory -> 6 (registers), 48 of 96 = 50 %.
+    ("m1_regs_32", 256, 32, 0, 6, "registers", 48, 0.5, 1024, 0),
+    # 1024 thr, 16 regs: W = 32; threads 3, warps 3; registers 53248 // 16384 = 3 -> 3, tied.
+    ("m1_threads", 1024, 16, 0, 3, "threads", 96, 1.0, 512, 0),
+    # 128 thr, 8 regs, 20000 B: S = 20000 rounded to 16 = 20000; 61440 // 20000 = 3;
+    # threads 24, warps 24, registers 53248 // (8*32*4 = 1024) = 52 -> 3 (shared_memory), 12 warps.
+    ("m1_tgmem", 128, 8, 20000, 3, "shared_memory", 12, 0.125, 256, 20000),
+    # 64 thr, 128 regs: W = 2, 4096 registers per warp -> 53248 // 8192 = 6; 32 KB -> 61440 // 32768 = 1.
+    ("m1_tgmem_max", 64, 128, 32768, 1, "shared_memory", 2, 2 / 96, 4096, 32768),
+]
+
+
+@pytest.mark.parametrize("case", APPLE_CASES, ids=[c[0] for c in APPLE_CASES])
+def test_apple_hand_worked_cases(case):
+    _, threads, regs, smem, blocks, limiter, warps, occ, rpw, smem_alloc = case
+    o = occupancy(M1, threads, regs, smem)
+    assert (o.blocks_per_sm, o.limiter, o.active_warps_per_sm) == (blocks, limiter, warps)
+    assert o.occupancy == pytest.approx(occ)
+    assert o.regs_per_warp_allocated == rpw and o.smem_per_block_allocated_bytes == smem_alloc
+
+
+def test_apple_limits_that_are_not_published_do_not_bind():
+    o = occupancy(M1, 32, 4, 0)
+    assert o.limit("blocks") == NO_LIMIT and o.limit("shared_memory") == NO_LIMIT
+    assert o.blocks_per_sm == o.limit("threads") == 96
+
+
+@pytest.mark.parametrize("args, match", [
+    ((1025, 32, 0), "threads_per_block = 1025: must be in 1..1024"),
+    ((256, 129, 0), "regs_per_thread = 129: must be in 1..128"),
+    ((256, 32, 32769), "smem_bytes_per_block = 32769: must be in 0..32768"),
+])
+def test_apple_validation_names_field_value_limit(args, match):
+    with pytest.raises(ValueError, match=match):
+        occupancy(M1, *args)
+
+
+def test_rules_are_chosen_by_vendor():
+    assert occupancy(H200, 256, 32, 0) == nvidia_occupancy(H200, 256, 32, 0)
+    assert occupancy(M1, 256, 32, 0) == apple_occupancy(M1, 256, 32, 0)
+    assert apple_occupancy(M1, 256, 32, 0).smem_per_block_allocated_bytes == 0  # no per-block reservation

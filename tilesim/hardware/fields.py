@@ -23,6 +23,10 @@ import re
 
 VENDORS = ("nvidia", "apple")
 
+
+class MissingHardwareValue(ValueError):
+    """A value a GPU does not have (another vendor's feature) or that its data file cannot source."""
+
 COMMON_FIELDS = (
     "sm_count", "sm_clock_hz", "warp_size", "fp32_lanes_per_sm", "issue_warp_instr_per_clk_per_sm",
     "warp_issue_per_clk", "warp_issue_by_code_bytes", "instruction_bytes", "ffma_rate_by_warps",
@@ -76,8 +80,9 @@ NVIDIA_FIELDS = {
 """NVIDIA-only fields, ``[nvidia.<name>]`` in a data file, with the feature they describe."""
 
 APPLE_FIELDS = {
-    "threadgroup_memory_per_core_bytes": "threadgroup memory shared by a GPU core's resident threadgroups",
-    "max_simdgroups_per_core": "SIMD groups resident on one GPU core",
+    "sfu_recip_results_per_clk_per_sm": "per-operation SFU rate (reciprocal)",
+    "sfu_rsqrt_results_per_clk_per_sm": "per-operation SFU rate (reciprocal square root)",
+    "max_compute_commands_per_sm": "limit on compute commands running at once on one GPU core",
 }
 """Apple-only fields, ``[apple.<name>]`` in a data file, with what they are."""
 

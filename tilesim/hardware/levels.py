@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from tilesim.hardware.fields import MissingHardwareValue
+
 REGISTER_BYTES = 4
 """Bytes per register: NVIDIA and Apple GPU registers are 32-bit (CUDA C++ Programming Guide,
 "registers" are 32-bit; Apple: metal-benchmarks, register file in 32-bit registers)."""
@@ -53,10 +55,10 @@ class MemoryLevel:
     sources: MappingProxyType = field(default_factory=lambda: MappingProxyType({}), compare=False, repr=False)
 
     def require(self, attr: str) -> float:
-        """The attribute ``attr``, or ``ValueError`` naming the level when the GPU does not give it."""
+        """The attribute ``attr``, or :class:`MissingHardwareValue` (a ``ValueError``) naming the level when the GPU does not give it."""
         v = getattr(self, attr)
         if v is None:
-            raise ValueError(f"memory level {self.name!r} ({self.label}) has no known {attr}: "
+            raise MissingHardwareValue(f"memory level {self.name!r} ({self.label}) has no known {attr}: "
                              f"{self.sources.get(attr, 'not in the data file')}")
         return v
 

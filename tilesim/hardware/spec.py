@@ -23,6 +23,7 @@ from types import MappingProxyType
 from typing import Any
 
 from tilesim.hardware import fields as F
+from tilesim.hardware.fields import MissingHardwareValue
 from tilesim.hardware.levels import MemoryLevel, build_level
 
 SMEM_WAVEFRONTS_PER_CLK = 1.0
@@ -37,10 +38,6 @@ L1 data pipe (tag lookup and data return: l1_requests_per_clk_per_sm, l1_lines_p
 LEVEL_LATENCIES = {"smem": "shared", "shared": "shared", "l1": "l1", "l2": "l2", "dram": "dram", "hbm": "dram",
                    "slc": "l2", "threadgroup": "shared"}
 """Names :meth:`HardwareSpec.pipe_latency_cycles` answers from a memory level."""
-
-
-class MissingHardwareValue(ValueError):
-    """A value a GPU does not have (another vendor's feature) or that its data file cannot source."""
 
 
 @dataclass(frozen=True)
@@ -131,7 +128,10 @@ class HardwareSpec:
         return self.smem_banks * self.smem_bank_width_bytes
 
     def code_issue_factor(self, body_bytes: float) -> float:
-        """How much of a lone warp's issue rate is left with a loop body of ``body_bytes``."""
+        """How much of a lone warp's issue rate is left with a loop body of ``body_bytes`` (1: no
+        instruction-fetch penalty is modelled when the GPU's file has no ``warp_issue_by_code_bytes``)."""
+        if not self.has("warp_issue_by_code_bytes"):
+            return 1.0
         pts = sorted(self.warp_issue_by_code_bytes)
         return _interp(pts, body_bytes) / pts[0][1]
 
@@ -177,8 +177,8 @@ class HardwareSpec:
             return v * self.warp_size if key in F.MEASURED_PIPE_RATES else v
         have = self.pipe_dtypes(pipe)
         if not have:
-            raise ValueError(f"{self.name} has no {pipe!r} pipe rate in its data file")
-        raise ValueError(f"{self.name}: pipe {pipe!r} has no rate for dtype = {dtype!r}; "
+            raise MissingHardwareValue(f"{self.name} has no {pipe!r} pipe rate in its data file")
+        raise MissingHardwareValue(f"{self.name}: pipe {pipe!r} has no rate for dtype = {dtype!r}; "
                          f"it has {', '.join(have)}")
 
     def pipe_rate_key(self, pipe: str, dtype: str) -> str | None:
@@ -231,7 +231,7 @@ class HardwareSpec:
         key = self.pipe_latency_key(pipe)
         if key is None:
             key = f"pipes.{pipe}.latency_cycles"
-            raise ValueError(f"{self.name}: no sourced latency for pipe {pipe!r} ({key}); measure it "
+            raise MissingHardwareValue(f"{self.name}: no sourced latency for pipe {pipe!r} ({key}); measure it "
                              "(validation calibration) or set it with tilesim.hardware.with_overrides")
         return float(self.get(key))
 
@@ -269,7 +269,7 @@ class HardwareSpec:
             return float(self.get(f"mma.{found[0]}.{dtype}"))
         have = ", ".join(f"{k} {d}" for k, d in self.mma_shapes()) or "none"
         m, n, k = shape
-        raise ValueError(f"{self.name} has no m{m}n{n}k{k} matrix instruction on {dtype!r}; it has: {have}")
+        raise MissingHardwareValue(f"{self.name} has no m{m}n{n}k{k} matrix instruction on {dtype!r}; it has: {have}")
 
     # --- memory levels ------------------------------------------------------------------------
     @property
