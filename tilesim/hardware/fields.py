@@ -3,7 +3,7 @@
 A data file (``data/<gpu>.toml``) holds one table per value, ``value = ...`` and ``source = "..."``:
 
 * common fields at the top level (``[sm_count]``): facts every vendor has a meaning for;
-* vendor fields in their vendor's table (``[nvidia.reg_alloc_unit]``, ``[apple.simd_width]``):
+* vendor fields in their vendor's table (``[nvidia.reg_alloc_unit]``, ``[apple.sfu_rsqrt_results_per_clk_per_sm]``):
   facts that exist only on one vendor's GPUs (cp.async, the CUDA occupancy calculator's units);
 * compute pipes, ``[pipes.<pipe>.<dtype>]``: results (lane operations) per clock per SM by input
   type, ``any`` when the rate does not depend on it; ``[pipes.<pipe>.latency_cycles]``: clocks from

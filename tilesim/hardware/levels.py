@@ -55,7 +55,8 @@ class MemoryLevel:
     sources: MappingProxyType = field(default_factory=lambda: MappingProxyType({}), compare=False, repr=False)
 
     def require(self, attr: str) -> float:
-        """The attribute ``attr``, or :class:`MissingHardwareValue` (a ``ValueError``) naming the level when the GPU does not give it."""
+        """The attribute ``attr``; :class:`MissingHardwareValue` (a ``ValueError``) naming the level
+        when the GPU does not give it."""
         v = getattr(self, attr)
         if v is None:
             raise MissingHardwareValue(f"memory level {self.name!r} ({self.label}) has no known {attr}: "

@@ -230,9 +230,9 @@ class HardwareSpec:
             raise ValueError(f"pipe = {pipe!r}: no latency of that name; known: {known}")
         key = self.pipe_latency_key(pipe)
         if key is None:
-            key = f"pipes.{pipe}.latency_cycles"
-            raise MissingHardwareValue(f"{self.name}: no sourced latency for pipe {pipe!r} ({key}); measure it "
-                             "(validation calibration) or set it with tilesim.hardware.with_overrides")
+            raise MissingHardwareValue(
+                f"{self.name}: no sourced latency for pipe {pipe!r} (pipes.{pipe}.latency_cycles); measure it "
+                "(validation calibration) or set it with tilesim.hardware.with_overrides")
         return float(self.get(key))
 
     def pipe_latency_key(self, pipe: str) -> str | None:
