@@ -13,7 +13,7 @@ import pytest
 
 from tilesim import hardware
 from tilesim.kernels.gemm.config import check_fits
-from validation import calibrate
+from validation.calibration import calibrate
 from validation.harness import ncu, probe, suite
 from validation.harness.metadata import collect_metadata, git_revision, gpu_slug
 from validation.harness.timing import Timing, measure_loop, time_gpu
@@ -152,8 +152,8 @@ def test_suite_main_without_gpu_exits_2():
         pytest.skip("cupy is installed; the no-GPU path is not reachable here")
     except ImportError:
         pass
-    for mod in ("validation.calibrate", "validation.staging_probe", "validation.l2_probe",
-                "validation.dispatch_probe", "validation.l2_share_probe"):
+    for mod in ("validation.calibration.calibrate", "validation.calibration.staging_probe", "validation.calibration.l2_probe",
+                "validation.calibration.dispatch_probe", "validation.studies.l2_share_probe"):
         p = subprocess.run([sys.executable, "-m", mod, "--out", "/nonexistent/x"], cwd=REPO,
                            capture_output=True, text=True)
         assert p.returncode == 2, p.stderr
@@ -337,7 +337,7 @@ SASS_SAMPLE = """
 
 
 def test_hot_loop_counts_every_instruction_of_the_loop_body():
-    from validation.sass_histogram import hot_loop
+    from validation.calibration.sass_histogram import hot_loop
 
     body = hot_loop(SASS_SAMPLE, "issue_mix")
     assert body == Counter({"LDC": 1, "UIADD3": 1, "ISETP": 1, "FFMA": 2, "LOP3": 1, "BRA": 1})
@@ -368,7 +368,7 @@ def test_staging_probe_pattern_facts_match_tilesim_access_rules():
     """The probe's GEMM-A copy touches 8 lines and its transposed stores add 3 wavefronts: what
     profile_fields divides by, recomputed from the probe's lane addresses with tilesim's rules."""
     from tilesim.cost.access import global_sectors_and_lines, ideal_wavefronts, smem_wavefronts
-    from validation import staging_probe
+    from validation.calibration import staging_probe
 
     k_stride, j = 1024, 0
     lanes = range(32)
@@ -387,7 +387,7 @@ def test_ldgsts_rule_reproduces_the_recorded_probe():
 
     from tilesim.cost.access import ldgsts_wavefronts
 
-    path = REPO / "validation" / "results" / "h200" / "staging.json"
+    path = REPO / "validation" / "results" / "h200" / "calibration" / "staging.json"
     if not path.exists():
         pytest.skip("no recorded staging probe")
     pats = json.loads(path.read_text())["patterns"]
@@ -408,9 +408,9 @@ def test_lds128_wavefront_rule_reproduces_the_recorded_probe():
     import json
 
     from tilesim.cost.access import smem_wavefronts
-    from validation.staging_probe import LDS_CHUNK
+    from validation.calibration.staging_probe import LDS_CHUNK
 
-    path = REPO / "validation" / "results" / "h200" / "staging.json"
+    path = REPO / "validation" / "results" / "h200" / "calibration" / "staging.json"
     pats = json.loads(path.read_text())["patterns"] if path.exists() else {}
     if "lds128_lin" not in pats:
         pytest.skip("no recorded LDS.128 probe")
@@ -422,7 +422,7 @@ def test_lds128_wavefront_rule_reproduces_the_recorded_probe():
 def test_l2_capacity_is_where_cyclic_rereads_miss_half_the_time():
     import json
 
-    from validation.l2_probe import capacity_field
+    from validation.calibration.l2_probe import capacity_field
 
     mib = 1 << 20
     cases = [{"rotate": r, "footprint_bytes": f * mib, "repeat_miss_fraction": m}
@@ -431,7 +431,7 @@ def test_l2_capacity_is_where_cyclic_rereads_miss_half_the_time():
     assert field["value"] == round(44 * mib) and field["n"] == 2
     with pytest.raises(ValueError, match="never cross"):
         capacity_field([c for c in cases if c["footprint_bytes"] <= 40 * mib])
-    path = REPO / "validation" / "results" / "h200" / "calibration.json"
+    path = REPO / "validation" / "results" / "h200" / "calibration" / "calibration.json"
     recorded = json.loads(path.read_text())["benchmarks"].get("l2_probe", {}) if path.exists() else {}
     if "cases" in recorded:  # the recorded probe gives the calibrated profile's L2 capacity
         assert hardware.load("h200").l2_bytes == capacity_field(recorded["cases"])["value"]
@@ -446,18 +446,18 @@ def test_probe_rows_reads_ncu_csv_in_launch_order(tmp_path):
                     "echo '\"0\",\"k_a\",\"1,024\"'\n"
                     "echo '\"1\",\"k_b\",\"n/a\"'\n")
     fake.chmod(0o755)
-    rows = probe.probe_rows("validation.l2_probe", ("dram__bytes_read.sum", "missing.metric"), ncu=str(fake))
+    rows = probe.probe_rows("validation.calibration.l2_probe", ("dram__bytes_read.sum", "missing.metric"), ncu=str(fake))
     assert rows == [{"kernel_name": "k_a", "dram__bytes_read.sum": 1024.0, "missing.metric": None},
                     {"kernel_name": "k_b", "dram__bytes_read.sum": None, "missing.metric": None}]
     empty = tmp_path / "ncu_empty"
     empty.write_text("#!/bin/sh\necho 'no kernels' >&2\nexit 1\n")
     empty.chmod(0o755)
     with pytest.raises(RuntimeError, match="no kernels"):
-        probe.probe_rows("validation.l2_probe", ("dram__bytes_read.sum",), ncu=str(empty))
+        probe.probe_rows("validation.calibration.l2_probe", ("dram__bytes_read.sum",), ncu=str(empty))
 
 
 def test_l2_dirty_bytes_is_what_the_l2_keeps_once_written_lines_are_pushed_out():
-    from validation.l2_probe import dirty_field
+    from validation.calibration.l2_probe import dirty_field
 
     mib = 1 << 20
     wb = [{"written_bytes": 24 * mib, "read_footprint_bytes": r * mib, "dram_write_bytes": w * mib,
@@ -471,7 +471,7 @@ def test_l2_dirty_bytes_is_what_the_l2_keeps_once_written_lines_are_pushed_out()
 
 # ----- schedule trace, replay and the L2 share probe ---------------------------------------------------------
 def test_trace_marks_are_the_k_tiles_where_gemm_cu_stamps():
-    from validation.schedule_trace import MARKS, mark_tiles
+    from validation.studies.schedule_trace import MARKS, mark_tiles
 
     for nk in (1, 5, 8, 63, 256):
         # gemm.cu stamps slot j at the first kt with kt*MARKS//nk == j (or kt == 0), and MARKS at the end
@@ -490,7 +490,7 @@ def test_trace_marks_are_the_k_tiles_where_gemm_cu_stamps():
 def test_replay_lru_counts_shared_tiles_once_and_thrashes_beyond_capacity():
     import numpy as np
 
-    from validation.schedule_replay import lru_miss_bytes
+    from validation.studies.schedule_replay import lru_miss_bytes
 
     # 4 blocks in one row of a 2-wide grid... gx=2: blocks 0,1 share A row 0; blocks 0,2 share B column 0
     nk = 3
@@ -507,7 +507,7 @@ def test_replay_lru_counts_shared_tiles_once_and_thrashes_beyond_capacity():
 def test_replay_interpolates_k_tiles_between_stamps():
     import numpy as np
 
-    from validation.schedule_replay import tile_times
+    from validation.studies.schedule_replay import tile_times
 
     nk = 16
     stamps = np.array([[0, 10, 20, 30, 40, 50, 60, 70, 160]])  # the last 2 k-tiles take 90 ns
@@ -516,7 +516,7 @@ def test_replay_interpolates_k_tiles_between_stamps():
 
 
 def test_recorded_schedule_replay_matches_the_rows_it_was_traced_for():
-    path = REPO / "validation" / "results" / "h200" / "schedule_trace.json"
+    path = REPO / "validation" / "results" / "h200" / "studies" / "schedule_trace" / "schedule_trace.json"
     if not path.exists():
         pytest.skip("no recorded schedule trace")
     import json
@@ -531,7 +531,7 @@ def test_recorded_schedule_replay_matches_the_rows_it_was_traced_for():
 
 
 def test_l2_share_probe_geometry_and_half_miss_footprints():
-    from validation.l2_share_probe import (
+    from validation.studies.l2_share_probe import (
         BLOCKS,
         LAYOUTS,
         ROW_BYTES,
@@ -561,7 +561,7 @@ def test_l2_share_probe_geometry_and_half_miss_footprints():
 
 
 def test_smem_rate_probe_rates_and_the_models_one_wavefront_per_clock():
-    from validation.smem_rate_probe import PATTERNS, rates
+    from validation.studies.smem_rate_probe import PATTERNS, rates
 
     rows = [{"sm__cycles_elapsed.avg": 1000.0, "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum": 2 * 900.0,
              "smsp__inst_executed_op_shared_ld.sum": 2 * 450.0, "smsp__inst_executed_op_shared_st.sum": None,
@@ -575,7 +575,7 @@ def test_smem_rate_probe_rates_and_the_models_one_wavefront_per_clock():
         rates([dict(rows[0], **{"sm__cycles_elapsed.avg": None})], sms=2)
     # the engine's shared-memory channel moves one wavefront per clock whatever the access: the probe
     # (4- and 8-byte loads, broadcasts, stores, the tiled GEMM's pattern, 8 to 32 warps) agrees within 7%
-    path = REPO / "validation" / "results" / "h200" / "smem_rate.json"
+    path = REPO / "validation" / "results" / "h200" / "studies" / "smem_rate_probe" / "smem_rate.json"
     if not path.exists():
         pytest.skip("no recorded shared-memory rate probe")
     import json
@@ -591,7 +591,7 @@ def test_lds_fed_outer_products_reach_the_issue_cap_from_eight_warps():
     feeding an outer product) issues, with 8 or more warps per SM, within 12% of the issue cap the
     engine uses; with 4 warps it falls 10-31% below it (a gap the engine's per-warp rate, measured on
     a register-only loop, does not see; no suite kernel runs 4 warps per SM)."""
-    path = REPO / "validation" / "results" / "h200" / "lds_outer.json"
+    path = REPO / "validation" / "results" / "h200" / "calibration" / "lds_outer.json"
     if not path.exists():
         pytest.skip("no recorded lds_outer microbenchmark")
     import json
@@ -609,9 +609,9 @@ def test_lds_fed_outer_products_reach_the_issue_cap_from_eight_warps():
 @pytest.fixture(scope="module")
 def engine_rows():
     try:
-        from validation.engine_check import check
+        from validation.studies.engine_check import check
     except ImportError as e:  # the study still builds tile programs of v1 (KStep, Epilogue)
-        pytest.skip(f"validation.engine_check is not ported to tile program v2 yet: {e}")
+        pytest.skip(f"validation.studies.engine_check is not ported to tile program v2 yet: {e}")
 
     rows = check()
     if not rows:
@@ -637,9 +637,9 @@ def test_engine_predicts_every_microbenchmark_within_15_percent(engine_rows):
 def test_report_in_several_processes_is_the_same_and_reports_progress(tmp_path):
     import csv as _csv
 
-    from validation.report import compute_report
+    from validation.harness.report import compute_report
 
-    src = REPO / "validation" / "results" / "h200" / "times.csv"
+    src = REPO / "validation" / "results" / "h200" / "gemm" / "times.csv"
     with src.open(newline="") as fh:
         reader = _csv.DictReader(fh)
         rows = [r for r in reader if r["status"] == "ok" and r["m"] == "1024"][:6]
@@ -649,18 +649,19 @@ def test_report_in_several_processes_is_the_same_and_reports_progress(tmp_path):
         w.writeheader()
         w.writerows(rows)
     seen = []
-    one = compute_report(tmp_path, on_progress=lambda done, total: seen.append((done, total)))
-    two = compute_report(tmp_path, workers=2)
-    assert seen == [(i, len(rows)) for i in range(1, len(rows) + 1)]
-    assert [r.predicted_s for r in one.rows] == [r.predicted_s for r in two.rows]
+    one = compute_report("gemm", tmp_path, "h200", on_progress=lambda done, total: seen.append((done, total)))
+    two = compute_report("gemm", tmp_path, "h200", workers=2)
+    assert seen == [(i, 2 * len(rows)) for i in range(1, 2 * len(rows) + 1)]  # informed and blind
+    for mode in ("informed", "blind"):
+        assert [r.predicted_s for r in one.predictions[mode]] == [r.predicted_s for r in two.predictions[mode]]
     with pytest.raises(ValueError, match="workers"):
-        compute_report(tmp_path, workers=0)
+        compute_report("gemm", tmp_path, "h200", workers=0)
 
 
 def test_dram_latency_under_load_agrees_unloaded_and_rises_near_saturation():
     """calibrate.py --loaded-latency: the chase without background agrees with the profile's HBM
     latency; with background reads it stays within 5% up to about 2 TB/s and grows toward saturation."""
-    path = REPO / "validation" / "results" / "h200" / "loaded_latency.json"
+    path = REPO / "validation" / "results" / "h200" / "calibration" / "loaded_latency.json"
     if not path.exists():
         pytest.skip("no recorded loaded-latency microbenchmark")
     import json

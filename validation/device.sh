@@ -9,7 +9,9 @@
 #                    into validation/results/<gpu>/<family>/ (times.csv, counters.csv, metadata.json),
 #                    copied to $OUT/results/<gpu>/<family>/ (logs: $OUT/suite.log, ncu.log). Bounded by SUITE_TIMEOUT
 #                    (default 300 s, all families) and NCU_TIMEOUT (default 200 s); run it again to go on.
-#   calibrate        microbenchmarks -> calibration.json and the calibrated profile
+#   calibrate        microbenchmarks -> calibration/calibration.json and tilesim/hardware/calibrated/<gpu>.toml
+#                    (dispatch, staging, l2, l1spread, ldsouter, stagedouter, loadedlat: calibration/ too;
+#                    l2share, smemrate, trace: results/<gpu>/studies/<study>/)
 #   suite            the timed GEMM suite (families:gemm without ncu)
 #   rerun            the whole GEMM suite measured again into results/<gpu>/gemm/rerun (reproducibility)
 #   ncu:MxNxK        Nsight Compute counters for one shape of the GEMM suite (resumable)
@@ -31,12 +33,17 @@ export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 GPU=$(python3 -c "from validation.harness.metadata import current_gpu_slug; print(current_gpu_slug() or 'unknown_gpu')")
 R=validation/results/$GPU
 mkdir -p "$R"
+C=$R/calibration S=$R/studies
 echo "results under $R"
 copy_family() {  # $1 = family: its results and logs to $OUT/results/<gpu>/<family>/
   mkdir -p "$OUT/results/$GPU/$1"
   for f in times.csv counters.csv metadata.json; do
     [ -f "$R/$1/$f" ] && cp "$R/$1/$f" "$OUT/results/$GPU/$1/"
   done
+}
+copy_dir() {  # $1 = a directory under the results dir, then files: copied to $OUT/results/<gpu>/$1/
+  local d=$1; shift
+  mkdir -p "$OUT/results/$GPU/$d" && cp "$@" "$OUT/results/$GPU/$d/"
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
 echo "revision $(cat .device_git_revision 2>/dev/null || echo unknown)"
@@ -51,47 +58,38 @@ for step in "$@"; do
       timeout "${NCU_TIMEOUT:-200}" python3 -m validation.harness.ncu $fams --results "$R" 2>&1 | tee -a "$OUT/ncu.log"
       for fam in $fams; do copy_family "$fam"; done ;;
     calibrate)
-      python3 -m validation.calibrate --out "$R" --profile tilesim/hardware/calibrated/h200.toml 2>&1 | tail -24
-      cp "$R/calibration.json" tilesim/hardware/calibrated/h200.toml "$OUT/" ;;
-    suite)
-      timeout "${SUITE_TIMEOUT:-470}" python3 -m validation.harness.suite gemm --results "$R" 2>&1 | tail -40
-      copy_family gemm ;;
-    rerun)
-      timeout "${SUITE_TIMEOUT:-470}" python3 -m validation.harness.suite gemm --out "$R/gemm/rerun" 2>&1 | tail -10
-      mkdir -p "$OUT/results/$GPU/gemm/rerun" && cp "$R/gemm/rerun/times.csv" "$R/gemm/rerun/metadata.json" "$OUT/results/$GPU/gemm/rerun/" ;;
-    ncu:*)
-      timeout "${NCU_TIMEOUT:-300}" python3 -m validation.harness.ncu gemm --results "$R" --shape "${step#ncu:}" 2>&1 | tail -5
-      copy_family gemm ;;
+      python3 -m validation.calibration.calibrate --out "$C" 2>&1 | tail -24
+      copy_dir calibration "$C/calibration.json"; cp tilesim/hardware/calibrated/"$GPU".toml "$OUT/" ;;
     dispatch)
-      python3 -m validation.dispatch_probe --out "$R" 2>&1 | tail -8
-      cp "$R/dispatch.json" "$OUT/" ;;
+      python3 -m validation.calibration.dispatch_probe --out "$C" 2>&1 | tail -8
+      copy_dir calibration "$C/dispatch.json" ;;
     staging)
-      python3 -m validation.staging_probe --out "$R" 2>&1 | tail -8
-      cp "$R/staging.json" "$OUT/" ;;
+      python3 -m validation.calibration.staging_probe --out "$C" 2>&1 | tail -8
+      copy_dir calibration "$C/staging.json" ;;
     l2)
-      python3 -m validation.l2_probe --out "$R" 2>&1 | tail -20
-      cp "$R/l2_probe.json" "$OUT/" ;;
-    l2share)
-      python3 -m validation.l2_share_probe --out "$R" 2>&1 | tail -12
-      cp "$R/l2_share_probe.json" "$OUT/" ;;
+      python3 -m validation.calibration.l2_probe --out "$C" 2>&1 | tail -20
+      copy_dir calibration "$C/l2_probe.json" ;;
     l1spread)
-      python3 -m validation.calibrate --out "$R" --l1-spread 2>&1 | tail -5
-      cp "$R/l1_spread.json" "$OUT/" ;;
+      python3 -m validation.calibration.calibrate --out "$C" --l1-spread 2>&1 | tail -5
+      copy_dir calibration "$C/l1_spread.json" ;;
     ldsouter)
-      python3 -m validation.calibrate --out "$R" --lds-outer 2>&1 | tail -12
-      cp "$R/lds_outer.json" "$OUT/" ;;
+      python3 -m validation.calibration.calibrate --out "$C" --lds-outer 2>&1 | tail -12
+      copy_dir calibration "$C/lds_outer.json" ;;
     stagedouter)
-      python3 -m validation.calibrate --out "$R" --staged-outer 2>&1 | tail -12
-      cp "$R/staged_outer.json" "$OUT/" ;;
+      python3 -m validation.calibration.calibrate --out "$C" --staged-outer 2>&1 | tail -12
+      copy_dir calibration "$C/staged_outer.json" ;;
     loadedlat)
-      python3 -m validation.calibrate --out "$R" --loaded-latency 2>&1 | tail -9
-      cp "$R/loaded_latency.json" "$OUT/" ;;
+      python3 -m validation.calibration.calibrate --out "$C" --loaded-latency 2>&1 | tail -9
+      copy_dir calibration "$C/loaded_latency.json" ;;
+    l2share)
+      python3 -m validation.studies.l2_share_probe --out "$S/l2_share_probe" 2>&1 | tail -12
+      copy_dir studies/l2_share_probe "$S/l2_share_probe/l2_share_probe.json" ;;
     smemrate)
-      python3 -m validation.smem_rate_probe --out "$R" 2>&1 | tail -12
-      cp "$R/smem_rate.json" "$OUT/" ;;
+      python3 -m validation.studies.smem_rate_probe --out "$S/smem_rate_probe" 2>&1 | tail -12
+      copy_dir studies/smem_rate_probe "$S/smem_rate_probe/smem_rate.json" ;;
     trace:*)
-      python3 -m validation.schedule_trace --out "$R" --shape "${step#trace:}" 2>&1 | tail -30
-      cp "$R/schedule_trace.npz" "$R/schedule_trace.json" "$OUT/" ;;
+      python3 -m validation.studies.schedule_trace --out "$S/schedule_trace" --shape "${step#trace:}" 2>&1 | tail -30
+      copy_dir studies/schedule_trace "$S/schedule_trace/schedule_trace.npz" "$S/schedule_trace/schedule_trace.json" ;;
     gpu-tests)
       python3 -m pytest -m gpu -p no:cacheprovider -q -rA tests 2>&1 | tee "$OUT/gpu_tests.log" | tail -30 ;;
     *) echo "unknown step $step" >&2; exit 2 ;;

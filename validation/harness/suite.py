@@ -459,6 +459,16 @@ def default_results_root(gpu: str | None = None) -> Path:
     return RESULTS_ROOT / gpu
 
 
+def recorded_dir(subdir: str, root: Path = RESULTS_ROOT) -> Path:
+    """The first ``<root>/<gpu>/<subdir>`` that exists (recorded results for CPU-side tools), else
+    the one of the first GPU directory (so that messages name a sensible place)."""
+    found = sorted(p for p in Path(root).glob(f"*/{subdir}") if p.is_dir())
+    if found:
+        return found[0]
+    gpus = sorted(p for p in Path(root).glob("*") if p.is_dir())
+    return (gpus[0] if gpus else Path(root) / "unknown_gpu") / subdir
+
+
 _RESTARTS_ENV = "TILESIM_SUITE_RESTARTS"
 MAX_RESTARTS = 20
 

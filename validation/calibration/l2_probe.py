@@ -13,7 +13,7 @@ Nsight Compute counts the DRAM bytes read (``--cache-control all``: L2 flushed b
 kernel); the passes after the first miss ``dram - S`` bytes. The footprint at which they start to
 miss is the capacity the simulator's L2 has for such data. A second kernel first writes
 ``WRITE_MIB`` (dirty lines, as a GEMM's output) and then re-reads ``READ_MIB``; the DRAM bytes it
-writes during the kernel are the dirty lines the reads pushed out. ``python -m validation.l2_probe --out
+writes during the kernel are the dirty lines the reads pushed out. ``python -m validation.calibration.l2_probe --out
 DIR`` writes ``DIR/l2_probe.json`` (needs a GPU and ``ncu``).
 """
 
@@ -98,7 +98,7 @@ def measure(ncu: str = "ncu") -> dict:
     rotates = (0, sms // 2)
     metrics = ("dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sectors_srcunit_tex_op_read.sum",
                "gpu__time_duration.sum")
-    rows = probe_rows("validation.l2_probe", metrics, cache_control="all", ncu=ncu)
+    rows = probe_rows("validation.calibration.l2_probe", metrics, cache_control="all", ncu=ncu)
     cases = [(mib, rot) for mib in FOOTPRINTS_MIB for rot in rotates]
     res = []
     for (mib, rot), r in zip(cases, rows, strict=False):
@@ -172,7 +172,7 @@ def dirty_field(writeback: list[dict]) -> dict:
 def main(argv=None) -> int:
     from validation.harness.probe import probe_main  # noqa: PLC0415
 
-    return probe_main("validation.l2_probe", __doc__, argv, _target, measure, "l2_probe.json", show=_show)
+    return probe_main("validation.calibration.l2_probe", __doc__, argv, _target, measure, "l2_probe.json", show=_show)
 
 
 if __name__ == "__main__":

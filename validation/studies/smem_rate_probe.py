@@ -23,7 +23,7 @@ instructions, and the SM cycles:
 
 Addresses move with the loop counter, so that no load is loop-invariant (a compiler may hoist those).
 
-``python -m validation.smem_rate_probe --out DIR`` writes ``DIR/smem_rate.json``: per pattern the
+``python -m validation.studies.smem_rate_probe --out DIR`` writes ``DIR/smem_rate.json``: per pattern the
 wavefronts and shared instructions per clock and SM.
 """
 
@@ -117,7 +117,7 @@ def measure(ncu: str = "ncu") -> dict:
     from validation.harness.probe import probe_rows  # noqa: PLC0415
 
     sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
-    rows = probe_rows("validation.smem_rate_probe", METRICS, cache_control="all", ncu=ncu)
+    rows = probe_rows("validation.studies.smem_rate_probe", METRICS, cache_control="all", ncu=ncu)
     return {"sms": sms, "patterns": rates(rows, sms)}
 
 
@@ -149,7 +149,8 @@ def _show(res: dict) -> None:
 def main(argv=None) -> int:
     from validation.harness.probe import probe_main  # noqa: PLC0415
 
-    return probe_main("validation.smem_rate_probe", __doc__, argv, _target, measure, "smem_rate.json", show=_show)
+    return probe_main("validation.studies.smem_rate_probe", __doc__, argv, _target, measure, "smem_rate.json", show=_show,
+                      results_subdir="studies/smem_rate_probe")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ implies, beside Nsight Compute's measured DRAM reads.
 If the replay of the recorded schedule lands near Nsight Compute where the simulator (whose blocks
 sharing an SM start together and advance alike) does not, the missing effect is the schedule, not
 the cache.
-``python -m validation.schedule_replay`` prints the table.
+``python -m validation.studies.schedule_replay`` prints the table.
 """
 
 from __future__ import annotations
@@ -23,9 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-from validation.schedule_trace import mark_tiles
+from validation.harness.suite import recorded_dir
+from validation.studies.schedule_trace import mark_tiles
 
-DEFAULT_DIR = Path(__file__).parent / "results" / "h200"
+#: the recorded trace (schedule_trace.json/.npz); GEMM's counters.csv is read from ../../gemm/
+DEFAULT_DIR = recorded_dir("studies/schedule_trace")
 
 
 def tile_times(stamps_ns: np.ndarray, nk: int) -> np.ndarray:
@@ -73,8 +75,12 @@ def lru_miss_bytes(times: np.ndarray, gx: int, a_bytes: int, b_bytes: int, capac
 
 
 def measured_dram_reads(results: Path) -> dict:
+    """Nsight Compute's DRAM read bytes per GEMM configuration, from ``<gpu>/gemm/counters.csv``
+    beside ``<gpu>/studies/schedule_trace/`` (or ``results/counters.csv`` when given a flat directory)."""
     out = {}
     path = results / "counters.csv"
+    if not path.exists():
+        path = Path(results).resolve().parents[1] / "gemm" / "counters.csv"
     if path.exists():
         for r in csv.DictReader(path.open()):
             key = (r["label"], int(r["m"]), int(r["n"]), int(r["k"]))
@@ -139,14 +145,14 @@ def progress_panels(results: Path = DEFAULT_DIR, labels=PLOT_LABELS, sm: int = 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m validation.schedule_replay", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m validation.studies.schedule_replay", description=__doc__.splitlines()[0])
     p.add_argument("--results", type=Path, default=DEFAULT_DIR)
     p.add_argument("--capacity-mb", type=float, default=None, help="L2 capacity (default: the profile's l2_bytes)")
     p.add_argument("--plot", type=Path, default=None,
                    help="also draw the progress of one SM's blocks for three kernels to this PNG")
     ns = p.parse_args(argv)
     if not (ns.results / "schedule_trace.npz").exists():
-        print(f"schedule_replay: no schedule_trace.npz in {ns.results} (run validation.schedule_trace on a GPU)",
+        print(f"schedule_replay: no schedule_trace.npz in {ns.results} (run validation.studies.schedule_trace on a GPU)",
               file=sys.stderr)
         return 1
     if ns.plot:

@@ -11,7 +11,7 @@ non-vectorized GEMMs). ``calibrate.py --lds-outer`` and ``--staged-outer`` recor
 as recorded) and simulated; the table compares the engine's warp instructions per clock per SM with
 the measured ones.
 
-``python -m validation.engine_check`` prints it.
+``python -m validation.studies.engine_check`` prints it.
 """
 
 from __future__ import annotations
@@ -34,9 +34,11 @@ from tilesim.program import (
     TileProgram,
     TileRef,
 )
-from validation.calibrate import STAGED_VARIANTS
+from validation.calibration.calibrate import STAGED_VARIANTS
+from validation.harness.suite import recorded_dir
 
-DEFAULT_DIR = Path(__file__).parent / "results" / "h200"
+#: the calibration microbenchmarks it replays (lds_outer.json, staged_outer.json)
+DEFAULT_DIR = recorded_dir("calibration")
 ROUNDS = 8  # rounds (k values) per loop iteration in microbench.cu
 ITERS = 2000
 SMEM_PER_SM_BYTES = 227 * 1024  # what the benchmarks divide among the blocks of an SM
@@ -126,7 +128,7 @@ def check(results: Path = DEFAULT_DIR, hw=None) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m validation.engine_check", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m validation.studies.engine_check", description=__doc__.splitlines()[0])
     p.add_argument("--results", type=Path, default=DEFAULT_DIR)
     ns = p.parse_args(argv)
     rows = check(ns.results)

@@ -16,7 +16,7 @@ A footprint of ``F`` bytes is cut into ``S = BLOCKS / share`` slices; blocks ``b
 
 Nsight Compute counts the DRAM bytes read with the L2 flushed first; the passes after the first
 miss ``dram - F``. The footprint at which they miss half the time is the capacity for that kind of
-data. ``python -m validation.l2_share_probe --out DIR`` writes ``DIR/l2_share_probe.json``.
+data. ``python -m validation.studies.l2_share_probe --out DIR`` writes ``DIR/l2_share_probe.json``.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def measure(ncu: str = "ncu") -> dict:
     from validation.harness.probe import probe_rows  # noqa: PLC0415
 
     metrics = ("dram__bytes_read.sum", "lts__t_sectors_srcunit_tex_op_read.sum", "gpu__time_duration.sum")
-    rows = probe_rows("validation.l2_share_probe", metrics, cache_control="all", ncu=ncu)
+    rows = probe_rows("validation.studies.l2_share_probe", metrics, cache_control="all", ncu=ncu)
     res = []
     for (lay, sh, mib), r in zip(cases(), rows, strict=False):
         g = geometry(lay, sh, mib)
@@ -139,8 +139,9 @@ def _show(res: dict) -> None:
 def main(argv=None) -> int:
     from validation.harness.probe import probe_main  # noqa: PLC0415
 
-    return probe_main("validation.l2_share_probe", __doc__, argv, _target, measure, "l2_share_probe.json",
-                      show=_show)
+    return probe_main("validation.studies.l2_share_probe", __doc__, argv, _target, measure, "l2_share_probe.json",
+                      show=_show,
+                      results_subdir="studies/l2_share_probe")
 
 
 if __name__ == "__main__":

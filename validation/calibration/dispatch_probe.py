@@ -13,7 +13,7 @@ Two kinds of work:
 * ``spin``: a clock64 spin of fixed length. Blocks share nothing, so the R blocks of an SM free
   their slots at the same instant; kept as a reference.
 
-``python -m validation.dispatch_probe --out validation/results/h200`` writes dispatch.json.
+``python -m validation.calibration.dispatch_probe`` writes validation/results/<gpu>/calibration/dispatch.json.
 """
 
 from __future__ import annotations
@@ -133,18 +133,19 @@ def probe_once(per_sm: int, waves: float = 1.45, spin_cycles: int = 2_000_000, t
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m validation.dispatch_probe", description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default="validation/results/h200")
+    ap = argparse.ArgumentParser(prog="python -m validation.calibration.dispatch_probe", description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=None, help="output directory (default validation/results/<gpu>/calibration)")
     args = ap.parse_args(argv)
     try:
         import cupy  # noqa: F401, PLC0415
     except ImportError as exc:
-        print(f"validation.dispatch_probe: needs CuPy and an NVIDIA GPU: {exc}", file=sys.stderr)
+        print(f"validation.calibration.dispatch_probe: needs CuPy and an NVIDIA GPU: {exc}", file=sys.stderr)
         return 2
     from validation.harness.metadata import collect_metadata  # noqa: PLC0415
+    from validation.harness.suite import default_results_root  # noqa: PLC0415
 
     res = {"meta": collect_metadata(), **probes()}
-    out = Path(args.out)
+    out = Path(args.out) if args.out else default_results_root() / "calibration"
     out.mkdir(parents=True, exist_ok=True)
     (out / "dispatch.json").write_text(json.dumps(res, indent=2, default=str) + "\n")
     for p in res["probes"]:

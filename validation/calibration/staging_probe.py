@@ -20,7 +20,7 @@ again, by one of these patterns (the ones the GEMM kernels use, and controls):
 
 Nsight Compute counts the shared-memory wavefronts and bank conflicts of each (``--clock-control
 none``); dividing by the copy instructions executed gives wavefronts per instruction, the number the
-simulator's lowering must reproduce for cp.async. ``python -m validation.staging_probe --out DIR``
+simulator's lowering must reproduce for cp.async. ``python -m validation.calibration.staging_probe --out DIR``
 writes ``DIR/staging.json`` (needs a GPU and ``ncu``).
 """
 
@@ -191,7 +191,7 @@ def measure(ncu: str = "ncu") -> dict:
     """Profile the patterns with ncu; wavefronts and conflicts per copy instruction."""
     from validation.harness.probe import probe_rows  # noqa: PLC0415
 
-    rows = probe_rows("validation.staging_probe", METRICS, ncu=ncu, timeout_s=600)
+    rows = probe_rows("validation.calibration.staging_probe", METRICS, ncu=ncu, timeout_s=600)
     import cupy as cp  # noqa: PLC0415
 
     sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
@@ -237,7 +237,7 @@ def _show(res: dict) -> None:
 def main(argv=None) -> int:
     from validation.harness.probe import probe_main  # noqa: PLC0415
 
-    return probe_main("validation.staging_probe", __doc__, argv, target, lambda: {"patterns": measure()},
+    return probe_main("validation.calibration.staging_probe", __doc__, argv, target, lambda: {"patterns": measure()},
                       "staging.json", {"iters": ITERS, "blocks_per_sm": BLOCKS_PER_SM}, _show)
 
 

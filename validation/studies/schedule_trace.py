@@ -8,10 +8,10 @@ Compute runs it). The untraced kernel is timed the same way, so the cost of the 
 
 This is a diagnostic, not calibration: it shows how the blocks that share an SM progress against
 each other (and so which blocks touch the same tiles at the same time), to be compared with the
-schedule the simulator assumes (:mod:`validation.schedule_replay` replays the recorded schedules
+schedule the simulator assumes (:mod:`validation.studies.schedule_replay` replays the recorded schedules
 through an LRU L2). Nothing in the simulator is fitted to it.
 
-``python -m validation.schedule_trace --out validation/results/h200 --shape 4096x4096x4096`` writes
+``python -m validation.studies.schedule_trace --shape 4096x4096x4096`` writes (in validation/results/<gpu>/studies/schedule_trace/)
 ``schedule_trace.npz`` (per label: ``<label>/smid`` [blocks] and ``<label>/stamps_ns`` [reps, blocks,
 9], ns since the kernel's first stamp) and ``schedule_trace.json`` (metadata and per-label times).
 """
@@ -91,8 +91,9 @@ def trace_config(cfg, reps: int = REPS, flusher=None) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m validation.schedule_trace", description=__doc__.splitlines()[0])
-    p.add_argument("--out", type=Path, required=True)
+    p = argparse.ArgumentParser(prog="python -m validation.studies.schedule_trace", description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path, default=None,
+                   help="output directory (default validation/results/<gpu>/studies/schedule_trace)")
     p.add_argument("--shape", default="4096x4096x4096", help="MxNxK of the suite to trace")
     p.add_argument("--reps", type=int, default=REPS)
     ns = p.parse_args(argv)
@@ -118,6 +119,10 @@ def main(argv: list[str] | None = None) -> int:
             arrays[f"{cfg.label}/smid"] = r.pop("smid")
             arrays[f"{cfg.label}/stamps_ns"] = r.pop("stamps_ns")
         rows[cfg.label] = r
+    if ns.out is None:
+        from validation.harness.suite import default_results_root
+
+        ns.out = default_results_root() / "studies" / "schedule_trace"
     ns.out.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(ns.out / "schedule_trace.npz", **arrays)
     meta = collect_metadata()

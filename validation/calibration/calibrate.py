@@ -41,10 +41,10 @@ from pathlib import Path
 
 from validation.harness.timing import percentile
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-KERNEL_SRC = Path(__file__).resolve().parent / "kernels" / "microbench.cu"
-DEFAULT_OUT = REPO_ROOT / "validation" / "results" / "h200"
-DEFAULT_PROFILE = REPO_ROOT / "tilesim" / "hardware" / "calibrated" / "h200.toml"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+KERNEL_SRC = Path(__file__).resolve().parent / "microbench.cu"
+PROFILES_DIR = REPO_ROOT / "tilesim" / "hardware" / "calibrated"
+RESULTS_SUBDIR = "calibration"  # validation/results/<gpu>/calibration/
 
 MIN_RUNS = 20
 RUNS = 25
@@ -133,7 +133,7 @@ class _Bench:
         """Opcode counts of kernel ``name``'s hot loop body (None without nvcc and cuobjdump)."""
         if self.sass is None:
             return None
-        from validation.sass_histogram import hot_loop  # noqa: PLC0415
+        from validation.calibration.sass_histogram import hot_loop  # noqa: PLC0415
 
         return dict(hot_loop(self.sass, name))
 
@@ -689,13 +689,13 @@ def fields_from_benchmarks(bm: dict) -> dict:
     if "probes" in bm.get("dispatch", {}):
         fields["tail_packing_by_slots"] = tail_packing_field(bm["dispatch"]["probes"])
     if "cases" in bm.get("l2_probe", {}):
-        from validation.l2_probe import capacity_field, dirty_field  # noqa: PLC0415
+        from validation.calibration.l2_probe import capacity_field, dirty_field  # noqa: PLC0415
 
         fields["l2_bytes"] = capacity_field(bm["l2_probe"]["cases"])
         if bm["l2_probe"].get("writeback"):
             fields["l2_dirty_bytes"] = dirty_field(bm["l2_probe"]["writeback"])
     if "patterns" in bm.get("staging", {}):
-        from validation.staging_probe import profile_fields  # noqa: PLC0415
+        from validation.calibration.staging_probe import profile_fields  # noqa: PLC0415
 
         fields.update(profile_fields(bm["staging"]["patterns"]))
     return {k: {kk: vv for kk, vv in v.items() if kk != "runs"} for k, v in fields.items()}
@@ -784,21 +784,21 @@ def run_calibration(runs: int = RUNS) -> dict:
     bm["fma"] = bench_fma(b)
     bm["issue"] = bench_issue(b)
     try:  # where the block scheduler puts a last partial wave
-        from validation.dispatch_probe import probes  # noqa: PLC0415
+        from validation.calibration.dispatch_probe import probes  # noqa: PLC0415
 
         bm["dispatch"] = probes()
     except Exception as exc:  # a failed extra benchmark must not lose the others
         bm["dispatch"] = {"error": repr(exc)}
     try:  # cp.async wavefronts (Nsight Compute, when on PATH)
         if shutil.which("ncu"):
-            from validation.staging_probe import measure  # noqa: PLC0415
+            from validation.calibration.staging_probe import measure  # noqa: PLC0415
 
             bm["staging"] = {"patterns": measure()}
     except Exception as exc:  # a failed extra benchmark must not lose the others
         bm["staging"] = {"error": repr(exc)}
     try:  # the L2 capacity re-read data sees (Nsight Compute, when on PATH)
         if shutil.which("ncu"):
-            from validation.l2_probe import measure as measure_l2  # noqa: PLC0415
+            from validation.calibration.l2_probe import measure as measure_l2  # noqa: PLC0415
 
             bm["l2_probe"] = measure_l2()
     except Exception as exc:  # a failed extra benchmark must not lose the others
@@ -866,7 +866,7 @@ def write_profile(results: dict, path: str | Path) -> Path:
     if not date:
         raise ValueError("write_profile: results['meta']['date_utc'] is missing")
     lines = ["# Calibrated hardware profile, written by validation/calibrate.py from measurements.",
-             "# Do not edit by hand: rerun `python -m validation.calibrate` on the GPU.",
+             "# Do not edit by hand: rerun `python -m validation.calibration.calibrate` on the GPU.",
              "[meta]", f"date = {_toml_str(date)}",
              f"device = {_toml_str(meta.get('device_name') or 'unknown')}",
              f"git_revision = {_toml_str(meta.get('git_revision') or 'unknown')}", ""]
@@ -903,9 +903,11 @@ def _standalone(args, filename: str, measure) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m validation.calibrate", description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=str(DEFAULT_OUT), help="directory for calibration.json")
-    ap.add_argument("--profile", default=str(DEFAULT_PROFILE), help="calibrated profile TOML to write")
+    ap = argparse.ArgumentParser(prog="python -m validation.calibration.calibrate", description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=None,
+                    help="directory for calibration.json (default validation/results/<gpu>/calibration)")
+    ap.add_argument("--profile", default=None,
+                    help="calibrated profile TOML to write (default tilesim/hardware/calibrated/<gpu>.toml)")
     ap.add_argument("--no-profile", action="store_true", help="only write calibration.json")
     ap.add_argument("--runs", type=int, default=RUNS, help=f"runs per benchmark (>= {MIN_RUNS})")
     ap.add_argument("--l1-spread", action="store_true",
@@ -932,14 +934,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                 rec = json.loads(beside.read_text())
                 results["benchmarks"][key] = rec[part] if part else rec
         results["fields"] = fields_from_benchmarks(results["benchmarks"])
-        print(f"wrote {write_profile(results, args.profile)} from {args.from_json}")
+        # recorded as validation/results/<gpu>/calibration/calibration.json: the profile is <gpu>.toml
+        profile = args.profile or PROFILES_DIR / f"{Path(args.from_json).resolve().parent.parent.name}.toml"
+        print(f"wrote {write_profile(results, profile)} from {args.from_json}")
         return 0
     from validation.harness.suite import gpu_available  # noqa: PLC0415
 
     why = gpu_available()
     if why:
-        print(f"validation.calibrate: needs CuPy and an NVIDIA GPU: {why}", file=sys.stderr)
+        print(f"validation.calibration.calibrate: needs CuPy and an NVIDIA GPU: {why}", file=sys.stderr)
         return 2
+    from validation.harness.metadata import current_gpu_slug  # noqa: PLC0415
+    from validation.harness.suite import default_results_root  # noqa: PLC0415
+
+    args.out = args.out or str(default_results_root() / RESULTS_SUBDIR)
+    args.profile = args.profile or str(PROFILES_DIR / f"{current_gpu_slug()}.toml")
     if args.l1_spread:
         def spread(b: _Bench) -> dict:
             clock = bench_clock(b)

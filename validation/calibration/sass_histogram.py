@@ -4,7 +4,7 @@
 and its target): the calibration divides measured times by these counts, so that a rate counts
 every issued instruction, loop overhead included, as the simulator does.
 
-``python -m validation.sass_histogram CUBIN_DIR OUT.json`` counts, per kernel function, each SASS
+``python -m validation.calibration.sass_histogram CUBIN_DIR OUT.json`` counts, per kernel function, each SASS
 opcode (without modifiers) in every ``*.cubin`` below CUBIN_DIR (CuPy's kernel cache holds the
 cubins it compiled). Needs ``cuobjdump`` (on the GPU machine).
 """
@@ -77,7 +77,7 @@ def hot_loop(sass: str, name: str, key: str = "FFMA") -> Counter:
 def main(argv: list[str] | None = None) -> int:
     args = argv if argv is not None else sys.argv[1:]
     if len(args) != 2:
-        print("usage: python -m validation.sass_histogram CUBIN_DIR OUT.json", file=sys.stderr)
+        print("usage: python -m validation.calibration.sass_histogram CUBIN_DIR OUT.json", file=sys.stderr)
         return 2
     result: dict = {}
     for cubin in sorted(f for f in Path(args[0]).expanduser().rglob("*") if f.is_file()):
