@@ -333,3 +333,83 @@ def test_gpu_kernels_match_the_float64_reference(knobs):
     assert err <= runner.REL_TOL
     assert case.attributes["local_bytes"] <= 16
     assert case.kernel_names == (runner.mangled_name(c),)
+
+
+# ---- the kernels run on the CPU (host emulation of softmax.cu: threads, barriers, shuffles) -------
+EMULATED = [
+    dict(rows=5, cols=1000, variant="warp_shuffle", threads=64, unroll=2),  # a partial block, a tail
+    dict(rows=3, cols=999, variant="warp_shuffle", threads=64, vector=1, unroll=4, cache="shared"),
+    dict(rows=3, cols=1000, variant="warp_shuffle", threads=64, cache="registers"),
+    dict(rows=3, cols=1000, variant="block_tree", threads=128, unroll=2),
+    dict(rows=2, cols=999, variant="block_tree", tree="interleaved", threads=64, vector=1, unroll=4,
+         cache="shared"),
+    dict(rows=2, cols=1000, variant="block_tree", tree="interleaved", threads=128, cache="registers"),
+    dict(rows=2, cols=4, variant="block_tree", threads=32),
+    dict(rows=5, cols=1000, variant="online", threads=64, unroll=4),
+    dict(rows=3, cols=299, variant="online", threads=64, vector=1, cache="shared"),
+    dict(rows=3, cols=1000, variant="online", threads=32, cache="registers"),
+    dict(rows=3, cols=1000, variant="online", unit="block", threads=128, unroll=2),
+    dict(rows=2, cols=100, variant="online", unit="block", threads=256, cache="shared"),  # idle threads
+    dict(rows=2, cols=2048, variant="online", unit="block", threads=128, cache="registers"),
+    dict(rows=1, cols=65536, variant="online", unit="block", threads=1024, unroll=4),
+    dict(rows=40, cols=1000, variant="thread_row", threads=32, unroll=4),
+    dict(rows=33, cols=77, variant="thread_row", threads=32, vector=1, unroll=2, cache="shared"),
+    dict(rows=33, cols=7, variant="thread_row", threads=32, vector=1, cache="registers"),
+]
+
+
+@pytest.fixture(scope="module")
+def emulator(tmp_path_factory):
+    """One host program with every EMULATED kernel: ``prog INDEX ROWS COLS IN OUT``."""
+    if shutil.which("g++") is None:
+        pytest.skip("g++ not on PATH")
+    d = tmp_path_factory.mktemp("softmax_emu")
+    code = runner.base_source().replace("extern __shared__ float4 softmax_dyn_smem[];",
+                                        "__shared__ float4 softmax_dyn_smem[232448 / 16];")
+    cases = "\n".join(
+        f"    case {i}: host_emu::launch({runner.kernel_name(SoftmaxConfig(**k))}, {SoftmaxConfig(**k).grid[0]}u, "
+        f"{SoftmaxConfig(**k).threads}u, x.data(), y.data(), rows, cols); break;"
+        for i, k in enumerate(EMULATED))
+    main = f"""
+#include <cstdio>
+#include <cstdlib>
+int main(int argc, char** argv) {{
+  const int idx = std::atoi(argv[1]), rows = std::atoi(argv[2]), cols = std::atoi(argv[3]);
+  std::vector<float> x((size_t)rows * cols), y((size_t)rows * cols, NAN);
+  std::FILE* f = std::fopen(argv[4], "rb");
+  if (std::fread(x.data(), 4, x.size(), f) != x.size()) return 2;
+  std::fclose(f);
+  switch (idx) {{
+{cases}
+    default: return 3;
+  }}
+  f = std::fopen(argv[5], "wb");
+  std::fwrite(y.data(), 4, y.size(), f);
+  std::fclose(f);
+  return 0;
+}}
+"""
+    src = d / "emu.cpp"
+    src.write_text('#include "host_emulation.h"\n' + code + main)
+    exe = d / "emu"
+    out = subprocess.run(["g++", "-std=c++20", "-O1", "-pthread", "-I", str(runner.KERNEL_FILE.parent), "-o",
+                          str(exe), str(src)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return exe
+
+
+@pytest.mark.parametrize("index", range(len(EMULATED)),
+                         ids=lambda i: "-".join(str(v) for v in EMULATED[i].values()))
+def test_the_kernels_compute_the_softmax_on_the_cpu(emulator, tmp_path, index):
+    import numpy as np  # noqa: PLC0415
+
+    c = SoftmaxConfig(**EMULATED[index])
+    x = np.random.default_rng(index).standard_normal((c.rows, c.cols)).astype(np.float32)
+    (tmp_path / "x.bin").write_bytes(x.tobytes())
+    out = subprocess.run([str(emulator), str(index), str(c.rows), str(c.cols), str(tmp_path / "x.bin"),
+                          str(tmp_path / "y.bin")], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    y = np.frombuffer((tmp_path / "y.bin").read_bytes(), dtype=np.float32).reshape(c.rows, c.cols)
+    assert np.isfinite(y).all(), f"{np.count_nonzero(~np.isfinite(y))} outputs unwritten or NaN"
+    ref = runner.reference(x)
+    assert np.linalg.norm(y - ref) / np.linalg.norm(ref) <= runner.REL_TOL

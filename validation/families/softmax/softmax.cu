@@ -46,7 +46,9 @@ __device__ __forceinline__ Frag<V> frag_load(const float* p) {
 template <int V>
 __device__ __forceinline__ void frag_store(float* p, const Frag<V>& f) {
   if constexpr (V == 4) {
-    *reinterpret_cast<float4*>(p) = make_float4(f.v[0], f.v[1], f.v[2], f.v[3]);
+    float4 t;
+    t.x = f.v[0]; t.y = f.v[1]; t.z = f.v[2]; t.w = f.v[3];
+    *reinterpret_cast<float4*>(p) = t;
   } else {
     *p = f.v[0];
   }
