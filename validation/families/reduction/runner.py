@@ -163,7 +163,7 @@ class Case:
         tol = tolerance(self.cfg)
         if not math.isfinite(got):
             return False, float("inf"), f"sum = {got} (unwritten or NaN; reference {ref:.9g})"
-        err = abs(got - ref) / abs(ref)
+        err = abs(got - ref) / abs(ref) if ref else abs(got)
         ok = err <= tol
         return ok, err, f"sum {got:.9g} vs {ref:.9g}: rel_err {err:.3g} ({'<=' if ok else '>'} {tol:.3g})"
 
