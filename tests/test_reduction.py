@@ -278,6 +278,83 @@ def test_grid_stride_loops_match_the_lowering_in_the_sass(tmp_path):
         assert abs(len(body) - cfg.unroll - cfg.vector * cfg.unroll - LOOP_INT) <= 1, cfg.label
 
 
+# ----- the kernels run on the CPU (host emulation of reduction.cu: threads, barriers, shuffles) ------
+EMULATED = [dict(n=1000, variant=v, threads=64) for v in LADDER]  # a partial last block
+EMULATED += [
+    dict(n=70001, variant="sequential", threads=64),  # 1094 partials: the second pass loops, then a tail
+    dict(n=777, variant="interleaved_strided", threads=128, finish="atomic"),
+    dict(n=999, variant="complete_unroll", threads=128, finish="atomic"),
+    dict(n=999, variant="grid_stride", threads=64),
+    dict(n=5003, variant="grid_stride", threads=128, vector=2, unroll=8, grid=2),
+    dict(n=16384, variant="grid_stride", threads=64, vector=4, unroll=4, grid=3),  # no partial chunk
+    dict(n=4099, variant="shuffle", threads=64, vector=4, unroll=4, elems_per_thread=32),
+    dict(n=10007, variant="shuffle", threads=64, vector=4, unroll=8, finish="atomic"),
+    dict(n=1, variant="shuffle", threads=64, vector=4, unroll=2),
+    dict(n=3001, variant="shuffle", threads=256, vector=1, unroll=3, grid=3, finish="atomic"),
+]
+
+
+@pytest.fixture(scope="module")
+def emulator(tmp_path_factory):
+    """One host program with every EMULATED configuration: ``prog INDEX N IN OUT``."""
+    if shutil.which("g++") is None:
+        pytest.skip("g++ not on PATH")
+    d = tmp_path_factory.mktemp("reduction_emu")
+    cases = []
+    for i, k in enumerate(EMULATED):
+        c = ReductionConfig(**k)
+        names = runner.kernel_names(c)
+        if c.finish == "atomic":
+            body = f"out = 0.0f; host_emu::launch({names[0]}, {c.blocks}u, {c.threads}u, x.data(), n, &out);"
+        else:
+            body = (f"host_emu::launch({names[0]}, {c.blocks}u, {c.threads}u, x.data(), n, partial.data()); "
+                    f"host_emu::launch({names[1]}, 1u, {c.threads}u, (const float*)partial.data(), {c.blocks}, &out);")
+        cases.append(f"    case {i}: {{ std::vector<float> partial({c.blocks}, NAN); {body} break; }}")
+    main = """
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+int main(int argc, char** argv) {
+  const int idx = std::atoi(argv[1]), n = std::atoi(argv[2]);
+  std::vector<float> x(n);
+  float out = NAN;
+  std::FILE* f = std::fopen(argv[3], "rb");
+  if (std::fread(x.data(), 4, x.size(), f) != x.size()) return 2;
+  std::fclose(f);
+  switch (idx) {
+CASES
+    default: return 3;
+  }
+  f = std::fopen(argv[4], "wb");
+  std::fwrite(&out, 4, 1, f);
+  std::fclose(f);
+  return 0;
+}
+""".replace("CASES", "\n".join(cases))
+    (d / "emu.cpp").write_text('#include "host_emulation.h"\n' + runner.base_source() + main)
+    exe = d / "emu"
+    out = subprocess.run(["g++", "-std=c++20", "-O1", "-pthread", "-I", str(runner.KERNEL_FILE.parent), "-o",
+                          str(exe), str(d / "emu.cpp")], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return exe
+
+
+@pytest.mark.parametrize("index", range(len(EMULATED)), ids=lambda i: f"{ReductionConfig(**EMULATED[i]).label}@{EMULATED[i]['n']}")
+def test_the_kernels_sum_right_on_the_cpu(emulator, tmp_path, index):
+    import numpy as np  # noqa: PLC0415
+
+    cfg = ReductionConfig(**EMULATED[index])
+    x = np.random.default_rng(index).random(cfg.n, dtype=np.float32)
+    (tmp_path / "x.bin").write_bytes(x.tobytes())
+    out = subprocess.run([str(emulator), str(index), str(cfg.n), str(tmp_path / "x.bin"), str(tmp_path / "out.bin")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    got = float(np.frombuffer((tmp_path / "out.bin").read_bytes(), dtype=np.float32)[0])
+    ref = float(x.astype(np.float64).sum())
+    assert math.isfinite(got), "the sum was not written"
+    assert abs(got - ref) <= runner.tolerance(cfg) * ref, (got, ref)
+
+
 # ----- the GPU ----------------------------------------------------------------------------------------
 def _need_gpu():
     cupy = pytest.importorskip("cupy")
