@@ -5,7 +5,7 @@
 # revision the copy came from). Usage: bash validation/device.sh STEP [STEP ...], steps:
 #   families:F1,F2,..  for each family: the suite checked and timed (validation.harness.suite, resumable,
 #                    a broken kernel recorded with its status), then Nsight Compute counters of every
-#                    configuration timed ok (validation.harness.ncu, one ncu process per 64 configs);
+#                    configuration timed ok (validation.harness.ncu, one ncu process per 32 configs);
 #                    into validation/results/<gpu>/<family>/ (times.csv, counters.csv, metadata.json),
 #                    copied to $OUT/results/<gpu>/<family>/ (logs: $OUT/suite.log, ncu.log). Bounded by SUITE_TIMEOUT
 #                    (default 300 s, all families) and NCU_TIMEOUT (default 200 s); run it again to go on.

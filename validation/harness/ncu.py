@@ -73,7 +73,7 @@ WEIGHTED_METRICS = {"lts__t_sector_hit_rate.pct": "lts__t_bytes.sum"}
 MARKER = "tilesim_ncu_marker"
 MARKER_SOURCE = f'extern "C" __global__ void {MARKER}(int* flag) {{ if (flag) flag[0] = 1; }}\n'
 FINAL_STATUSES = suite.FINAL_STATUSES
-CHUNK = 64  # configurations per ncu process (a lost process costs at most one chunk's rows)
+CHUNK = 32  # configurations per ncu process (a lost process costs at most one chunk's rows)
 EXIT_CONTEXT = 7  # the target's exit status when the CUDA context died
 
 

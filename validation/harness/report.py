@@ -211,8 +211,8 @@ def _hw(name: str):
 
 def _simulate_job(job: tuple):
     """One prediction (a worker's job: the hardware is loaded by name, once per process)."""
-    cfg, hardware = job
-    return simulate(cfg, _hw(hardware))
+    cfg, hardware, steady_state = job
+    return simulate(cfg, _hw(hardware), steady_state=steady_state)
 
 
 def _metric(row: dict, metric: str) -> float:
@@ -236,12 +236,13 @@ def _counter_index(family: str, results_dir: Path) -> tuple[dict, tuple[str, ...
 
 
 def compute_report(family: str, results_dir: str | Path | None = None, hardware: str | None = None, *,
-                   modes: Sequence[str] = MODES, workers: int = 1,
+                   modes: Sequence[str] = MODES, workers: int = 1, steady_state: bool = True,
                    on_progress: Callable[[int, int], None] | None = None) -> FamilyReport:
     """Simulate every measured-ok configuration of ``family`` and compare (pure: reads files, prints
     nothing). ``results_dir`` defaults to the first recorded ``validation/results/<gpu>/<family>``;
     ``hardware`` to that GPU's catalog entry. ``workers`` > 1 simulates in that many processes (the
-    results are the same); ``on_progress(done, total)`` is called after each simulation."""
+    results are the same); ``steady_state=False`` simulates every step (see :func:`tilesim.simulate`);
+    ``on_progress(done, total)`` is called after each simulation."""
     if workers < 1:
         raise ValueError(f"compute_report: workers = {workers}: must be >= 1")
     bad = sorted(set(modes) - set(MODES))
@@ -283,7 +284,8 @@ def compute_report(family: str, results_dir: str | Path | None = None, hardware:
     for mode in modes:
         for _row, cfg, _size, regs in measured:
             informed = mode == "informed" and has_regs and regs is not None
-            jobs.append((dataclasses.replace(cfg, **{suite.OVERRIDE_FIELD: regs}) if informed else cfg, hardware))
+            jobs.append((dataclasses.replace(cfg, **{suite.OVERRIDE_FIELD: regs}) if informed else cfg, hardware,
+                         steady_state))
     results = []
     if workers == 1:
         for job in jobs:
@@ -395,7 +397,7 @@ def print_report(rep: FamilyReport, console, *, per_config: bool = True) -> None
 def main_report(families: Sequence[str] | None = None, results: str | Path | None = None,
                 hardware: str | None = None, *, csv_path: str | Path | None = None,
                 plot_path: str | Path | None = None, modes: Sequence[str] = MODES, workers: int = 1,
-                per_config: bool = True) -> int:
+                steady_state: bool = True, per_config: bool = True) -> int:
     """The report command: a table per family, optionally a CSV and a predicted-vs-measured plot.
 
     ``families`` defaults to every family with recorded results; ``results`` is a results root
@@ -418,7 +420,7 @@ def main_report(families: Sequence[str] | None = None, results: str | Path | Non
                 task = progress.add_task(f"simulating {fam}", total=None)
                 rdir = Path(results) / fam if results else None
                 reports.append(compute_report(
-                    fam, rdir, hardware, modes=modes, workers=workers,
+                    fam, rdir, hardware, modes=modes, workers=workers, steady_state=steady_state,
                     on_progress=lambda done, total, task=task: progress.update(task, completed=done, total=total)))
     except ValueError as exc:
         console.print(f"error: {exc}", style="red", highlight=False)
@@ -448,10 +450,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--plot", default=None, help="write the predicted-vs-measured figure (PNG/PDF/SVG)")
     ap.add_argument("--mode", choices=MODES, action="append", help="informed and/or blind (default both)")
     ap.add_argument("-j", "--workers", type=int, default=1, help="simulate in N processes")
+    ap.add_argument("--exact", action="store_true", help="simulate every step (no steady-state holds)")
     ap.add_argument("--summary", action="store_true", help="only the summary tables")
     args = ap.parse_args(argv)
     return main_report(args.families, args.results, args.hardware, csv_path=args.csv, plot_path=args.plot,
-                       modes=tuple(args.mode or MODES), workers=args.workers, per_config=not args.summary)
+                       modes=tuple(args.mode or MODES), workers=args.workers, steady_state=not args.exact,
+                       per_config=not args.summary)
 
 
 if __name__ == "__main__":

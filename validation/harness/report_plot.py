@@ -12,7 +12,7 @@ _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 def accuracy_figure(reports: Sequence, mode: str = "informed"):
     """A matplotlib Figure (no pyplot state): per family, the ``mode`` predictions against the
     measured medians in microseconds, coloured by problem size, with y = x and the +-10 % and
-    +-25 % bands; the title names the GPU and the family's MAPE. Legends sit below each panel."""
+    +-25 % bands; the title names the GPU and the family's MAPE. Each legend sits below its panel."""
     import matplotlib  # noqa: PLC0415
     from matplotlib.figure import Figure  # noqa: PLC0415
 
@@ -21,10 +21,11 @@ def accuracy_figure(reports: Sequence, mode: str = "informed"):
     n = len(reports)
     cols = min(n, 3)
     rows = math.ceil(n / cols)
-    fig = Figure(figsize=(5.2 * cols, 5.6 * rows), layout="constrained")
-    axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    fig = Figure(figsize=(5.2 * cols, 6.0 * rows), layout="constrained")
+    panels = fig.subfigures(rows, cols, squeeze=False).ravel()
     cmap = matplotlib.colormaps["tab10"]
-    for ax, rep in zip(axes, reports, strict=False):
+    for panel, rep in zip(panels, reports, strict=False):
+        ax = panel.subplots()
         preds = rep.predictions.get(mode) or rep.rows
         sizes = list(dict.fromkeys(p.size for p in preds))
         for i, size in enumerate(sizes):
@@ -49,7 +50,6 @@ def accuracy_figure(reports: Sequence, mode: str = "informed"):
         st = rep.stats(mode if mode in rep.predictions else next(iter(rep.predictions)))
         ax.set_title(f"{rep.family} on {rep.hardware}\nMAPE {st['mape'] * 100:.1f}%, bias {st['bias'] * 100:+.1f}%, "
                      f"{st['configs']} configs", fontsize=10)
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, fontsize=7, frameon=False)
-    for ax in axes[n:]:
-        ax.set_visible(False)
+        panel.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=2, fontsize=7,
+                     frameon=False)
     return fig
