@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import sys
 import types
 from pathlib import Path
@@ -307,6 +308,7 @@ def test_bench_bad_repeat(runner):
 
 # ----- validate: forwards to the validation package ----------------------------------------------
 def _fake(monkeypatch, module, name, calls, rc=0):
+    """Replace ``module.name`` by a function that records its arguments and returns ``rc``."""
     mod = types.ModuleType(module)
 
     def fn(*args, **kwargs):
@@ -315,6 +317,63 @@ def _fake(monkeypatch, module, name, calls, rc=0):
 
     setattr(mod, name, fn)
     monkeypatch.setitem(sys.modules, module, mod)
+
+
+def test_validate_run_and_ncu_build_the_harness_argv(runner, monkeypatch):
+    calls = []
+    _fake(monkeypatch, "validation.harness.suite", "main", calls)
+    _fake(monkeypatch, "validation.harness.runners", "available", [], rc=["gemm", "softmax"])
+    _ok(runner.invoke(cli, ["validate", "run", "--family", "gemm", "--family", "softmax", "--only", "reg2d",
+                            "--limit", "3", "--out", "r", "--reps", "5", "--no-flush", "--fresh"]))
+    assert calls == [(["gemm", "softmax", "--out", "r", "--only", "reg2d", "--limit", "3", "--fresh",
+                       "--reps", "5", "--no-flush"],)]
+    calls.clear()
+    _ok(runner.invoke(cli, ["validate", "run"]))  # every family with a runner
+    assert calls == [(["gemm", "softmax"],)]
+    calls.clear()
+    _fake(monkeypatch, "validation.harness.ncu", "main", calls, rc=2)
+    res = runner.invoke(cli, ["validate", "ncu", "--family", "gemm", "--shape", "4096x4096x4096", "--extra"])
+    assert calls == [(["gemm", "--shape", "4096x4096x4096", "--extra"],)] and res.exit_code == 2
+
+
+def test_validate_report_forwards_options(runner, monkeypatch, tmp_path):
+    calls = []
+    _fake(monkeypatch, "validation.harness.report", "main_report", calls)
+    _ok(runner.invoke(cli, ["validate", "report", "--family", "gemm", "--results", str(tmp_path), "--csv", "a.csv",
+                            "--plot", "p.png", "--hardware", "h200", "--mode", "blind", "--summary"]))
+    assert calls == [(["gemm"], str(tmp_path), "h200", ("csv_path", "a.csv"), ("modes", ("blind",)),
+                      ("per_config", False), ("plot_path", "p.png"), ("steady_state", True), ("workers", 1))]
+    calls.clear()
+    _ok(runner.invoke(cli, ["validate", "report", "--exact"]))
+    assert calls == [(None, None, None, ("csv_path", None), ("per_config", True), ("plot_path", None),
+                      ("steady_state", False), ("workers", os.cpu_count() or 1))]
+    calls.clear()
+    _ok(runner.invoke(cli, ["validate", "report", "--exact", "-j", "3"]))
+    assert calls[0][-1] == ("workers", 3)
+    _err(runner.invoke(cli, ["validate", "report", "-j", "0"]), "-j", "0")
+
+
+def test_validate_calibrate_forwards_and_keeps_the_exit_status(runner, monkeypatch):
+    calls = []
+    _fake(monkeypatch, "validation.calibration.calibrate", "main", calls, rc=3)
+    res = runner.invoke(cli, ["validate", "calibrate", "--out", "c", "--from-json", "x.json", "--no-profile"])
+    assert calls == [(["--out", "c", "--from-json", "x.json", "--no-profile"],)] and res.exit_code == 3
+
+
+def test_validate_without_the_validation_package_is_one_error_line(runner, monkeypatch):
+    monkeypatch.setitem(sys.modules, "validation.calibration.calibrate", None)
+    _err(runner.invoke(cli, ["validate", "calibrate"]), "validation.calibration.calibrate")
+
+
+def test_studies_are_not_commands_and_tilesim_does_not_import_validation(runner):
+    out = _ok(runner.invoke(cli, ["validate", "--help"])).stdout
+    for cmd in ("run", "report", "calibrate", "ncu"):
+        assert cmd in out
+    assert "engine-check" not in out and "replay" not in out
+    import subprocess
+
+    code = "import sys, tilesim.cli; assert not [m for m in sys.modules if m.startswith('validation')]"
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_main_entry_point(monkeypatch, capsys):
