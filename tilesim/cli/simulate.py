@@ -23,6 +23,7 @@ from tilesim.cli.base import (
     save_figure,
 )
 from tilesim.kernels import registry
+from tilesim.sweep import COMPUTE_BOUND_FLOP_PER_BYTE
 
 # ----------------------------------------------------------------------------------------------
 # simulate <family>: one option per configuration field
@@ -162,12 +163,13 @@ def _print_report(con: Console, fam, cfg, hw, r, programs) -> None:
     summary.add_column(style="bold")
     summary.add_column()
     summary.add_row("time", f"{r.time_s * 1e3:.4f} ms")
+    # one speed line: TFLOP/s for compute-heavy kernels, compulsory bytes per second for the others
     peak = hw.fp32_flops_per_s
-    if r.flops > 0:
+    need = counts.get("min_hbm_bytes", 0)
+    if r.flops > 0 and (not need or r.flops >= COMPUTE_BOUND_FLOP_PER_BYTE * need):
         summary.add_row("throughput", f"{r.tflops:.2f} TFLOP/s = {100 * r.flops / r.time_s / peak:.1f}% "
                         f"of FP32 peak ({peak / 1e12:.1f} TFLOP/s)")
-    need = counts.get("min_hbm_bytes", 0)
-    if need:
+    elif need:
         bw = need / r.time_s
         summary.add_row("bandwidth", f"{bw / 1e12:.3f} TB/s of compulsory HBM bytes = "
                         f"{100 * bw / hw.hbm_bytes_per_s:.1f}% of HBM peak ({hw.hbm_bytes_per_s / 1e12:.2f} TB/s)")
