@@ -8,6 +8,7 @@ import csv
 import dataclasses
 import json
 import subprocess
+import time
 import types
 from pathlib import Path
 
@@ -62,6 +63,8 @@ class FakeCase:
             raise RuntimeError("flaky")
         if self.cfg.mode == "cuda":
             raise CUDARuntimeError("cudaErrorIllegalAddress: an illegal memory access")
+        if self.cfg.mode == "hang":
+            time.sleep(0.4)
 
     def check(self):
         self.calls.append(("check", self.cfg))
@@ -205,6 +208,18 @@ def test_a_dead_context_writes_the_row_then_stops_for_a_restart(fake, monkeypatc
     monkeypatch.setattr(suite, "context_ok", lambda: True)
     suite.run_suite(FAKE, cfgs, fake.out, time_fn=fake_time, log=None)  # the restart resumes after it
     assert [r["status"] for r in _rows(fake.out / "times.csv")] == ["launch_error", "ok"]
+
+
+def test_a_hung_kernel_gets_its_row_from_the_watchdog_which_then_stops_the_process(fake):
+    hangs = []
+    cfgs = [FakeCopyConfig(1024, mode="hang"), FakeCopyConfig(2048)]
+    suite.run_suite(FAKE, cfgs, fake.out, time_fn=fake_time, log=None, config_timeout_s=0.1,
+                    on_hang=lambda: hangs.append(1))  # the real on_hang exits with EXIT_HUNG
+    rows = _rows(fake.out / "times.csv")
+    assert hangs == [1]
+    assert [r["status"] for r in rows] == ["launch_error", "ok"]  # one row each, none written twice
+    assert "still running after 0.1 s" in rows[0]["message"]
+    assert json.loads((fake.out / "in_progress.json").read_text()) == {}
 
 
 def test_reference_rows_are_timed_after_the_suite(fake, monkeypatch):

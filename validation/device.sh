@@ -9,6 +9,7 @@
 #                    into validation/results/<gpu>/<family>/ (times.csv, counters.csv, metadata.json),
 #                    copied to $OUT/results/<gpu>/<family>/ (logs: $OUT/suite.log, ncu.log). Bounded by SUITE_TIMEOUT
 #                    (default 300 s, all families) and NCU_TIMEOUT (default 200 s); run it again to go on.
+#                    A kernel still running after 120 s is recorded as launch_error and the suite restarts.
 #   calibrate        microbenchmarks -> calibration/calibration.json and tilesim/hardware/calibrated/<gpu>.toml
 #                    (dispatch, staging, l2, l1spread, ldsouter, stagedouter, loadedlat: calibration/ too;
 #                    l2share, smemrate, trace: results/<gpu>/studies/<study>/)
@@ -52,8 +53,13 @@ for step in "$@"; do
     families:*)
       fams=$(echo "${step#families:}" | tr ',' ' ')
       for fam in $fams; do mkdir -p "$R/$fam"; done
-      # shellcheck disable=SC2086
-      timeout "${SUITE_TIMEOUT:-300}" python3 -m validation.harness.suite $fams --results "$R" 2>&1 | tee -a "$OUT/suite.log"
+      # the suite exits 75 after recording a hung kernel: start it again (it resumes) while time is left
+      end=$((SECONDS + ${SUITE_TIMEOUT:-300}))
+      while [ $((end - SECONDS)) -gt 5 ]; do
+        # shellcheck disable=SC2086
+        timeout $((end - SECONDS)) python3 -m validation.harness.suite $fams --results "$R" 2>&1 | tee -a "$OUT/suite.log"
+        [ "${PIPESTATUS[0]}" -eq 75 ] || break
+      done
       # shellcheck disable=SC2086
       timeout "${NCU_TIMEOUT:-200}" python3 -m validation.harness.ncu $fams --results "$R" 2>&1 | tee -a "$OUT/ncu.log"
       for fam in $fams; do copy_family "$fam"; done ;;

@@ -23,8 +23,10 @@ import argparse
 import csv
 import dataclasses
 import json
+import math
 import os
 import sys
+import threading
 import time
 import tomllib
 from collections.abc import Callable, Iterable, Sequence
@@ -48,6 +50,13 @@ TIMING_DEFAULTS = {"warmup": 3, "reps": 30, "min_reps": 10, "budget_s": 1.0}
 #: recorded as ``launch_error`` instead of being tried again
 MAX_ATTEMPTS = 2
 _IN_PROGRESS = "in_progress.json"
+#: a configuration still running after this long is taken for a hung kernel: its row is written
+#: (``launch_error``) and the process exits with :data:`EXIT_HUNG` so that its caller starts it again
+CONFIG_TIMEOUT_S = 120.0
+EXIT_HUNG = 75
+#: the SM clock is read (NVML or nvidia-smi, which takes up to a few tenths of a second) at most this
+#: often; a row's ``sm_clock_hz`` is the latest reading
+CLOCK_READ_INTERVAL_S = 5.0
 
 
 class ContextLost(RuntimeError):
@@ -339,6 +348,58 @@ def write_metadata(out_dir: Path, timing_kw: dict, extra: dict | None = None) ->
     return path
 
 
+class _Watchdog:
+    """Writes a configuration's row and calls ``on_hang`` when it runs longer than ``timeout_s``;
+    ``finish`` (under the same lock) tells whether the main thread may still write the row."""
+
+    def __init__(self, timeout_s: float | None, on_hang: Callable[[], None]):
+        self.timeout_s, self.on_hang = timeout_s, on_hang
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+        self._fired = False
+
+    def arm(self, write_row: Callable[[], None]) -> None:
+        self._fired = False
+        if self.timeout_s is None:
+            return
+
+        def fire() -> None:
+            with self._lock:
+                if self._fired is None:  # finished meanwhile
+                    return
+                self._fired = True
+                write_row()
+            self.on_hang()
+        self._timer = threading.Timer(self.timeout_s, fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def finish(self) -> bool:
+        """Stop the timer; True when the main thread should write the row (the watchdog did not)."""
+        if self._timer is not None:
+            self._timer.cancel()
+        with self._lock:
+            fired, self._fired = self._fired, None
+        return not fired
+
+
+def _exit_hung() -> None:
+    print(f"a configuration ran longer than its timeout: exiting with {EXIT_HUNG} to be restarted", flush=True)
+    os._exit(EXIT_HUNG)
+
+
+class _ClockReader:
+    """The SM clock, read at most every :data:`CLOCK_READ_INTERVAL_S`."""
+
+    def __init__(self, read: Callable[[], float | None]):
+        self.read, self.value, self.at = read, None, -math.inf
+
+    def __call__(self) -> float | None:
+        if time.monotonic() - self.at >= CLOCK_READ_INTERVAL_S:
+            self.value, self.at = self.read(), time.monotonic()
+        return self.value
+
+
 class _Attempts:
     """``in_progress.json``: how often each configuration was started without its row being written."""
 
@@ -365,7 +426,8 @@ class _Attempts:
 
 def run_suite(family: str, configs: Iterable, out_dir: str | Path, *, resume: bool = True,
               flush_l2: bool = True, reference: bool = True, log: Callable[[str], None] | None = print,
-              time_fn=None, **timing) -> Path:
+              time_fn=None, config_timeout_s: float | None = CONFIG_TIMEOUT_S,
+              on_hang: Callable[[], None] = _exit_hung, **timing) -> Path:
     """Measure every configuration into ``out_dir/times.csv`` (plus the runner's reference rows);
     returns the CSV path.
 
@@ -373,7 +435,9 @@ def run_suite(family: str, configs: Iterable, out_dir: str | Path, *, resume: bo
     with a final status are kept and never repeated; without it an existing ``times.csv`` is moved
     to ``times.csv.bak``. ``log`` gets one progress line per configuration. Raises
     :class:`ContextLost` (after writing the row) when a kernel leaves the CUDA context unusable;
-    rerunning resumes after it."""
+    rerunning resumes after it. A configuration running longer than ``config_timeout_s`` gets its
+    ``launch_error`` row from a watchdog thread, which then calls ``on_hang`` (default: exit the
+    process with :data:`EXIT_HUNG`)."""
     runner = runners.get_runner(family)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -402,13 +466,21 @@ def run_suite(family: str, configs: Iterable, out_dir: str | Path, *, resume: bo
     from validation.harness.timing import read_sm_clock_hz  # noqa: PLC0415
 
     attempts = _Attempts(out / _IN_PROGRESS)
+    clock = _ClockReader(read_sm_clock_hz)
     if log:
         log(f"{family}: {len(todo)} to measure, {len(jobs) - len(todo)} already recorded in {csv_path}")
     with RowWriter(csv_path, csv_columns(family, runner)) as writer:
+        watchdog = _Watchdog(config_timeout_s, on_hang)
         for i, (base, cfg, prep) in enumerate(todo, 1):
             key = json.dumps(row_key(base, key_cols))
             name = fam.full_label(cfg) if cfg is not None else base.get("label", "reference")
             t0 = time.perf_counter()
+
+            def hung(base=base, key=key) -> None:
+                writer.write({**base, "status": "launch_error", "timestamp_utc": utc_now_iso(),
+                              "message": f"still running after {config_timeout_s} s (a hang): stopped"})
+                attempts.finish(key)
+            watchdog.arm(hung)
             if attempts.start(key) >= MAX_ATTEMPTS:
                 meas = {"status": "launch_error",
                         "message": f"the process died {MAX_ATTEMPTS} times while measuring this configuration (a hang or a crash)"}
@@ -417,11 +489,15 @@ def run_suite(family: str, configs: Iterable, out_dir: str | Path, *, resume: bo
                     meas = (measure_config(family, runner, cfg, timing_kw, time_fn=time_fn) if cfg is not None
                             else measure_reference(prep, timing_kw, time_fn))
                 except ContextLost as e:
-                    writer.write({**base, "status": "launch_error", "message": str(e), "timestamp_utc": utc_now_iso()})
-                    attempts.finish(key)
+                    if watchdog.finish():
+                        writer.write({**base, "status": "launch_error", "message": str(e),
+                                      "timestamp_utc": utc_now_iso()})
+                        attempts.finish(key)
                     raise
             if meas.get("status") == "ok":
-                meas["sm_clock_hz"] = read_sm_clock_hz()
+                meas["sm_clock_hz"] = clock()
+            if not watchdog.finish():
+                continue  # the watchdog wrote this configuration's row
             writer.write({**base, **meas, "timestamp_utc": utc_now_iso()})
             attempts.finish(key)
             if log:
