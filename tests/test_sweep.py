@@ -24,7 +24,10 @@ from tilesim.sweep import (
     throughput_metric,
 )
 
-BUILTIN = ("tile_sizes", "naive_vs_tiled", "double_buffering")
+BUILTIN = ("tile_sizes", "naive_vs_tiled", "double_buffering", "reduction_ladder", "reduction_loads_in_flight",
+           "softmax_variants", "layernorm_variants")
+MISSING_PIPE_DATA = "no sourced latency for pipe"
+"""The h200 profile has no measured shuffle/SFU latency until the pipes_probe runs on the device."""
 
 
 def _write(tmp_path, text, name="tiny.toml"):
@@ -35,19 +38,26 @@ def _write(tmp_path, text, name="tiny.toml"):
 
 def test_builtin_scenarios_are_listed_and_resolve_by_name():
     names = available_scenarios()
+    assert sorted(names) == sorted(BUILTIN)
     for n in BUILTIN:
-        assert n in names
         sc = load_scenario(n)
         assert sc.name == n and sc.path == scenarios_dir() / f"{n}.toml"
     assert "validation_suite" not in names  # another format, not a sweep scenario
 
 
 @pytest.mark.parametrize("name", BUILTIN)
-def test_builtin_scenarios_have_no_invalid_entries(name):
+def test_builtin_scenarios_have_no_invalid_entries_and_simulate(name):
     sc = load_scenario(name)
     rows = sc.expand()
     assert rows and [(r.label, r.error) for r in rows if r.error] == []
-    assert simulate(rows[0].cfg, sc.hardware).time_s > 0 and simulate(rows[-1].cfg, sc.hardware).time_s > 0
+    assert len({r.full_label for r in rows}) == len(rows)  # labels tell the configurations apart
+    for row in (rows[0], rows[-1]):
+        try:
+            assert simulate(row.cfg, sc.hardware).time_s > 0
+        except ValueError as e:
+            if MISSING_PIPE_DATA in str(e):
+                pytest.xfail(f"{sc.hardware} lacks measured pipe data: {e}")
+            raise
 
 
 def test_builtin_scenario_contents():

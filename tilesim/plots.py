@@ -25,6 +25,11 @@ BOUND_COLORS = {
     "smem": "#2ca02c",
     "fma": "#1f77b4",
     "issue": "#9467bd",
+    "int": "#8c564b",
+    "sfu": "#e377c2",
+    "shuffle": "#17becf",
+    "tensor": "#aec7e8",
+    "fp64": "#c5b0d5",
     "latency": "#7f7f7f",
 }
 """Bar colour per bound resource (others fall back to black)."""

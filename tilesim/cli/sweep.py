@@ -134,7 +134,8 @@ def _print_sweep(con: Console, res, top: int) -> None:
         reasons: dict[str, list[str]] = {}
         for row in skipped:
             reasons.setdefault(row.error, []).append(f"{row.label} @ {row.shape_str}")
-        con.print(f"[bold]skipped {len(skipped)} invalid configuration(s)[/bold]")
+        con.print(f"[bold]skipped {len(skipped)} configuration(s)[/bold] (rejected by the family or the "
+                  "GPU's limits, or not simulated), with the reason:")
         for reason, who in reasons.items():
             more = f" (+{len(who) - 2} more)" if len(who) > 2 else ""
             con.print(f"  {len(who)} x {reason}\n      e.g. {'; '.join(who[:2])}{more}", markup=False,
