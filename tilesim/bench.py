@@ -26,8 +26,12 @@ from tilesim.kernels import registry
 BENCH_PROBLEMS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     # family: (representative problem, smoke-test problem); the other knobs take the defaults
     "gemm": ({"m": 4096, "n": 4096, "k": 4096}, {"m": 256, "n": 256, "k": 256}),
+    "reduction": ({"n": 1 << 26}, {"n": 1 << 16}),
+    "softmax": ({"rows": 4096, "cols": 1024}, {"rows": 256, "cols": 256}),
+    "layernorm": ({"rows": 4096, "cols": 1024}, {"rows": 256, "cols": 256}),
 }
-"""Problem sizes of the benchmark cases (the README's 4096^3 GEMM case)."""
+"""Problem sizes of the benchmark cases: the README's 4096^3 GEMM, and sizes of the built-in
+scenarios (scenarios/reduction_ladder.toml, softmax_variants.toml, layernorm_variants.toml)."""
 
 SCALE = 4
 """How much larger every integer problem field is in the scaling case (4096^3 -> 16384^3 for GEMM)."""
