@@ -144,3 +144,24 @@ def test_read_manifest_turns_an_unfinished_configuration_into_ncu_error(tmp_path
     p.write_text('{"index": 0, "status": "begin"}\n{"index": 0, "status": "ok", "marker": true}\n'
                  '{"index": 1, "status": "begin"}\n{"index": 2, "sta')
     assert [e["status"] for e in ncu.read_manifest(p)] == ["ok", "ncu_error"]
+
+
+def test_a_timed_out_ncu_is_killed_with_the_process_it_profiles():
+    import subprocess
+    import time
+
+    t0 = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired) as info:
+        ncu.run_in_group(["bash", "-c", "echo started; sleep 30 & sleep 30"], timeout=0.5)
+    assert time.monotonic() - t0 < 10  # the background child died too (else its open pipe would block)
+    assert "started" in info.value.output
+    done = ncu.run_in_group(["bash", "-c", "echo out; echo err >&2; exit 3"])
+    assert (done.returncode, done.stdout, done.stderr) == (3, "out\n", "err\n")
+
+
+def test_no_ncu_process_starts_once_the_time_budget_is_spent(fake):  # noqa: F811
+    run, runs = fake_ncu()
+    lines = []
+    ncu.profile_family(FAKE, [FakeCopyConfig(1024)], fake.out, metrics=METRICS, run=run, budget_s=0.0,
+                       log=lines.append)
+    assert runs == [] and "time budget spent" in lines[-1]

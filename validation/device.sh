@@ -61,7 +61,7 @@ for step in "$@"; do
         [ "${PIPESTATUS[0]}" -eq 75 ] || break
       done
       # shellcheck disable=SC2086
-      timeout "${NCU_TIMEOUT:-200}" python3 -m validation.harness.ncu $fams --results "$R" 2>&1 | tee -a "$OUT/ncu.log"
+      timeout $((${NCU_TIMEOUT:-200} + 30)) python3 -m validation.harness.ncu $fams --results "$R" --budget-s "${NCU_TIMEOUT:-200}" 2>&1 | tee -a "$OUT/ncu.log"
       for fam in $fams; do copy_family "$fam"; done ;;
     calibrate)
       python3 -m validation.calibration.calibrate --out "$C" 2>&1 | tail -24

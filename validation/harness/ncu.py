@@ -23,15 +23,19 @@ configuration it was running (recorded as ``ncu_error``); the chunk goes on afte
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import dataclasses
 import io
 import json
+import math
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -75,6 +79,7 @@ MARKER_SOURCE = f'extern "C" __global__ void {MARKER}(int* flag) {{ if (flag) fl
 FINAL_STATUSES = suite.FINAL_STATUSES
 CHUNK = 32  # configurations per ncu process (a lost process costs at most one chunk's rows)
 EXIT_CONTEXT = 7  # the target's exit status when the CUDA context died
+MIN_CHUNK_S = 20.0  # with a time budget, no ncu process starts with less than this left
 
 
 def metric_columns(metrics: dict[str, str]) -> tuple[str, ...]:
@@ -272,6 +277,8 @@ def target(family: str, jobs_path: Path, manifest_path: Path) -> int:
                 cp.cuda.Device().synchronize()
             except Exception as e:  # noqa: BLE001 - a broken kernel must not stop the chunk
                 _record(fh, {"index": idx, **suite.failure_status(e, "prepare")})
+                if suite.is_cuda_error(e) and not suite.context_ok():
+                    return EXIT_CONTEXT
                 continue
             try:
                 start()
@@ -321,6 +328,22 @@ def read_manifest(path: Path) -> list[dict]:
 
 
 # ----- driving ncu ---------------------------------------------------------------------------------------
+def run_in_group(cmd: Sequence[str], *, capture_output: bool = True, text: bool = True,
+                 timeout: float | None = None) -> subprocess.CompletedProcess:
+    """``subprocess.run`` in a new process group, the whole group killed on timeout (ncu and the
+    Python process it profiles); raises ``TimeoutExpired`` carrying the output so far."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE if capture_output else None,
+                            stderr=subprocess.PIPE if capture_output else None, text=text, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        raise subprocess.TimeoutExpired(cmd, timeout, output=out, stderr=err) from None
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
 def ncu_command(family: str, jobs: Path, manifest: Path, metrics: dict[str, str] = METRICS, ncu: str = "ncu",
                 python: str = sys.executable) -> list[str]:
     """The ncu command line that profiles one chunk of a family's configurations."""
@@ -332,7 +355,7 @@ def ncu_command(family: str, jobs: Path, manifest: Path, metrics: dict[str, str]
 
 
 def run_chunk(family: str, jobs: list[dict], *, metrics: dict[str, str] = METRICS, ncu: str = "ncu",
-              timeout_s: float = 600.0, run: Callable = subprocess.run) -> dict[int, dict]:
+              timeout_s: float = 600.0, run: Callable = run_in_group) -> dict[int, dict]:
     """Profile ``jobs`` (``{"index", "fields"}``) in one ncu process; index -> measured columns.
 
     After a crash of the target, the configurations it did not reach are profiled by a further ncu
@@ -385,10 +408,11 @@ def ok_in_times(family: str, out_dir: Path) -> set[tuple[str, ...]] | None:
 
 def profile_family(family: str, configs: Sequence, out_dir: str | Path, *, resume: bool = True,
                    metrics: dict[str, str] = METRICS, ncu: str = "ncu", chunk: int = CHUNK,
-                   timeout_s: float = 600.0, log: Callable[[str], None] | None = print,
-                   run: Callable = subprocess.run) -> Path:
+                   timeout_s: float = 600.0, budget_s: float | None = None,
+                   log: Callable[[str], None] | None = print, run: Callable = run_in_group) -> Path:
     """Profile the configurations (those timed ``ok`` when ``out_dir/times.csv`` exists) and append
-    one row each to ``out_dir/counters.csv``; returns its path."""
+    one row each to ``out_dir/counters.csv``; returns its path. ``timeout_s`` bounds one ncu
+    process; with ``budget_s`` no chunk starts after that many seconds and none runs past them."""
     from validation.harness.metadata import utc_now_iso  # noqa: PLC0415
 
     if chunk < 1:
@@ -406,11 +430,17 @@ def profile_family(family: str, configs: Sequence, out_dir: str | Path, *, resum
             if suite.row_key(r, cols) not in done and (timed_ok is None or suite.row_key(r, cols) in timed_ok)]
     if log:
         log(f"{family}: ncu on {len(todo)} configurations ({len(configs) - len(todo)} recorded or not timed ok)")
+    deadline = time.monotonic() + budget_s if budget_s is not None else math.inf
     with suite.RowWriter(path, csv_columns(family, metrics)) as w:
         for s in range(0, len(todo), chunk):
+            left = deadline - time.monotonic()
+            if left < MIN_CHUNK_S:
+                if log:
+                    log(f"{family}: time budget spent, {len(todo) - s} configurations left for the next run")
+                break
             part = todo[s:s + chunk]
             got = run_chunk(family, [{"index": i, "fields": config_fields(c)} for i, c in part],
-                            metrics=metrics, ncu=ncu, timeout_s=timeout_s, run=run)
+                            metrics=metrics, ncu=ncu, timeout_s=min(timeout_s, left), run=run)
             for i, _ in part:
                 res = got.get(i, {"status": "ncu_error", "message": "not reached"})
                 w.write({**rows[i], **res, "timestamp_utc": utc_now_iso()})
@@ -432,6 +462,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--ncu", default="ncu", help="the ncu executable")
     ap.add_argument("--chunk", type=int, default=CHUNK, help="configurations per ncu process")
     ap.add_argument("--extra", action="store_true", help="also the stall and issue diagnostics (slower)")
+    ap.add_argument("--budget-s", type=float, default=None,
+                    help="stop starting ncu processes after this many seconds (all families); resume later")
     args = ap.parse_args(argv)
     try:
         plans = [(f, suite.selected(args, f)) for f in args.families]
@@ -448,9 +480,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     metrics = {**METRICS, **(EXTRA_METRICS if args.extra else {})}
     if (args.suite or args.out) and len(args.families) > 1:
         ap.error("--suite and --out need exactly one family")
+    deadline = time.monotonic() + args.budget_s if args.budget_s is not None else None
     for family, configs in plans:
+        budget = None if deadline is None else max(0.0, deadline - time.monotonic())
         path = profile_family(family, configs, suite.out_dir(args, family), resume=not args.fresh, metrics=metrics,
-                              ncu=args.ncu, chunk=args.chunk)
+                              ncu=args.ncu, chunk=args.chunk, budget_s=budget)
         print(f"wrote {path}", flush=True)
     return 0
 
