@@ -222,6 +222,13 @@ def test_a_hung_kernel_gets_its_row_from_the_watchdog_which_then_stops_the_proce
     assert json.loads((fake.out / "in_progress.json").read_text()) == {}
 
 
+def test_no_configuration_starts_after_the_deadline(fake):
+    lines: list[str] = []
+    suite.run_suite(FAKE, [FakeCopyConfig(1024)], fake.out, time_fn=fake_time, log=lines.append, deadline=0.0)
+    assert not fake.calls and "time budget spent, 1 left" in lines[-1]
+    assert not (fake.out / "times.csv").read_text().strip().count("\n")  # the header only
+
+
 def test_reference_rows_are_timed_after_the_suite(fake, monkeypatch):
     calls = fake.calls
 

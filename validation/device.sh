@@ -57,7 +57,8 @@ for step in "$@"; do
       end=$((SECONDS + ${SUITE_TIMEOUT:-300}))
       while [ $((end - SECONDS)) -gt 5 ]; do
         # shellcheck disable=SC2086
-        timeout $((end - SECONDS)) python3 -m validation.harness.suite $fams --results "$R" 2>&1 | tee -a "$OUT/suite.log"
+        timeout $((end - SECONDS + 30)) python3 -m validation.harness.suite $fams --results "$R" \
+          --budget-s $((end - SECONDS)) 2>&1 | tee -a "$OUT/suite.log"
         [ "${PIPESTATUS[0]}" -eq 75 ] || break
       done
       # shellcheck disable=SC2086

@@ -427,7 +427,7 @@ class _Attempts:
 def run_suite(family: str, configs: Iterable, out_dir: str | Path, *, resume: bool = True,
               flush_l2: bool = True, reference: bool = True, log: Callable[[str], None] | None = print,
               time_fn=None, config_timeout_s: float | None = CONFIG_TIMEOUT_S,
-              on_hang: Callable[[], None] = _exit_hung, **timing) -> Path:
+              on_hang: Callable[[], None] = _exit_hung, deadline: float | None = None, **timing) -> Path:
     """Measure every configuration into ``out_dir/times.csv`` (plus the runner's reference rows);
     returns the CSV path.
 
@@ -437,7 +437,8 @@ def run_suite(family: str, configs: Iterable, out_dir: str | Path, *, resume: bo
     :class:`ContextLost` (after writing the row) when a kernel leaves the CUDA context unusable;
     rerunning resumes after it. A configuration running longer than ``config_timeout_s`` gets its
     ``launch_error`` row from a watchdog thread, which then calls ``on_hang`` (default: exit the
-    process with :data:`EXIT_HUNG`)."""
+    process with :data:`EXIT_HUNG`). No configuration starts after ``deadline`` (``time.monotonic()``
+    seconds); a rerun goes on from there."""
     runner = runners.get_runner(family)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -472,6 +473,10 @@ def run_suite(family: str, configs: Iterable, out_dir: str | Path, *, resume: bo
     with RowWriter(csv_path, csv_columns(family, runner)) as writer:
         watchdog = _Watchdog(config_timeout_s, on_hang)
         for i, (base, cfg, prep) in enumerate(todo, 1):
+            if deadline is not None and time.monotonic() > deadline:
+                if log:
+                    log(f"{family}: time budget spent, {len(todo) - i + 1} left for the next run")
+                break
             key = json.dumps(row_key(base, key_cols))
             name = fam.full_label(cfg) if cfg is not None else base.get("label", "reference")
             t0 = time.perf_counter()
@@ -592,9 +597,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m validation.harness.suite", description=__doc__.splitlines()[0])
     add_selection_args(ap)
     ap.add_argument("--reps", type=int, default=None, help="timed repetitions (default: the family's)")
-    ap.add_argument("--budget-s", type=float, default=None, help="wall-time budget per configuration")
+    ap.add_argument("--timing-budget-s", dest="budget_s", type=float, default=None,
+                    help="wall-time budget of the timed repetitions per configuration")
     ap.add_argument("--no-flush", action="store_true", help="do not flush L2 between repetitions")
     ap.add_argument("--no-reference", action="store_true", help="skip the runner's reference rows (e.g. cuBLAS)")
+    ap.add_argument("--budget-s", dest="wall_budget_s", type=float, default=None,
+                    help="start no configuration after this many seconds (all families); a rerun goes on")
     args = ap.parse_args(argv)
     if (args.suite or args.out) and len(args.families) > 1:
         ap.error("--suite and --out need exactly one family")
@@ -610,10 +618,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     timing = {k: v for k, v in (("reps", args.reps), ("budget_s", args.budget_s)) if v is not None}
     if args.reps is not None:
         timing["min_reps"] = min(args.reps, TIMING_DEFAULTS["min_reps"])
+    deadline = time.monotonic() + args.wall_budget_s if args.wall_budget_s is not None else None
     for family, configs in plans:
         try:
             path = run_suite(family, configs, out_dir(args, family), resume=not args.fresh, flush_l2=not args.no_flush,
-                             reference=not args.no_reference, **timing)
+                             reference=not args.no_reference, deadline=deadline, **timing)
         except ContextLost as e:
             return restart_or_stop("validation.harness.suite", "validation.harness.suite", e, argv)
         print(f"wrote {path}", flush=True)
