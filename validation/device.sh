@@ -6,8 +6,9 @@
 #   families:F1,F2,..  for each family: the suite checked and timed (validation.harness.suite, resumable,
 #                    a broken kernel recorded with its status), then Nsight Compute counters of every
 #                    configuration timed ok (validation.harness.ncu, one ncu process per 32 configs);
-#                    into validation/results/<gpu>/<family>/ (times.csv, counters.csv, metadata.json),
-#                    copied to $OUT/results/<gpu>/<family>/ (logs: $OUT/suite.log, ncu.log). Bounded by SUITE_TIMEOUT
+#                    written to $OUT/results/<gpu>/<family>/ (times.csv, counters.csv, metadata.json),
+#                    starting from the tree's validation/results/<gpu>/<family>/ (copy them back there to
+#                    resume in the next call; logs: $OUT/suite.log, ncu.log). Bounded by SUITE_TIMEOUT
 #                    (default 300 s, all families) and NCU_TIMEOUT (default 200 s); run it again to go on.
 #                    A kernel still running after 120 s is recorded as launch_error and the suite restarts.
 #   calibrate        microbenchmarks -> calibration/calibration.json and tilesim/hardware/calibrated/<gpu>.toml
@@ -51,19 +52,25 @@ echo "revision $(cat .device_git_revision 2>/dev/null || echo unknown)"
 for step in "$@"; do
   case "$step" in
     families:*)
+      # results are written straight under $OUT (so that whatever is measured comes back, even if the
+      # call is cut), starting from the rows already recorded in the tree (so that it resumes)
       fams=$(echo "${step#families:}" | tr ',' ' ')
-      for fam in $fams; do mkdir -p "$R/$fam"; done
+      W="$OUT/results/$GPU"
+      for fam in $fams; do
+        mkdir -p "$W/$fam"
+        if [ -d "$R/$fam" ]; then cp -r "$R/$fam/." "$W/$fam/"; fi
+      done
       # the suite exits 75 after recording a hung kernel: start it again (it resumes) while time is left
       end=$((SECONDS + ${SUITE_TIMEOUT:-300}))
       while [ $((end - SECONDS)) -gt 5 ]; do
         # shellcheck disable=SC2086
-        timeout $((end - SECONDS + 30)) python3 -m validation.harness.suite $fams --results "$R" \
+        timeout $((end - SECONDS + 15)) python3 -m validation.harness.suite $fams --results "$W" \
           --budget-s $((end - SECONDS)) 2>&1 | tee -a "$OUT/suite.log"
         [ "${PIPESTATUS[0]}" -eq 75 ] || break
       done
       # shellcheck disable=SC2086
-      timeout $((${NCU_TIMEOUT:-200} + 30)) python3 -m validation.harness.ncu $fams --results "$R" --budget-s "${NCU_TIMEOUT:-200}" 2>&1 | tee -a "$OUT/ncu.log"
-      for fam in $fams; do copy_family "$fam"; done ;;
+      timeout $((${NCU_TIMEOUT:-200} + 15)) python3 -m validation.harness.ncu $fams --results "$W" \
+        --budget-s "${NCU_TIMEOUT:-200}" 2>&1 | tee -a "$OUT/ncu.log" ;;
     calibrate)
       python3 -m validation.calibration.calibrate --out "$C" 2>&1 | tail -24
       copy_dir calibration "$C/calibration.json"; cp tilesim/hardware/calibrated/"$GPU".toml "$OUT/" ;;
