@@ -244,6 +244,15 @@ def test_keeping_the_row_on_chip_is_predicted_faster_than_reading_it_three_times
     reread = _simulate_or_skip(cfg(passes="two", cache="none", unroll=4))
     assert cached.time_s < reread.time_s
     assert cached.traffic.l2_load_bytes < reread.traffic.l2_load_bytes
+    x_bytes = 16384 * 4096 * F32  # 4x the L2: x comes from HBM once
+    assert cached.traffic.hbm_read_bytes == pytest.approx(x_bytes, rel=0.02)
+
+
+def test_the_simulated_row_cache_conflicts_only_with_a_thread_per_row():
+    block = _simulate_or_skip(cfg(rows=8192, cols=1024, cache="shared", unroll=2))
+    thread = _simulate_or_skip(cfg(rows=8192, cols=1024, variant="thread_row", threads=32, cache="shared"))
+    assert block.traffic.smem_conflict_wavefronts == 0
+    assert thread.traffic.smem_conflict_wavefronts > 0
 
 
 # ---- the float32 tolerance -----------------------------------------------------------------------
