@@ -307,8 +307,6 @@ def test_plot_functions_return_figures_without_saving(tmp_path, monkeypatch):
     assert isinstance(plots.traffic_figure(res.rows), Figure)
     r = simulate(res.ok[0].cfg, timeline=True)
     assert isinstance(plots.timeline_figure(r), Figure)
-    pts = [(row.label, row.shape_str, row.result.time_s, row.result.time_s * 1.1) for row in res.ok]
-    assert isinstance(plots.predicted_vs_measured_figure(pts), Figure)
     assert list(tmp_path.iterdir()) == []  # nothing written
     with pytest.raises(ValueError, match="timeline"):
         plots.timeline_figure(simulate(res.ok[0].cfg))
@@ -316,8 +314,6 @@ def test_plot_functions_return_figures_without_saving(tmp_path, monkeypatch):
         plots.sweep_figure(res.skipped)
     with pytest.raises(ValueError, match="metric"):
         plots.sweep_figure(res.rows, metric="joules")
-    with pytest.raises(ValueError, match="points"):
-        plots.predicted_vs_measured_figure([("a", "s", 0.0, 1.0)])
     fig = plots.block_progress_figure([("k", [([0.0, 1e-3], [0.0, 1.0]), ([5e-4, 2e-3], [0.0, 1.0])])], title="t")
     assert isinstance(fig, Figure) and len(fig.axes) == 1 and len(fig.axes[0].lines) == 2
     with pytest.raises(ValueError, match="panels"):
@@ -347,5 +343,3 @@ def test_figures_say_scenario_shape_gpu_and_units_and_titles_do_not_overlap_lege
     fig = plots.timeline_figure(r, kernel=gemm.ok[0].full_label)
     assert "@256x256x256" in fig.axes[0].get_title() and "µs" in fig.axes[0].get_xlabel()
     assert _texts_overlap(fig) == []
-    pts = [(row.label, row.shape_str, row.result.time_s, row.result.time_s * 1.1) for row in gemm.ok]
-    assert _texts_overlap(plots.predicted_vs_measured_figure(pts, title="gemm suite on NVIDIA H200")) == []

@@ -1,4 +1,5 @@
-"""Figures of sweeps, timelines and predictions. Every function RETURNS a matplotlib Figure.
+"""Figures of sweeps and timelines (the validation harness draws its own accuracy figure). Every
+function RETURNS a matplotlib Figure.
 
 Nothing here saves or shows a figure (the caller does ``fig.savefig(path)``); matplotlib runs on
 the non-interactive Agg backend. Import this module only when plotting: it imports matplotlib.
@@ -38,8 +39,6 @@ KIND_COLORS = {"load_wait": "#d62728", "compute": "#1f77b4", "steady": "#2ca02c"
 """Colour per timeline interval kind."""
 
 LEVEL_COLORS = {"HBM": "#d62728", "L2": "#ff7f0e", "smem": "#2ca02c"}
-
-_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h")
 
 
 METRICS = {
@@ -165,46 +164,6 @@ def timeline_figure(result, *, kernel: str | None = None) -> Figure:
     fig.legend(handles=[Patch(color=KIND_COLORS.get(k, "gray"), label=k) for k in kinds_seen],
                loc="outside lower center", fontsize=8, ncols=len(kinds_seen))
     ax.grid(axis="x", alpha=0.3)
-    return fig
-
-
-def predicted_vs_measured_figure(points: Sequence[tuple[str, str, float, float]], *,
-                                 band: float = 0.15, title: str | None = None) -> Figure:
-    """Log-log scatter of predicted against measured time, with y = x and a +/-``band`` band.
-
-    ``points`` are ``(label, shape_str, predicted_s, measured_s)``; one marker and colour per
-    shape. Times are plotted in milliseconds.
-    """
-    pts = [(lbl, shp, float(p), float(m)) for lbl, shp, p, m in points]
-    if not pts:
-        raise ValueError("points: nothing to plot")
-    bad = [p for p in pts if not (p[2] > 0 and p[3] > 0)]
-    if bad:
-        raise ValueError(f"points: predicted_s and measured_s must be > 0, got {bad[0]!r}")
-    fig = Figure(figsize=(7, 6.5), layout="constrained")
-    ax = fig.subplots()
-    shapes = list(dict.fromkeys(p[1] for p in pts))
-    cmap = matplotlib.colormaps["tab10"]
-    for i, shp in enumerate(shapes):
-        xs = [p[3] * 1e3 for p in pts if p[1] == shp]
-        ys = [p[2] * 1e3 for p in pts if p[1] == shp]
-        ax.scatter(xs, ys, marker=_MARKERS[i % len(_MARKERS)], color=cmap(i % 10), label=shp,
-                   alpha=0.85, edgecolors="none")
-    lo = min(min(p[2], p[3]) for p in pts) * 1e3 / 1.5
-    hi = max(max(p[2], p[3]) for p in pts) * 1e3 * 1.5
-    line = [lo, hi]
-    ax.plot(line, line, "k-", lw=1, label="predicted = measured")
-    ax.fill_between(line, [v * (1 - band) for v in line], [v * (1 + band) for v in line],
-                    color="gray", alpha=0.2, label=f"±{band:.0%}")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(lo, hi)
-    ax.set_xlabel("measured time (ms)")
-    ax.set_ylabel("predicted time (ms)")
-    ax.set_title(title or "tilesim prediction vs measurement", fontsize=10)
-    ax.legend(fontsize=8, loc="upper left")
-    ax.grid(which="both", alpha=0.25)
     return fig
 
 
