@@ -51,7 +51,7 @@ def sweep(scenario, hardware, csv_path, json_path, plot_path, no_plot, traffic_p
     try:
         sc = load_scenario(scenario)
         hw = tilesim.resolve_hardware(hardware if hardware is not None else sc.hardware)
-    except ValueError as e:
+    except (ValueError, ImportError) as e:  # ImportError: a family package that does not import
         fail(str(e))
     con.print(f"[bold]{escape(sc.name)}[/bold] ({escape(sc.family)}) on {escape(hw.display_name)}: "
               f"{escape(sc.description)}")
