@@ -332,6 +332,147 @@ def test_every_suite_kernel_compiles_for_sm90_without_spilling(tmp_path):
     assert spills and not any(spills)
 
 
+# ---- the kernels run on the CPU (host emulation of layernorm.cu) ---------------------------------
+HOST_EMULATION = r"""
+// CUDA for the CPU (tests only): one std::thread per CUDA thread, the blocks of a grid one after the
+// other (so a static array is a block's shared memory), a std::barrier per block (__syncthreads)
+// and per warp (the shuffles: every lane of a warp that shuffles takes part, as in layernorm.cu).
+#include <barrier>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <thread>
+#include <vector>
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __restrict__ __restrict
+#define __align__(n) alignas(n)
+#define __shared__ static
+struct alignas(16) float4 { float x, y, z, w; };
+inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+inline float rsqrtf(float v) { return 1.0f / std::sqrt(v); }
+struct uint3 { unsigned x, y, z; };
+inline thread_local uint3 threadIdx, blockIdx;
+namespace host_emu {
+struct Warp { std::barrier<> bar{32}; float val[32]; };
+inline thread_local std::barrier<>* block_barrier = nullptr;
+inline thread_local Warp* warp = nullptr;
+inline float* dyn_smem = nullptr;
+template <class Kernel, class... Args>
+void launch(Kernel kernel, unsigned blocks, unsigned threads, size_t smem_bytes, Args... args) {
+  for (unsigned b = 0; b < blocks; ++b) {
+    std::vector<float4> smem(smem_bytes / 16 + 1, float4{NAN, NAN, NAN, NAN});
+    dyn_smem = &smem[0].x;
+    std::barrier<> bar(threads);
+    std::vector<std::unique_ptr<Warp>> warps;
+    for (unsigned w = 0; w < threads / 32; ++w) warps.push_back(std::make_unique<Warp>());
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t)
+      pool.emplace_back([&, t, b] {
+        threadIdx = uint3{t, 0, 0};
+        blockIdx = uint3{b, 0, 0};
+        block_barrier = &bar;
+        warp = warps[t / 32].get();
+        kernel(args...);
+      });
+    for (auto& th : pool) th.join();
+  }
+}
+}  // namespace host_emu
+inline void __syncthreads() { host_emu::block_barrier->arrive_and_wait(); }
+inline float __shfl_xor_sync(unsigned, float v, int mask) {
+  const unsigned lane = threadIdx.x & 31;
+  host_emu::warp->val[lane] = v;
+  host_emu::warp->bar.arrive_and_wait();
+  const float got = host_emu::warp->val[lane ^ mask];
+  host_emu::warp->bar.arrive_and_wait();
+  return got;
+}
+"""
+EMULATED = [  # small problems that reach every code path: partial slices, loop tails, partial blocks
+    cfg(rows=3, cols=1000, threads=128),  # register slice 2 x 128 > 250 vectors: guarded
+    cfg(rows=3, cols=512, passes="two", threads=64),  # complete slices: w, b all in flight
+    cfg(rows=3, cols=1000, cache="none", unroll=2, threads=64),  # one loop iteration, then the tail
+    cfg(rows=2, cols=999, passes="two", cache="shared", vector=1, unroll=4, threads=64),
+    cfg(rows=2, cols=100, passes="two", cache="none", vector=1, threads=32),  # a block of one warp
+    cfg(rows=5, cols=999, variant="warp_row", vector=1, threads=64),  # 2 rows per block: a partial one
+    cfg(rows=7, cols=1000, variant="warp_row", passes="two", cache="shared", unroll=2, threads=128),
+    cfg(rows=3, cols=4096, variant="warp_row", cache="none", unroll=4, threads=64),  # no tail
+    cfg(rows=33, cols=37, variant="thread_row", passes="two", cache="none", vector=1, threads=32),
+    cfg(rows=40, cols=100, variant="thread_row", cache="shared", unroll=2, threads=32),
+    cfg(rows=70, cols=1000, variant="thread_row", cache="none", unroll=4, threads=64),
+]
+
+
+@pytest.fixture(scope="module")
+def emulator(tmp_path_factory):
+    """One host program running every EMULATED configuration: ``prog INDEX DIR`` reads DIR/x.bin,
+    w.bin, b.bin and writes DIR/y.bin."""
+    if shutil.which("g++") is None:
+        pytest.skip("g++ not on PATH")
+    d = tmp_path_factory.mktemp("layernorm_emu")
+    code = runner.batch_source(EMULATED)
+    dyn = "extern __shared__ __align__(16) float row_smem[];"
+    assert dyn in code
+    code = code.replace(dyn, "float* row_smem = host_emu::dyn_smem;")
+    cases = "\n".join(
+        f"    case {i}: host_emu::launch({runner.kernel_name(c)}, {c.grid[0]}u, {c.threads}u, "
+        f"{c.row_smem_bytes}u, (const float*)x.data(), (const float*)w.data(), (const float*)b.data(), "
+        f"y.data(), {c.rows}, {c.cols}); break;" for i, c in enumerate(EMULATED))
+    main = """
+static std::vector<float> read(const std::string& path, size_t n) {
+  std::vector<float> v(n);
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f || std::fread(v.data(), 4, n, f) != n) std::exit(2);
+  std::fclose(f);
+  return v;
+}
+int main(int argc, char** argv) {
+  const int idx = std::atoi(argv[1]), rows = std::atoi(argv[3]), cols = std::atoi(argv[4]);
+  const std::string dir = argv[2];
+  auto x = read(dir + "/x.bin", (size_t)rows * cols), w = read(dir + "/w.bin", cols), b = read(dir + "/b.bin", cols);
+  std::vector<float> y((size_t)rows * cols, NAN);
+  switch (idx) {
+CASES
+    default: return 3;
+  }
+  std::FILE* f = std::fopen((dir + "/y.bin").c_str(), "wb");
+  std::fwrite(y.data(), 4, y.size(), f);
+  std::fclose(f);
+  return 0;
+}
+""".replace("CASES", cases)
+    (d / "emu.cpp").write_text("#include <string>\n" + HOST_EMULATION + code + main)
+    exe = d / "emu"
+    out = subprocess.run(["g++", "-std=c++20", "-O1", "-pthread", "-o", str(exe), str(d / "emu.cpp")],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return exe
+
+
+@pytest.mark.parametrize("index", range(len(EMULATED)), ids=lambda i: FAMILY.full_label(EMULATED[i]))
+def test_the_kernels_normalise_right_on_the_cpu(emulator, tmp_path, index):
+    c = EMULATED[index]
+    rng = np.random.default_rng(index)
+    x = (rng.standard_normal((c.rows, c.cols)) + runner.ROW_OFFSET).astype(np.float32)
+    w = rng.standard_normal(c.cols).astype(np.float32)
+    b = rng.standard_normal(c.cols).astype(np.float32)
+    for name, a in (("x", x), ("w", w), ("b", b)):
+        (tmp_path / f"{name}.bin").write_bytes(a.tobytes())
+    out = subprocess.run([str(emulator), str(index), str(tmp_path), str(c.rows), str(c.cols)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    y = np.frombuffer((tmp_path / "y.bin").read_bytes(), dtype=np.float32).reshape(c.rows, c.cols)
+    assert np.isfinite(y).all(), "an element was not written"
+    xd = x.astype(np.float64)
+    m = xd.mean(axis=1, keepdims=True)
+    ref = (xd - m) / np.sqrt(((xd - m) ** 2).mean(axis=1, keepdims=True) + runner.EPS) * w + b
+    assert np.linalg.norm(y - ref) / np.linalg.norm(ref) <= runner.REL_TOL[c.passes]
+
+
 # ---- on the GPU ----------------------------------------------------------------------------------
 @pytest.mark.gpu
 @pytest.mark.parametrize("c", [
