@@ -90,7 +90,7 @@ def prepare(config: LayerNormConfig, seed: int = 0) -> Case:
     src = kernel_source(config)
     module = cp.RawModule(code=src.code, options=src.options, name_expressions=src.name_expressions)
     kernel = module.get_function(src.name_expressions[0])
-    if config.row_smem_bytes > DEFAULT_SMEM_LIMIT_BYTES:
+    if config.smem_bytes > DEFAULT_SMEM_LIMIT_BYTES:  # static + dynamic above 48 KiB: opt in
         kernel.max_dynamic_shared_size_bytes = config.row_smem_bytes
     return Case(config, kernel, seed)
 
