@@ -86,3 +86,16 @@ def test_figure_has_a_panel_per_family_and_nothing_overlaps(tmp_path):
             assert not _overlap(a, b)
     with pytest.raises(ValueError, match="nothing to plot"):
         accuracy_figure([])
+
+
+def test_report_command_reports_what_it_can_and_names_what_it_cannot(monkeypatch, tmp_path, capsys):
+    def fake(family, *a, **kw):
+        if family == "softmax":
+            raise ValueError("h200: no sourced latency for pipe 'shuffle'")
+        return FamilyReport(family, "h200", (), tmp_path, {"informed": ROWS}, (), (), ())
+
+    monkeypatch.setattr(report, "compute_report", fake)
+    rc = report.main_report(["reduction", "softmax"], csv_path=tmp_path / "acc.csv", plot_path=tmp_path / "acc.png")
+    out = capsys.readouterr().out
+    assert rc == 2 and "reduction: summary" in out and "error: softmax: h200: no sourced latency" in out
+    assert (tmp_path / "acc.csv").read_text().count("\n") == len(ROWS) + 1 and (tmp_path / "acc.png").exists()

@@ -401,8 +401,9 @@ def main_report(families: Sequence[str] | None = None, results: str | Path | Non
     """The report command: a table per family, optionally a CSV and a predicted-vs-measured plot.
 
     ``families`` defaults to every family with recorded results; ``results`` is a results root
-    (``validation/results/<gpu>``, default: the first recorded one per family). Returns 0, or 2 with
-    a one-line error."""
+    (``validation/results/<gpu>``, default: the first recorded one per family). A family that cannot
+    be reported (no results, or a value its simulation needs missing from the GPU's data) gets a
+    one-line error after the others' tables, and the return value is 2 (else 0)."""
     from rich.console import Console  # noqa: PLC0415
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: PLC0415
 
@@ -411,32 +412,33 @@ def main_report(families: Sequence[str] | None = None, results: str | Path | Non
     if not fams:
         console.print(f"error: no recorded results under {suite.RESULTS_ROOT}", style="red", highlight=False)
         return 2
-    reports = []
+    reports, failed = [], []
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=Console(stderr=True), transient=True, disable=not sys.stderr.isatty())
-    try:
-        with progress:
-            for fam in fams:
-                task = progress.add_task(f"simulating {fam}", total=None)
-                rdir = Path(results) / fam if results else None
+    with progress:
+        for fam in fams:
+            task = progress.add_task(f"simulating {fam}", total=None)
+            rdir = Path(results) / fam if results else None
+            try:
                 reports.append(compute_report(
                     fam, rdir, hardware, modes=modes, workers=workers, steady_state=steady_state,
                     on_progress=lambda done, total, task=task: progress.update(task, completed=done, total=total)))
-    except ValueError as exc:
-        console.print(f"error: {exc}", style="red", highlight=False)
-        return 2
+            except ValueError as exc:  # includes a GPU whose data lacks a value the family needs
+                failed.append(f"error: {fam}: {exc}")
     for rep in reports:
         print_report(rep, console, per_config=per_config)
-    if csv_path:
+    if csv_path and reports:
         console.print(f"wrote {write_csv(reports, csv_path)}")
-    if plot_path:
+    if plot_path and reports:
         from validation.harness.report_plot import accuracy_figure  # noqa: PLC0415
 
         fig = accuracy_figure(reports)
         Path(plot_path).parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(plot_path, dpi=120)
         console.print(f"wrote {plot_path}")
-    return 0
+    for line in failed:
+        console.print(line, style="red", highlight=False)
+    return 2 if failed else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
