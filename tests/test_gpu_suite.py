@@ -93,3 +93,23 @@ def test_sample_of_unseen_predictions_within_25_percent(cupy, variant, knobs, kn
     print(f"{cfg.label} at 2048^3: predicted {pred * 1e3:.3f} ms, measured {t.median_s * 1e3:.3f} ms "
           f"({(pred - t.median_s) / t.median_s:+.1%})")
     assert abs(pred - t.median_s) / t.median_s <= 0.25, (cfg.label, pred, t.median_s)
+
+
+def test_generic_suite_and_counters_on_one_small_configuration_of_each_family(cupy, tmp_path):
+    """The harness end to end on the device: check, time and (with ncu on PATH) profile the first
+    suite configuration of every family that has a runner."""
+    import shutil
+
+    from validation.harness import ncu, runners
+    from validation.harness.suite import load_suite, read_rows, run_suite
+
+    for family in runners.available():
+        cfg = load_suite(family)[0]
+        out = tmp_path / family
+        rows = read_rows(run_suite(family, [cfg], out, reference=False, log=None))
+        assert [r["status"] for r in rows] == ["ok"], (family, rows)
+        assert float(rows[0]["median_s"]) > 0 and int(rows[0]["regs_per_thread"]) > 0
+        if shutil.which("ncu"):
+            counters = read_rows(ncu.profile_family(family, [cfg], out, log=None))
+            assert [r["status"] for r in counters] == ["ok"], (family, counters)
+            assert float(counters[0]["dram__bytes_read.sum_bytes"]) > 0
