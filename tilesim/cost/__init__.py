@@ -15,12 +15,12 @@ from tilesim.cost.nvidia import StepCost
 RULES = {"nvidia": nvidia.step_cost, "apple": nvidia.step_cost}
 
 
-def step_cost(step, hw) -> StepCost:
-    """The per-block cost of one step of a phase on ``hw``."""
+def step_cost(step, hw, warps_per_block: int) -> StepCost:
+    """The per-block cost of one step of a phase on ``hw``, for blocks of ``warps_per_block`` warps."""
     rule = RULES.get(hw.vendor)
     if rule is None:
         raise ValueError(f"hardware {hw.name!r}: no cost rules for vendor {hw.vendor!r}; known: {', '.join(RULES)}")
-    return rule(step, hw)
+    return rule(step, hw, warps_per_block)
 
 
 __all__ = ["RULES", "StepCost", "step_cost"]

@@ -18,8 +18,10 @@ program (never in the engine's event loop):
   memory, one barrier latency per barrier, and ``chain`` times the latency of each dependent
   operation.
 
-A barrier's latency is taken as one shared-memory latency (the rule the GEMM model has used since
-session 1; not measured separately).
+A barrier's latency is the measured ``__syncthreads()`` latency at the block's warp count
+(``barrier_latency_cycles_by_warps``, validation/calibration/pipes_probe.py) where the GPU's
+profile has it; on a GPU without that measurement it is taken as one shared-memory latency (the
+rule the GEMM model used before the probe, stated as an assumption).
 """
 
 from __future__ import annotations
@@ -100,7 +102,14 @@ def _pieces(w: WarpAccess) -> list[tuple[list, list, int]]:
     return [(list(w.offsets), list(shared or ()), w.width_bytes)]
 
 
-def step_cost(step: Step, hw) -> StepCost:
+def barrier_latency_cycles(hw, warps_per_block: int) -> float:
+    """One ``__syncthreads()`` of a block of ``warps_per_block`` warps (see the module docstring)."""
+    if hw.has("barrier_latency_cycles_by_warps"):
+        return hw.barrier_latency_cycles_at(warps_per_block)
+    return hw.smem_latency_cycles
+
+
+def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
     """What one block's step costs on an NVIDIA GPU (see the module docstring)."""
     c = StepCost()
     banks, bank_w, sector = hw.smem_banks, hw.smem_bank_width_bytes, hw.sector_bytes
@@ -182,7 +191,8 @@ def step_cost(step: Step, hw) -> StepCost:
                 c.store_instructions += at.repeat
                 c.store_l2_bytes += s * sector * at.repeat
     c.barriers = float(step.barriers)
-    crit += step.barriers * hw.smem_latency_cycles
+    if step.barriers:
+        crit += step.barriers * barrier_latency_cycles(hw, warps_per_block)
     for st in step.stores:
         for w in st.instructions:
             active = [a for a in w.offsets if a is not None]

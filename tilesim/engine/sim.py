@@ -101,7 +101,7 @@ class _Plan:
         self.depth = phase.pipeline_depth
         self.window = phase.pipeline_depth + 1
         self.index = phase.index
-        cost: StepCost = step_cost(phase.step, hw)
+        cost: StepCost = step_cost(phase.step, hw, warps_per_block)
         self.cost = cost
         clk = hw.sm_clock_hz
         t = _Tally()
@@ -242,6 +242,8 @@ class Engine:
         Only the lead warp group (``lane`` given) looks tiles up in L2, noting its misses."""
         env, ch, c = self.env, self.ch, pl.cost
         now = env.now
+        if not pl.loads:  # a step without global loads waits for nothing
+            return now
         missed = 0.0
         if lane is not None:
             for ld in pl.loads:

@@ -54,12 +54,18 @@ FMA_OUTER_FFMA_PER_ITER = 32  # fma_outer: acc[8][4] += a[i] * b[j] per thread p
 ISSUE_INSTR_PER_ITER = 96  # issue_mix: 64 FFMA + 32 LOP3 warp instructions per warp per iteration
 
 #: HardwareSpec fields a calibration writes (smem banks/width are deliberately not among them).
+#: the per-pipe rates and latencies measured by validation/calibration/pipes_probe.py (pipes.json,
+#: merged by --from-json): what the hardware spec accepts in a calibrated profile
+PIPE_FIELDS = ("sfu_warp_instr_per_clk_per_sm", "shuffle_warp_instr_per_clk_per_sm", "int_warp_instr_per_clk_per_sm",
+               "sfu_latency_cycles", "shuffle_latency_cycles", "fadd_latency_cycles", "int_latency_cycles",
+               "barrier_latency_cycles", "barrier_latency_cycles_by_warps")
 PROFILE_FIELDS = ("sm_clock_hz", "hbm_bytes_per_s", "hbm_latency_cycles", "l2_bytes_per_s",
                   "l2_latency_cycles", "l1_bytes_per_clk_per_sm", "l1_latency_cycles",
                   "smem_latency_cycles", "fp32_lanes_per_sm", "issue_warp_instr_per_clk_per_sm",
                   "launch_overhead_s", "ffma_rate_by_warps", "warp_issue_per_clk", "warp_issue_by_code_bytes",
                   "tail_packing_by_slots", "ldgsts_wavefronts_per_line", "ldgsts_wavefronts_per_conflict",
-                  "ldgsts_bypass_wavefronts", "l2_bytes", "l2_dirty_bytes", "l1_lines_per_clk_per_sm")
+                  "ldgsts_bypass_wavefronts", "l2_bytes", "l2_dirty_bytes", "l1_lines_per_clk_per_sm",
+                  *PIPE_FIELDS)
 
 
 def summarize(values: Sequence[float]) -> dict:
@@ -845,6 +851,7 @@ def _toml_num(v) -> str:
 def source_text(entry: dict, date: str) -> str:
     """``calibration: <benchmark>, <date>, median of N runs (p10..p90)``."""
     how = entry.get("how") or f"median of {entry['n']} runs"
+    date = entry.get("date") or date  # a probe recorded on its own day carries its date
     return f"calibration: {entry['benchmark']}, {date}, {how} ({entry['p10']:.4g}..{entry['p90']:.4g})"
 
 
@@ -934,6 +941,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 rec = json.loads(beside.read_text())
                 results["benchmarks"][key] = rec[part] if part else rec
         results["fields"] = fields_from_benchmarks(results["benchmarks"])
+        pipes = Path(args.from_json).with_name("pipes.json")
+        if pipes.exists():  # the pipes probe (validation/calibration/pipes_probe.py), recorded beside
+            from validation.calibration.pipes_probe import fields as pipe_fields  # noqa: PLC0415
+
+            rec = json.loads(pipes.read_text())
+            day = rec.get("meta", {}).get("date_utc")
+            measured = {k: {**v, "date": day} for k, v in pipe_fields(rec).items() if k in PIPE_FIELDS}
+            results["fields"].update(measured)
         # recorded as validation/results/<gpu>/calibration/calibration.json: the profile is <gpu>.toml
         profile = args.profile or PROFILES_DIR / f"{Path(args.from_json).resolve().parent.parent.name}.toml"
         print(f"wrote {write_profile(results, profile)} from {args.from_json}")
