@@ -32,8 +32,20 @@ SPEARMAN_BAR = 0.9
 REGRET_BAR = 0.10
 HBM_BYTES_BAR = 0.15
 REGRESSION_SLACK_PCT = 0.5
-#: (family, bar) -> why the model misses it today (a strict xfail)
-KNOWN_GAPS: dict[tuple[str, str], str] = {}
+#: (family, bar) -> the gap the model has today (a strict xfail; figures of the first H200 report of
+#: the new families, engine of fe0429b, informed mode)
+KNOWN_GAPS: dict[tuple[str, str], str] = {
+    ("reduction", "mape"): "MAPE 14.6% (bias +3.7%) on the first H200 measurement",
+    ("softmax", "mape"): "MAPE 15.6%, predicted fast (bias -12.0%)",
+    ("layernorm", "mape"): "MAPE 18.9%, predicted fast (bias -10.1%)",
+    ("reduction", "spearman"): "ranks within a size: Spearman 0.72-0.89 (67108864 the lowest)",
+    ("softmax", "spearman"): "ranks within a size: Spearman 0.73 at 2048x65536, 0.89 at 8192x4096 and 16384^2",
+    ("layernorm", "spearman"): "ranks within a size: Spearman 0.66-0.89 on six sizes",
+    ("layernorm", "regret"): "top-1 regret 10-21% at 4096x16384, 3000x1000 and 1999x999",
+    ("reduction", "hbm_bytes"): "DRAM bytes: median 0.6%, but 8 of 229 configurations beyond 15% (up to +55%)",
+    ("softmax", "hbm_bytes"): "DRAM bytes: median 3.3%, but 8 of 112 configurations beyond 15% (up to 90%)",
+    ("layernorm", "hbm_bytes"): "DRAM bytes: median 4.8%, but 29 of 140 configurations beyond 15% (up to +98%)",
+}
 
 pytestmark = pytest.mark.skipif(not RECORDED, reason="no recorded results")
 ids = [f"{gpu}-{fam}" for gpu, fam in RECORDED]

@@ -20,30 +20,40 @@ process died twice while measuring this configuration: a hang or a crash); these
 from __future__ import annotations
 
 import argparse
-import csv
-import dataclasses
 import json
 import math
 import os
 import sys
 import threading
 import time
-import tomllib
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from tilesim.kernels import registry
 from validation.harness import runners
+from validation.harness.rows import (
+    COMPILED_COLUMNS,
+    FINAL_STATUSES,
+    OVERRIDE_COLUMN,
+    OVERRIDE_FIELD,
+    TIMING_COLUMNS,
+    RowWriter,
+    config_columns,
+    config_row,
+    csv_columns,
+    read_done,
+    read_rows,
+    row_key,
+)
+from validation.harness.suite_file import load_suite, problem_fields, select
+
+#: what other modules use through this one (the suite runner's vocabulary)
+__all__ = ["COMPILED_COLUMNS", "FINAL_STATUSES", "OVERRIDE_COLUMN", "OVERRIDE_FIELD", "TIMING_COLUMNS",
+           "ContextLost", "RowWriter", "config_columns", "config_row", "csv_columns", "load_suite",
+           "main", "measure_config", "problem_fields", "read_done", "read_rows", "row_key", "run_suite",
+           "select"]
 
 RESULTS_ROOT = Path(__file__).resolve().parents[1] / "results"
-FINAL_STATUSES = frozenset({"ok", "wrong", "unsupported", "compile_error", "launch_error"})
-#: the config field holding an estimate override; its column is renamed so that ``regs_per_thread``
-#: can hold the compiler's measured value
-OVERRIDE_FIELD = "regs_per_thread"
-OVERRIDE_COLUMN = "regs_per_thread_override"
-TIMING_COLUMNS = ("median_s", "p10_s", "p90_s", "min_s", "reps", "flushed_l2")
-COMPILED_COLUMNS = ("rel_err", "regs_per_thread", "static_smem_bytes", "local_bytes", "sm_clock_hz",
-                    "timestamp_utc")
 #: timing defaults (a runner's ``TIMING`` overrides them): about a second per configuration
 TIMING_DEFAULTS = {"warmup": 3, "reps": 30, "min_reps": 10, "budget_s": 1.0}
 #: a configuration found in progress this many times (the process died while measuring it) is
@@ -61,171 +71,6 @@ CLOCK_READ_INTERVAL_S = 5.0
 
 class ContextLost(RuntimeError):
     """The CUDA context is unusable after a failed launch; the process must restart to go on."""
-
-
-# ----- loading -------------------------------------------------------------------------------------
-def problem_fields(family: str, shapes: Sequence[dict] = ()) -> tuple[str, ...]:
-    """The family's problem-size fields (from the registry; else the keys of the suite's shapes)."""
-    fam = registry.get(family)
-    if fam.problem_fields:
-        return tuple(fam.problem_fields)
-    return tuple(dict.fromkeys(k for s in shapes for k in s if k != "name"))
-
-
-def load_suite(family: str, path: str | Path | None = None) -> list:
-    """The suite's configurations, config-major (every ``[[config]]`` on each of its shapes).
-
-    Raises ``ValueError`` naming the entry for unknown keys, missing problem fields, unknown shape
-    names, knobs the family's config rejects, or a duplicate configuration."""
-    fam = registry.get(family)
-    p = Path(path) if path is not None else runners.suite_path(family)
-    where = f"{p.parent.name}/{p.name}"
-    with p.open("rb") as fh:
-        raw = tomllib.load(fh)
-    extra = set(raw) - {"shape", "config"}
-    if extra:
-        raise ValueError(f"{where}: unknown top-level keys {sorted(extra)}; expected [[shape]] and [[config]]")
-    shapes, entries = raw.get("shape", []), raw.get("config", [])
-    if not shapes or not entries:
-        raise ValueError(f"{where}: needs at least one [[shape]] and one [[config]]")
-    fields = problem_fields(family, shapes)
-    names = []
-    for i, s in enumerate(shapes):
-        want = {"name", *fields}
-        if set(s) != want:
-            raise ValueError(f"{where}: shape #{i} ({s.get('name', '?')}): keys must be {sorted(want)}; got {sorted(s)}")
-        names.append(s["name"])
-    if len(set(names)) != len(names):
-        raise ValueError(f"{where}: duplicate shape names in {names}")
-    configs, seen = [], set()
-    for j, entry in enumerate(entries):
-        knobs = dict(entry)
-        only = knobs.pop("shapes", None)
-        if only is not None and set(only) - set(names):
-            raise ValueError(f"{where}: config #{j}: unknown shape names {sorted(set(only) - set(names))}; "
-                             f"shapes: {', '.join(names)}")
-        clash = sorted(set(knobs) & set(fields))
-        if clash:
-            raise ValueError(f"{where}: config #{j}: {clash} are problem fields; give them in [[shape]]")
-        for s in shapes:
-            if only is not None and s["name"] not in only:
-                continue
-            try:
-                cfg = fam.make(**{f: s[f] for f in fields}, **knobs)
-            except (TypeError, ValueError) as e:
-                raise ValueError(f"{where}: config #{j} on shape {s['name']}: {e}") from e
-            if cfg in seen:
-                raise ValueError(f"{where}: config #{j}: duplicate configuration {fam.full_label(cfg)}")
-            seen.add(cfg)
-            configs.append(cfg)
-    return configs
-
-
-def select(family: str, configs: Sequence, *, only: str | None = None, shape: str | None = None,
-           limit: int | None = None) -> list:
-    """Filter: label substring ``only``; ``shape`` the problem size as "x"-joined problem fields
-    (e.g. ``4096x4096x4096``); at most ``limit``."""
-    fam = registry.get(family)
-    out = list(configs)
-    if only:
-        out = [c for c in out if only in fam.label(c)]
-    if shape:
-        out = [c for c in out if fam.full_label(c).rsplit("@", 1)[-1] == shape]
-    if limit is not None:
-        if limit < 0:
-            raise ValueError(f"limit = {limit}: must be >= 0")
-        out = out[:limit]
-    return out
-
-
-# ----- CSV rows ------------------------------------------------------------------------------------
-def config_columns(family: str) -> tuple[str, ...]:
-    """Problem fields, ``label``, the other fields (``regs_per_thread`` -> ``regs_per_thread_override``)."""
-    fam = registry.get(family)
-    names = [f.name for f in dataclasses.fields(fam.config)]
-    first = [n for n in problem_fields(family) if n in names]
-    rest = [OVERRIDE_COLUMN if n == OVERRIDE_FIELD else n for n in names if n not in first]
-    return (*first, "label", *rest)
-
-
-def csv_columns(family: str, runner) -> tuple[str, ...]:
-    """The columns of ``times.csv`` for a family and its runner."""
-    return (*config_columns(family), "status", "message", *TIMING_COLUMNS, *runners.rates_of(runner),
-            *COMPILED_COLUMNS)
-
-
-def config_row(family: str, cfg) -> dict:
-    """The config-side columns of a configuration's row."""
-    fam = registry.get(family)
-    row = {"label": fam.label(cfg)}
-    for f in dataclasses.fields(cfg):
-        row[OVERRIDE_COLUMN if f.name == OVERRIDE_FIELD else f.name] = getattr(cfg, f.name)
-    return row
-
-
-def _cell(value) -> str:
-    return "" if value is None else str(value)
-
-
-def row_key(row: dict, columns: Sequence[str]) -> tuple[str, ...]:
-    """A row's identity: its config-side cells as the CSV writes them."""
-    return tuple(_cell(row.get(c)) for c in columns)
-
-
-def read_rows(csv_path: Path) -> list[dict]:
-    """The rows of a CSV (none when it does not exist; a torn last line is dropped)."""
-    if not Path(csv_path).exists():
-        return []
-    with Path(csv_path).open(newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    return [r for r in rows if None not in r and all(v is not None for v in r.values())]
-
-
-def read_done(csv_path: Path, key_columns: Sequence[str]) -> set[tuple[str, ...]]:
-    """Keys of the rows of an existing CSV that carry a final status."""
-    return {row_key(r, key_columns) for r in read_rows(csv_path) if r.get("status") in FINAL_STATUSES}
-
-
-class RowWriter:
-    """Appends rows to a CSV (header written once), flushing and fsyncing after each row."""
-
-    def __init__(self, path: Path, columns: Sequence[str]):
-        self.path = Path(path)
-        self.columns = tuple(columns)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fresh = not self.path.exists() or self.path.stat().st_size == 0
-        if not fresh:
-            with self.path.open(newline="") as fh:
-                header = next(csv.reader(fh), None)
-            if header is not None and tuple(header) != self.columns:
-                raise ValueError(f"{self.path}: existing header differs from the expected columns "
-                                 f"{', '.join(self.columns)}; move the old file away or use a new results directory")
-            data = self.path.read_bytes()
-            if not data.endswith(b"\n"):  # drop a torn last row left by an interrupted write
-                with self.path.open("r+b") as fh:
-                    fh.truncate(data.rfind(b"\n") + 1)
-        self._fh = self.path.open("a", newline="")
-        self._w = csv.DictWriter(self._fh, fieldnames=self.columns, extrasaction="raise")
-        if fresh:
-            self._w.writeheader()
-            self._flush()
-
-    def _flush(self) -> None:
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
-
-    def write(self, row: dict) -> None:
-        self._w.writerow({c: _cell(row.get(c)) for c in self.columns})
-        self._flush()
-
-    def close(self) -> None:
-        self._fh.close()
-
-    def __enter__(self) -> RowWriter:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 # ----- measuring -------------------------------------------------------------------------------------
