@@ -62,9 +62,10 @@ MAX_MATH_GROUPS = 4  # concurrent warp groups simulated per block between barrie
 MAX_TIMELINE = 20000
 FALLBACK_WINDOWS = 4  # steady windows after which a group holds alone
 MATH_PIPES = ("fma", "sfu", "int", "fp64", "shuffle")
-CHANNELS = ("issue", *MATH_PIPES, "tensor", "smem", "l1", "l2", "hbm")
+CHANNELS = ("issue", *MATH_PIPES, "tensor", "smem", "l1", "l2", "hbm", "dispatch", "atomic")
 COUNTERS = CHANNELS + ("hbm_read", "hbm_write", "l2_load", "l2_store", "smem_bytes", "smem_ideal", "ffma")
-PER_SM_COUNTERS = ("issue", *MATH_PIPES, "tensor", "smem", "l1", "smem_bytes", "smem_ideal", "ffma")
+POSTED = ("atomic",)  # chip-wide channels whose requests no block waits for: held work is queued, not reserved
+PER_SM_COUNTERS = ("issue", *MATH_PIPES, "tensor", "smem", "l1", "dispatch", "smem_bytes", "smem_ideal", "ffma")
 LOOP = "@"  # the loop index in a tile's projection (phases share tiles by position, not by name)
 
 
@@ -166,6 +167,13 @@ class Engine:
             "l1": Channel("l1", clk, "L1 cycles"),
             "l2": Channel("l2", hw.l2_bytes_per_s, "bytes"),
             "hbm": Channel("hbm", hw.hbm_bytes_per_s, "bytes"),
+            # an SM takes in new blocks at a measured rate (validation/calibration/block_rate_probe.py);
+            # atomics on one address from every block serialise at a measured chip-wide rate
+            # (pipes_probe tp_red_same). Unmeasured on a GPU: neither limits anything.
+            "dispatch": Channel("dispatch", (hw.block_launch_rate_at(lc.threads_per_block) or 1e9) * clk, "blocks"),
+            "atomic": Channel("atomic", (hw.get("global_atomic_same_address_per_clk")
+                                         if hw.has("global_atomic_same_address_per_clk") else 1e9) * clk,
+                              "same-address atomics"),
         })
         self.cache = L2Cache(hw.l2_bytes)
         self.total = _Tally()
@@ -338,6 +346,12 @@ class Engine:
         missed = 0.0
         for at in pl.atomics:
             missed += self._touch(at.tile, pl.index, first, count, k)
+            # the blocks of the group aiming at one target serialise there with all the others
+            lanes = sum(w.active_lanes for w in at.instructions) * at.repeat * share
+            for _, blocks in self._projections(at.tile, pl.index, first, count):
+                if blocks > 1 or at.tile.index_names() <= {pl.index}:
+                    ch["atomic"].request(t0, lanes * blocks)
+                    tally.v["atomic"] += lanes * blocks
         if missed:
             ch["hbm"].request(t0, missed)
             tally.v["hbm"] += missed
@@ -394,10 +408,13 @@ class Engine:
         contention it was measured under is gone); it returns how many repetitions it stood for.
         """
         env = self.env
-        rates = {c: per.v[c] / period_s for c in CHANNELS if per.v[c] > 0}
+        rates = {c: per.v[c] / period_s for c in CHANNELS if per.v[c] > 0 and c not in POSTED}
         for c, r in rates.items():
             self.ch[c].reserve(r)
         t0 = env.now
+        for c in POSTED:  # work nobody waits for queues up at once (a hold cut short overstates it)
+            if per.v[c] > 0:
+                self.ch[c].request(t0, per.v[c] * times)
         stream = (per.v["hbm_read"] + per.v["hbm_write"]) / period_s
         self.cache.start_stream(stream, t0)
         marks = [self.cache.touch_range(prefix, k0, k1, t0, period_s) for prefix, k0, k1 in ranges]
@@ -524,7 +541,11 @@ class Engine:
             first = self.next_block
             self.next_block += count
             t0 = env.now
+            admitted = self.ch["dispatch"].request(t0, 1.0)  # the SM takes the block in
+            if admitted > t0:
+                yield env.timeout(admitted - t0)
             tally = yield env.process(self._group(slot, first, count))
+            tally.v["dispatch"] += 1.0
             self._scale_and_add(tally, count)
             d1 = env.now - t0
             history.append(d1)
@@ -585,7 +606,7 @@ class Engine:
             self.env.process(self._slot(s))
         self.env.run()
         hw, p, v = self.hw, self.p, self.total.v
-        end = max([self.env.now] + [self.ch[c].next_free_s for c in ("l2", "hbm")])
+        end = max([self.env.now] + [self.ch[c].next_free_s for c in ("l2", "hbm", "atomic")])
         time_s = end + hw.launch_overhead_s
         util = {c: round(self.ch[c].utilization(end), 6) for c in CHANNELS}
         top = max(util, key=util.get)

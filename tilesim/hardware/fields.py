@@ -64,6 +64,7 @@ MEASURED_FIELDS = (
     "smem_atomic_warp_instr_per_clk_per_sm", "smem_atomic_same_address_warp_instr_per_clk_per_sm",
     "global_atomic_warp_instr_per_clk_per_sm", "global_atomic_same_address_per_clk",
     "sfu_rsq_latency_cycles", "lop3_latency_cycles", "reduce_step_latency_cycles",
+    "block_launch_per_clk_per_sm_by_threads",
 )
 """Fields only a calibrated profile gives (validation/calibration/pipes_probe.py names them; a data
 file has no datasheet value for most of them). They read as attributes like the common fields."""
@@ -108,7 +109,7 @@ CORE_FIELDS = ("sm_count", "sm_clock_hz", "warp_size", "fp32_lanes_per_sm", "max
 REQUIRED_FIELDS = {"nvidia": DATA_FIELDS, "apple": CORE_FIELDS}
 
 TABLE_FIELDS = ("warp_issue_by_code_bytes", "ffma_rate_by_warps", "tail_packing_by_slots",
-                "barrier_latency_cycles_by_warps")
+                "barrier_latency_cycles_by_warps", "block_launch_per_clk_per_sm_by_threads")
 """Fields whose value is a table of points ``((x > 0, y >= 0), ...)``."""
 
 # --- compute pipes ------------------------------------------------------------------------------

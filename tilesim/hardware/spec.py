@@ -244,6 +244,13 @@ class HardwareSpec:
         key = f"pipes.{pipe}.latency_cycles"
         return key if self.has(key) else None
 
+    def block_launch_rate_at(self, threads: int) -> float | None:
+        """Blocks per SM clock one SM takes in, for blocks of ``threads`` threads (measured by
+        validation/calibration/block_rate_probe.py); None when the GPU's profile has no measurement."""
+        if not self.has("block_launch_per_clk_per_sm_by_threads"):
+            return None
+        return _interp(sorted(self.block_launch_per_clk_per_sm_by_threads), threads)
+
     def barrier_latency_cycles_at(self, warps: float) -> float:
         """Clocks of a block barrier with ``warps`` warps per block: the measured curve
         (``barrier_latency_cycles_by_warps``) when calibrated, else the one barrier latency."""

@@ -58,7 +58,8 @@ ISSUE_INSTR_PER_ITER = 96  # issue_mix: 64 FFMA + 32 LOP3 warp instructions per 
 #: merged by --from-json): what the hardware spec accepts in a calibrated profile
 PIPE_FIELDS = ("sfu_warp_instr_per_clk_per_sm", "shuffle_warp_instr_per_clk_per_sm", "int_warp_instr_per_clk_per_sm",
                "sfu_latency_cycles", "shuffle_latency_cycles", "fadd_latency_cycles", "int_latency_cycles",
-               "barrier_latency_cycles", "barrier_latency_cycles_by_warps")
+               "barrier_latency_cycles", "barrier_latency_cycles_by_warps",
+               "global_atomic_same_address_per_clk", "block_launch_per_clk_per_sm_by_threads")
 PROFILE_FIELDS = ("sm_clock_hz", "hbm_bytes_per_s", "hbm_latency_cycles", "l2_bytes_per_s",
                   "l2_latency_cycles", "l1_bytes_per_clk_per_sm", "l1_latency_cycles",
                   "smem_latency_cycles", "fp32_lanes_per_sm", "issue_warp_instr_per_clk_per_sm",
@@ -848,6 +849,18 @@ def _toml_num(v) -> str:
     return repr(v) if isinstance(v, int) else repr(float(v))
 
 
+def block_rate_field(rec: dict) -> dict:
+    """The profile field of a block_rate_probe record: blocks per SM clock against threads per block."""
+    pts = sorted((int(t), r["blocks_per_clk_per_sm"]) for t, r in rec["by_threads"].items())
+    vals = [v for _, v in pts]
+    n = len(next(iter(rec["by_threads"].values()))["rows"])
+    return {"value": [list(p) for p in pts], "benchmark": "block_rate (near-empty blocks, slope of time against "
+            f"blocks per SM over {n} grid sizes)", "n": n, "p10": min(vals), "p90": max(vals),
+            "unit": "blocks/clk/SM", "date": rec.get("meta", {}).get("date_utc"),
+            "how": f"one fit per block size, each point the median of {len(n_runs)} runs" if (n_runs := next(iter(
+                rec["by_threads"].values()))["rows"][0].get("runs")) else "one fit per block size"}
+
+
 def source_text(entry: dict, date: str) -> str:
     """``calibration: <benchmark>, <date>, median of N runs (p10..p90)``."""
     how = entry.get("how") or f"median of {entry['n']} runs"
@@ -949,6 +962,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             day = rec.get("meta", {}).get("date_utc")
             measured = {k: {**v, "date": day} for k, v in pipe_fields(rec).items() if k in PIPE_FIELDS}
             results["fields"].update(measured)
+        rate = Path(args.from_json).with_name("block_rate.json")
+        if rate.exists():  # validation/calibration/block_rate_probe.py, recorded beside
+            results["fields"]["block_launch_per_clk_per_sm_by_threads"] = block_rate_field(json.loads(rate.read_text()))
         # recorded as validation/results/<gpu>/calibration/calibration.json: the profile is <gpu>.toml
         profile = args.profile or PROFILES_DIR / f"{Path(args.from_json).resolve().parent.parent.name}.toml"
         print(f"wrote {write_profile(results, profile)} from {args.from_json}")
