@@ -65,6 +65,11 @@ EXTRA_METRICS = {
     "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": "count",
     "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": "count",
     "lts__t_sectors_srcunit_tex_op_read.sum": "count",
+    "lts__t_sectors_srcunit_tex_op_write.sum": "count",
+    "l1tex__t_sector_hit_rate.pct": "pct",
+    # warp instructions per execution pipe (which pipe each SASS opcode class really uses)
+    **{f"smsp__inst_executed_pipe_{p}.sum": "count" for p in (
+        "alu", "fma", "fmaheavy", "fp64", "xu", "lsu", "adu", "cbu", "uniform", "tensor")},
     **{f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio": "count" for r in (
         "short_scoreboard", "long_scoreboard", "mio_throttle", "math_pipe_throttle", "wait",
         "not_selected", "barrier", "dispatch_stall", "lg_throttle", "no_instruction")},
