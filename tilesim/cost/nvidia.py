@@ -39,7 +39,6 @@ from tilesim.cost.access import (
 from tilesim.program import Compute, Mma, Shuffle, Step, WarpAccess
 
 
-
 @dataclass
 class StepCost:
     """Per block and per step: amounts for every channel and the counters reported."""
