@@ -210,7 +210,7 @@ def test_one_thread_per_row_has_bank_conflicts_in_the_row_cache():
     takes one wavefront per lane, block_row's lanes read neighbouring vectors (conflict-free)."""
     def wavefronts_per_instruction(c):
         ph = next(ph for ph in lower(c).phases if ph.name == "output")
-        cost = step_cost(ph.step, H200)
+        cost = step_cost(ph.step, H200, c.warps)
         return cost.shared_load_wavefronts / cost.shared_load_instructions
 
     block = wavefronts_per_instruction(cfg(rows=8192, cols=1024, cache="shared", vector=4))
@@ -224,7 +224,7 @@ def test_thread_row_reads_32_sectors_per_warp_load():
     """One row per lane: a warp's load touches 32 rows (uncoalesced)."""
     c = cfg(rows=8192, cols=1024, variant="thread_row", threads=64, cache="none", unroll=1, vector=1)
     stats = next(ph for ph in lower(c).phases if ph.name == "stats")
-    cost = step_cost(stats.step, H200)
+    cost = step_cost(stats.step, H200, c.warps)
     assert cost.load_l2_bytes == 32 * 32 * c.warps
 
 
