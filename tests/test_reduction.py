@@ -8,6 +8,8 @@ import math
 import re
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +23,7 @@ from validation.families.reduction import runner
 from validation.harness.source import KernelSource
 from validation.harness.suite import load_suite
 
+RESULTS = Path(__file__).resolve().parent.parent / "validation" / "results"
 N = 1 << 22  # 4 Mi elements: a multiple of every chunk and grid product used below
 FAST = dict(variant="shuffle", vector=4, unroll=4)
 
@@ -227,6 +230,55 @@ def test_simulated_shuffle_tree_uses_less_shared_memory_than_the_unrolled_tree()
     assert shuffle.traffic.l2_load_bytes == tree.traffic.l2_load_bytes
 
 
+DIAGNOSTICS = RESULTS / "h200" / "reduction" / "diagnostics.csv"
+
+
+def _warp_instructions(cfg) -> dict:
+    """The lowering's warp instructions of every launch by pipe class ("other" apart), with one BAR
+    per warp and barrier."""
+    from tilesim.cost.nvidia import step_cost
+
+    h200, out = hardware.load("h200"), {}
+    for prog in lower(cfg):
+        warps = prog.launch.threads_per_block // 32
+        for ph in prog.phases:
+            c = step_cost(ph.step, h200, warps)
+            n = prog.launch.blocks * ph.trips
+            for (pipe, _), v in c.pipe_instructions.items():
+                out[pipe] = out.get(pipe, 0.0) + v * n
+            out["memory"] = out.get("memory", 0.0) + n * (c.load_instructions + c.staging_instructions
+                                                          + c.shared_load_instructions + c.store_instructions
+                                                          + c.barriers * warps)
+    out["total"] = sum(out.values())
+    return out
+
+
+@pytest.mark.skipif(not DIAGNOSTICS.exists(), reason="no recorded H200 diagnostics")
+def test_warp_instructions_per_pipe_match_nsight_compute(monkeypatch):
+    """Per configuration whose blocks all loop the same number of times, the lowering's warp
+    instructions against the H200's Nsight Compute counters: ALU work (pipe_alu), FMA-pipe work (FADD,
+    IMAD, VIADD: pipe_fma), conversions and MUFU (pipe_xu), and all of them (inst_executed)."""
+    import csv
+
+    lowering = sys.modules["tilesim.kernels.reduction.lower"]
+    monkeypatch.setitem(lowering.PIPE_OF, "other", "fp64")  # count "other" apart from the ALU work
+    checked = 0
+    with DIAGNOSTICS.open(newline="") as fh:
+        for row in csv.DictReader(fh):
+            cfg = registry.get("reduction").make(**{k: row[k] for k in (
+                "n", "variant", "threads", "elems_per_thread", "grid", "vector", "unroll", "finish")})
+            if row["status"] != "ok" or (not cfg.is_ladder and cfg.chunks % cfg.blocks):
+                continue
+            got = _warp_instructions(cfg)
+            for pipe, metric, tol in (("int", "alu", 0.05), ("fma", "fma", 0.05), ("sfu", "xu", 0.0),
+                                      ("total", None, 0.02)):
+                col = f"smsp__inst_executed_pipe_{metric}.sum_count" if metric else "smsp__inst_executed.sum_count"
+                meas = float(row[col])
+                assert abs(got.get(pipe, 0.0) - meas) <= tol * meas, f"{cfg.label}@{cfg.n}: {pipe} {got.get(pipe)} vs {meas}"
+            checked += 1
+    assert checked >= 100
+
+
 # ----- the runner (CPU) -------------------------------------------------------------------------------
 def test_kernel_source_names_each_launch():
     src = runner.kernel_source(ReductionConfig(n=N, **FAST))
@@ -274,8 +326,8 @@ def _loop_bodies(sass: str) -> list[list[str]]:
                     reason="nvcc, cuobjdump and nvdisasm needed")
 def test_grid_stride_loops_match_the_lowering_in_the_sass(tmp_path):
     """The lowering's loop step: ``unroll`` 16/8/4-byte loads all issued before their first use,
-    vector*unroll FADDs, about LOOP_INT other instructions (read from cuobjdump -sass)."""
-    from tilesim.kernels.reduction.lower import LOOP_INT
+    vector*unroll FADDs, and the loop's other instructions (read from cuobjdump -sass)."""
+    from tilesim.kernels.reduction.lower import LOOP_STEP
 
     configs = [ReductionConfig(n=N, variant=v, vector=vec, unroll=u, threads=t)
                for v in ("grid_stride", "shuffle") for vec, u, t in ((1, 1, 256), (2, 8, 128), (4, 4, 256), (4, 8, 1024))]
@@ -290,7 +342,7 @@ def test_grid_stride_loops_match_the_lowering_in_the_sass(tmp_path):
         first_use = min(i for i, t in enumerate(body) if t.split()[0] == "FADD")
         assert max(i for i, t in enumerate(body) if "LDG" in t) < first_use, cfg.label
         assert sum(t.split()[0] == "FADD" for t in body) == cfg.vector * cfg.unroll, cfg.label
-        assert abs(len(body) - cfg.unroll - cfg.vector * cfg.unroll - LOOP_INT) <= 1, cfg.label
+        assert abs(len(body) - cfg.unroll - cfg.vector * cfg.unroll - LOOP_STEP.total) <= 1, cfg.label
 
 
 # ----- the kernels run on the CPU (host emulation of reduction.cu: threads, barriers, shuffles) ------
