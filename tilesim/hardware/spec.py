@@ -244,6 +244,23 @@ class HardwareSpec:
         key = f"pipes.{pipe}.latency_cycles"
         return key if self.has(key) else None
 
+    def hbm_rate_at(self, write_fraction: float) -> float:
+        """HBM bytes per second for a stream whose bytes are ``write_fraction`` writes.
+
+        Read-only and write-only streams run at their measured rates (``hbm_read_bytes_per_s``,
+        ``hbm_write_bytes_per_s``: validation/calibration/hbm_stream_probe.py); a half-and-half
+        stream at the copy rate (``hbm_bytes_per_s``). In between, the time per byte is the linear
+        mix of the pure rates plus the copy's extra time (the bus turning around between reads and
+        writes) scaled by ``4 f (1 - f)``: an interpolation through the three measurements, largest
+        for an even mix, not a measured curve. Without the pure-stream measurements: the copy rate.
+        """
+        if not (self.has("hbm_read_bytes_per_s") and self.has("hbm_write_bytes_per_s")):
+            return self.hbm_bytes_per_s
+        f = min(1.0, max(0.0, write_fraction))
+        r, w, c = 1.0 / self.hbm_read_bytes_per_s, 1.0 / self.hbm_write_bytes_per_s, 1.0 / self.hbm_bytes_per_s
+        turnaround = max(0.0, c - 0.5 * (r + w))
+        return 1.0 / ((1.0 - f) * r + f * w + 4.0 * f * (1.0 - f) * turnaround)
+
     def block_launch_rate_at(self, threads: int) -> float | None:
         """Blocks per SM clock one SM takes in, for blocks of ``threads`` threads (measured by
         validation/calibration/block_rate_probe.py); None when the GPU's profile has no measurement."""

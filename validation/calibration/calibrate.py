@@ -59,7 +59,8 @@ ISSUE_INSTR_PER_ITER = 96  # issue_mix: 64 FFMA + 32 LOP3 warp instructions per 
 PIPE_FIELDS = ("sfu_warp_instr_per_clk_per_sm", "shuffle_warp_instr_per_clk_per_sm", "int_warp_instr_per_clk_per_sm",
                "sfu_latency_cycles", "shuffle_latency_cycles", "fadd_latency_cycles", "int_latency_cycles",
                "barrier_latency_cycles", "barrier_latency_cycles_by_warps",
-               "global_atomic_same_address_per_clk", "block_launch_per_clk_per_sm_by_threads")
+               "global_atomic_same_address_per_clk", "block_launch_per_clk_per_sm_by_threads",
+               "hbm_read_bytes_per_s", "hbm_write_bytes_per_s")
 PROFILE_FIELDS = ("sm_clock_hz", "hbm_bytes_per_s", "hbm_latency_cycles", "l2_bytes_per_s",
                   "l2_latency_cycles", "l1_bytes_per_clk_per_sm", "l1_latency_cycles",
                   "smem_latency_cycles", "fp32_lanes_per_sm", "issue_warp_instr_per_clk_per_sm",
@@ -849,6 +850,19 @@ def _toml_num(v) -> str:
     return repr(v) if isinstance(v, int) else repr(float(v))
 
 
+def hbm_stream_fields(rec: dict) -> dict:
+    """The profile fields of an hbm_stream_probe record: read-only and write-only HBM rates."""
+    out = {}
+    for kind in ("read", "write"):
+        r = rec[kind]
+        rates = sorted(r["bytes"] / t for t in r["runs"])
+        out[f"hbm_{kind}_bytes_per_s"] = {
+            "value": r["bytes_per_s"], "benchmark": f"hbm_stream {kind}-only (1 GiB, 16-byte accesses, L2 flushed)",
+            "n": len(rates), "p10": rates[len(rates) // 10], "p90": rates[(9 * len(rates)) // 10],
+            "unit": "bytes/s", "date": rec.get("meta", {}).get("date_utc")}
+    return out
+
+
 def block_rate_field(rec: dict) -> dict:
     """The profile field of a block_rate_probe record: blocks per SM clock against threads per block."""
     pts = sorted((int(t), r["blocks_per_clk_per_sm"]) for t, r in rec["by_threads"].items())
@@ -962,6 +976,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             day = rec.get("meta", {}).get("date_utc")
             measured = {k: {**v, "date": day} for k, v in pipe_fields(rec).items() if k in PIPE_FIELDS}
             results["fields"].update(measured)
+        streams = Path(args.from_json).with_name("hbm_stream.json")
+        if streams.exists():  # validation/calibration/hbm_stream_probe.py, recorded beside
+            results["fields"].update(hbm_stream_fields(json.loads(streams.read_text())))
         rate = Path(args.from_json).with_name("block_rate.json")
         if rate.exists():  # validation/calibration/block_rate_probe.py, recorded beside
             results["fields"]["block_launch_per_clk_per_sm_by_threads"] = block_rate_field(json.loads(rate.read_text()))
