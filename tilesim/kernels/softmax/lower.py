@@ -24,22 +24,39 @@ groups enough iterations to cover a 32-byte sector of each lane's row (the L1 ke
 the next iterations: the engine merges sectors within a step only). An assumption to check against
 Nsight Compute's L2 traffic.
 
-Instruction counts are per warp, read from the SASS of ``softmax.cu`` (nvcc 13.0, ``-arch=sm_90``,
-``cuobjdump -sass``, the 50 distinct kernels of the suite). Per value of a loop step (``e = unroll
-* vector`` values per thread): the max pass one FMNMX; ``__expf(x - m)`` is FADD, FMUL by log2(e),
-FSETP and two predicated FMUL (the ex2.approx range fix-up) around one MUFU.EX2; the sum adds an
-FADD, the write an FMUL by the reciprocal; an online step also takes the running max (one FMNMX
-per value) and rescales the running sum once (one more exponential). Loop bookkeeping (pointer
-increments, counter, compare, branch) is 6..9 integer instructions per step for the warp and
-thread units and 11..16 for the block unit (the SASS ranges; :data:`LOOP_INT` is their middle).
-FSETP/FSEL and every address or loop instruction count on the "int" pipe, FADD/FMUL/FMNMX on
-"fma", MUFU on "sfu".
+Instruction counts are per warp, read from the SASS of ``softmax.cu`` as the validation runner
+builds it: CuPy compiles with ``-ftz=true`` (cupy.cuda.compiler), so ``__expf`` is FADD (x - m),
+FMUL (log2 e) and MUFU.EX2 with no range fix-up, and ``__fdividef(1, s)`` is one MUFU.RCP (the
+SASS of the 50 suite kernels, recompiled through CuPy on the H200 and dumped with ``cuobjdump
+-sass``). Each instruction counts on the pipe that Nsight Compute's ``smsp__inst_executed_pipe_*``
+counters put it on (matched opcode by opcode over the 252 softmax and layernorm suite
+configurations, ``validation/studies/row_kernels_fidelity.md``):
+
+* "int" (the ALU: 16 lanes per SM sub-partition): IADD3, ISETP, LEA, LOP3, SHF, MOV, CS2R, P2R,
+  PLOP3, R2UR, FSETP, FSEL and **FMNMX**;
+* "fma" (the FP32 pipe): FADD, FMUL, FFMA and the integer IMAD (all forms) and VIADD;
+* "sfu" (XU): MUFU;
+* issue slots only (:data:`ISSUE_ONLY_PIPE`): the uniform datapath (UIADD3, UMOV, ULEA, ...),
+  branches and convergence (BRA, BSSY, BSYNC, EXIT), constant loads (LDC, ULDC), special
+  registers (S2R, S2UR) and the HFMA2.MMA register moves.
+
+Per value: the max pass one FMNMX; ``__expf(x - m)`` two FP32 and one MUFU; the sum adds an FADD,
+the write an FMUL by the reciprocal; an online step also takes the running max (one FMNMX per
+value) and rescales the running sum once per step (one more exponential; the product fuses into
+the first accumulation). Loop bookkeeping per iteration (:data:`LOOP`) is the median over the SASS
+loop bodies of each pass and row unit. A guarded tail is entered by every warp that has a lane in
+it, and such a warp issues all ``unroll`` vectors of the step, predicated off where their lanes are
+past the row's end: their math is issued (and counted), their loads and stores access no memory
+(issue slots only).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from tilesim.kernels.softmax.config import ELEM_BYTES, WARP_THREADS, SoftmaxConfig
 from tilesim.program import (
+    COMPUTE_PIPES,
     Compute,
     GlobalLoad,
     GlobalStore,
@@ -54,21 +71,76 @@ from tilesim.program import (
 )
 
 # ---- per-warp instruction counts from the SASS (see the module docstring) -------------------------
-EXP_FMA = 4  # __expf(x - m): FADD, FMUL (log2 e), two predicated FMUL (range fix-up)
-EXP_INT = 1  # FSETP of the range fix-up
-EXP_SFU = 1  # MUFU.EX2
-RCP_FMA, RCP_INT, RCP_SFU = 2, 2, 1  # __fdividef(1, s): FSETP, FSEL, @FMUL, MUFU.RCP, FMUL
-MERGE_FMA = 1 + 2 * EXP_FMA + 3  # online_merge: FMNMX, two exponentials, two FMUL, one FADD
-MERGE_INT = 2 + 2 * EXP_INT + 2  # two FSETP (m == mn), the exponentials' FSETP, two FSEL
-MERGE_SFU = 2 * EXP_SFU
-MERGE_CHAIN_FMA = 1 + EXP_FMA + 2  # FMNMX, one exponential, FMUL, FADD on one warp's path
-LOOP_INT = 9  # loop bookkeeping per step (SASS: 6..9 warp/thread unit, 11..16 block unit)
-STORE_INT = 3  # a writing step's output pointer increments (SASS: 2..5)
-TAIL_INT_PER_VECTOR = 10  # a guarded tail vector: bound check, predicate, address (SASS: 8..14)
-SETUP_INT = 20  # thread and row indices, row pointers, constants, accumulator initialisation
+ISSUE_ONLY_PIPE = "other" if "other" in COMPUTE_PIPES else "int"
+"""Where instructions that use no modelled pipe go (uniform datapath, branches, constant loads):
+an issue-only class once the tile program has one; until then the integer pipe (which they then
+over-load by the share they have, 10-20% of its count in these kernels)."""
+
+
+@dataclass(frozen=True)
+class Mix:
+    """Warp instructions per pipe class: ``alu`` ("int"), ``fma``, ``sfu`` and ``other`` (issue only)."""
+
+    alu: float = 0.0
+    fma: float = 0.0
+    sfu: float = 0.0
+    other: float = 0.0
+
+    def __add__(self, o: Mix) -> Mix:
+        return Mix(self.alu + o.alu, self.fma + o.fma, self.sfu + o.sfu, self.other + o.other)
+
+    def __mul__(self, k: float) -> Mix:
+        return Mix(self.alu * k, self.fma * k, self.sfu * k, self.other * k)
+
+    __rmul__ = __mul__
+
+
+NONE = Mix()
+MAX = Mix(alu=1)  # FMNMX
+ADD = Mix(fma=1)  # FADD
+MUL = Mix(fma=1)  # FMUL
+EXP = Mix(fma=2, sfu=1)  # __expf(x - m) under -ftz=true: FADD, FMUL by log2(e), MUFU.EX2
+RCP = Mix(sfu=1)  # __fdividef(1, s) under -ftz=true: MUFU.RCP
+ONLINE_VALUE = MAX + EXP + ADD  # the running max, the exponential and its accumulation
+ONLINE_STEP = EXP  # the rescale of the running sum (its product fuses into the first FADD: FFMA)
+MERGE_LEVEL = Mix(alu=3, fma=7, sfu=2)  # online_merge: FMNMX, 2 FSETP; 2 exponentials, 2 FMUL, FADD
+MERGE_CHAIN = (1, 2 + 2, 1)  # (alu, fma, sfu) on one warp's path per level: FMNMX; exp, FMUL, FADD
+# loop bookkeeping per warp iteration (pointer and counter updates, compare, branch), the median over
+# the SASS loop bodies: (pass, row unit) for float4 loops, (read or write, row unit) for float loops
+# (which index with IMAD/VIADD); a loop of unroll 1 keeps one uniform counter (one "other" less)
+LOOP = {("max", "warp"): Mix(alu=5, other=3), ("sum", "warp"): Mix(alu=3, other=3),
+        ("write", "warp"): Mix(alu=7, other=3), ("online", "warp"): Mix(alu=5, other=3),
+        ("max", "block"): Mix(alu=7, fma=1, other=6), ("sum", "block"): Mix(alu=7, other=5),
+        ("write", "block"): Mix(alu=11, other=4), ("online", "block"): Mix(alu=8, other=3)}
+LOOP_V1 = {("read", "warp"): Mix(alu=3, fma=2, other=3), ("write", "warp"): Mix(alu=5, fma=3, other=3),
+           ("read", "thread"): Mix(alu=3.5, fma=2.5, other=1), ("write", "thread"): Mix(alu=6, fma=3, other=1),
+           ("read", "block"): Mix(alu=3, fma=2, other=3), ("write", "block"): Mix(alu=5, fma=2, other=3)}
+PASS_ENTRY = Mix(alu=4, fma=2, other=3)  # a loop's entry: row pointer (IMAD.WIDE), counters, branch
+TAIL_CHECK = Mix(alu=2, other=3)  # the tail's guard (IADD3, ISETP; BSSY, BRA, BSYNC), run by every warp
+TAIL_VECTOR = {4: Mix(alu=5, fma=1), 1: Mix(alu=2, fma=1)}  # per vector of an entered tail: index and
+# compare; a float4 vector also its own address (SHF, IMAD.WIDE, LEA), float vectors share one
+SETUP = Mix(alu=8, other=8)  # thread and row indices, row bounds, parameters (LDC, S2R, ULDC), exit
+TREE_LEVEL = {"sequential": Mix(alu=1), "interleaved": Mix(alu=3)}  # per warp and level: the ISETP of
+# the level's predicate; the interleaved tree also computes its slot 2*s*t (SHF, LEA)
+TREE_ENTRY = Mix(alu=2, other=3)  # the tree's shared-memory base (S2UR, UMOV, ULEA, LEA), PLOP3
+BLOCK_MERGE = Mix(alu=4, other=2)  # the block merge's lane-0 test, lane < warps selects, broadcast
+REG_GUARD = Mix(alu=1)  # a register-cache chunk that may be past the row: its ISETP
 SHUFFLE_LEVELS = 5  # log2(32): butterfly levels of a warp reduction
-TREE_LEVEL_INT = 1  # per warp and tree level: the ISETP of the next level's predicate
 SECTOR_BYTES = 32  # the L1's fill granularity from L2 (thread_row steps cover one per lane)
+
+
+def _ops(mix: Mix, *, alu_chain: float = 0, fma_chain: float = 0, sfu_chain: float = 0) -> list:
+    """The Compute operations of ``mix`` (zero classes left out)."""
+    ops = []
+    if mix.fma:
+        ops.append(Compute("fma", mix.fma, chain=fma_chain))
+    if mix.alu:
+        ops.append(Compute("int", mix.alu, chain=alu_chain))
+    if mix.sfu:
+        ops.append(Compute("sfu", mix.sfu, chain=sfu_chain))
+    if mix.other:
+        ops.append(Compute(ISSUE_ONLY_PIPE, mix.other))
+    return ops
 
 
 def _access(offsets, width: int) -> WarpAccess:
@@ -163,68 +235,91 @@ def _tile(cfg: SoftmaxConfig, tensor: str, first_vec: int, vectors: int, in_loop
     return TileRef(tensor, ("bx", "k" if in_loop else first_vec), cfg.rows_per_block * cols * ELEM_BYTES)
 
 
-def _stream_pass(cfg: SoftmaxConfig, rows: _Rows, name: str, *, source: str, stage: bool, write: bool,
-                 per_value: tuple[int, int, int], per_step: tuple[int, int, int] = (0, 0, 0),
-                 fma_chain: float, sfu_chain: float) -> list[Phase]:
-    """The phases of one pass over the row (main loop, thread_row's rest, tail).
+def _loop_mix(cfg: SoftmaxConfig, kind: str) -> Mix:
+    """Bookkeeping of one loop iteration of a warp in pass ``kind`` (see :data:`LOOP`)."""
+    if cfg.vector == 1:
+        return LOOP_V1[("write" if kind == "write" else "read", cfg.row_unit)]
+    mix = LOOP[(kind, "block" if cfg.row_unit == "block" else "warp")]
+    return mix + Mix(other=-1) if cfg.unroll == 1 else mix
+
+
+def _stream_pass(cfg: SoftmaxConfig, rows: _Rows, kind: str, *, source: str, stage: bool, write: bool,
+                 per_value: Mix, per_step: Mix = NONE, fill: bool = False, chains: dict) -> tuple[list[Phase], Mix]:
+    """The phases of one pass over the row (main loop, thread_row's rest, tail) and the pass's fixed
+    per-warp instructions (loop entry, tail guard: the caller adds them to the setup).
 
     ``source`` is "global" or "shared"; ``stage`` stores the loaded vectors to shared memory
     (cache = "shared", first pass); ``write`` stores the result to ``y``. ``per_value`` and
-    ``per_step`` are (fma, sfu, int) warp instructions per value of a vector and per loop
-    iteration of a warp."""
-    phases = []
+    ``per_step`` are the warp instructions per value of a vector and per loop iteration; ``fill``:
+    the pass gives a vector past the row's end -inf (one MOV per value). ``chains`` maps "alu",
+    "fma", "sfu" to the dependent instructions on one warp's path per step."""
+    W, U, V = cfg.warps, cfg.unroll, cfg.vector
+    loop = _loop_mix(cfg, kind)
+    phases, fixed = [], TAIL_CHECK
     for suffix, trips, vectors, first, uniform in _segments(cfg):
-        instrs, repeat = _per_block(rows, vectors, first, uniform)
         tail = suffix == " tail"
-        accesses = tuple(a for _, _, a in instrs)
-        n_instr = len(instrs) * repeat  # the block's warp instructions per access kind
-        warps = len({w for w, _, _ in instrs}) * repeat  # warps with work in this piece
-        iterations = warps * (1 if tail else vectors // cfg.unroll)  # warp loop iterations per step
-        bookkeeping = (TAIL_INT_PER_VECTOR * n_instr if tail
-                       else (LOOP_INT + (STORE_INT if write else 0)) * iterations)
-        fma, sfu, int_ = (n_instr * cfg.vector * v + iterations * p for v, p in zip(per_value, per_step, strict=True))
-        compute = [Compute("fma", fma, chain=fma_chain), Compute("int", int_ + bookkeeping)]
-        if sfu:
-            compute.append(Compute("sfu", sfu, chain=sfu_chain))
         in_loop = suffix == ""
-        loads = shared_loads = shared_stores = stores = ()
-        if source == "global":
-            loads = (GlobalLoad(_tile(cfg, "x", first, vectors, in_loop), accesses, repeat=repeat),)
+        if tail:  # every warp with a lane in the tail issues all U vectors (predicated off past the row)
+            entering = [w for w in ([0] if uniform else range(W)) if rows.global_instr(w, 0, first) is not None]
+            instrs = [(w, j, a) for w in entering for j in range(U)
+                      if (a := rows.global_instr(w, j, first)) is not None]
+            repeat = W if uniform else 1
+            warps = len(entering) * repeat
+            # reading shared memory, the compiler branches around each vector instead (BSSY, BRA, BSYNC):
+            # a warp runs only the vectors it has a lane in
+            done = len(instrs) * repeat / warps if source == "shared" and warps else U
+            per_warp = (per_value * (done * V) + per_step + TAIL_VECTOR[V] * U
+                        + (Mix(alu=V * U) if fill else NONE) + (Mix(other=3 * U) if source == "shared" else NONE))
         else:
-            shared_loads = (SharedAccess(tuple(rows.shared_instr(w, j, a) for w, j, a in instrs), repeat=repeat),)
-        if stage:
-            shared_stores = (SharedAccess(tuple(rows.shared_instr(w, j, a) for w, j, a in instrs), repeat=repeat),)
-        if write:
-            stores = (GlobalStore(_tile(cfg, "y", first, vectors, in_loop), accesses, repeat=repeat),)
+            instrs, repeat = _per_block(rows, vectors, first, True)
+            warps = W
+            iterations = vectors // U
+            per_warp = per_value * (vectors * V) + (per_step + loop) * iterations
+            if in_loop:
+                fixed = fixed + PASS_ENTRY
+        accesses = tuple(a for _, _, a in instrs)
+        real = len(instrs) * repeat  # warp memory instructions per access kind that move data
+        issued = warps * (U if tail and source == "global" else vectors) if not tail or source == "global" else real
+        kinds = 1 + (1 if stage else 0) + (1 if write else 0)
+        mix = per_warp * warps + Mix(other=(issued - real) * kinds)
+        compute = _ops(mix, alu_chain=chains.get("alu", 0), fma_chain=chains.get("fma", 0),
+                       sfu_chain=chains.get("sfu", 0))
+        loads = shared_loads = shared_stores = stores = ()
+        if accesses:
+            if source == "global":
+                loads = (GlobalLoad(_tile(cfg, "x", first, vectors, in_loop), accesses, repeat=repeat),)
+            else:
+                shared_loads = (SharedAccess(tuple(rows.shared_instr(w, j, a) for w, j, a in instrs),
+                                             repeat=repeat),)
+            if stage:
+                shared_stores = (SharedAccess(tuple(rows.shared_instr(w, j, a) for w, j, a in instrs),
+                                              repeat=repeat),)
+            if write:
+                stores = (GlobalStore(_tile(cfg, "y", first, vectors, in_loop), accesses, repeat=repeat),)
         step = Step(loads=loads, shared_stores=shared_stores, shared_loads=shared_loads, compute=tuple(compute),
                     stores=stores)
-        phases.append(Phase(f"{name}{suffix}", trips, step, warp_groups=rows.W))
-    return phases
+        phases.append(Phase(f"{kind}{suffix}", trips, step, warp_groups=W))
+    return phases, fixed
 
 
-def _compute_phase(name: str, warps: int, *, fma: float = 0, sfu: float = 0, int_: float = 0, shuffles: float = 0,
+def _compute_phase(name: str, warps: int, mix: Mix, *, shuffles: float = 0, alu_chain: float = 0,
                    fma_chain: float = 0, sfu_chain: float = 0, shuffle_chain: float = 0) -> Phase:
-    """A one-step, barrier-free phase of per-warp math (counts per warp, times ``warps``)."""
-    ops = []
-    if fma:
-        ops.append(Compute("fma", fma * warps, chain=fma_chain))
-    if sfu:
-        ops.append(Compute("sfu", sfu * warps, chain=sfu_chain))
-    if int_:
-        ops.append(Compute("int", int_ * warps))
+    """A one-step, barrier-free phase of per-warp math (``mix`` and ``shuffles`` per warp, times ``warps``)."""
+    ops = _ops(mix * warps, alu_chain=alu_chain, fma_chain=fma_chain, sfu_chain=sfu_chain)
     if shuffles:
         ops.append(Shuffle(shuffles * warps, chain=shuffle_chain))
     return Phase(name, 1, Step(compute=tuple(ops)), warp_groups=warps)
 
 
 # ---- reductions -------------------------------------------------------------------------------------
-def _tree_phases(cfg: SoftmaxConfig, name: str, base_b: int, finish: dict) -> list[Phase]:
+def _tree_phases(cfg: SoftmaxConfig, name: str, base_b: int, op: Mix, finish: Mix) -> list[Phase]:
     """The shared-memory tree of ``block_tree``: every thread posts its value, one barrier per
     level, every thread reads the root; one phase per level. A step stores first and loads after
-    its barrier, so level L's result store opens step L+1. ``finish`` adds math to the last step.
+    its barrier, so level L's result store opens step L+1. ``op`` is one combine (FMNMX or FADD),
+    ``finish`` what follows the root's load.
 
     The compiler predicates the levels (no branch): every warp issues each level's loads, its
-    FMNMX/FADD and its store, the lanes outside the active range switched off (an instruction with
+    combine and its store, the lanes outside the active range switched off (an instruction with
     no active lane is issued but moves no data). The interleaved tree's first level (stride 1)
     reads ``red[2t]`` and ``red[2t + 1]`` with one 8-byte load (LDS.64 in the SASS)."""
     T, W = cfg.threads, cfg.warps
@@ -251,37 +346,45 @@ def _tree_phases(cfg: SoftmaxConfig, name: str, base_b: int, finish: dict) -> li
             out.append(_access(offs, width))
         return tuple(out)
 
+    chain = {"alu_chain": 1} if op.alu else {"fma_chain": 1}
     post = SharedAccess((_access([base_b + lane * ELEM_BYTES for lane in range(WARP_THREADS)], ELEM_BYTES),), repeat=W)
     phases = []
     prev_store = post  # step 0 stores every thread's value
     for level, s in enumerate(strides):
         pair = not sequential and s == 1
         loads = per_warp(s, 0, 2 * ELEM_BYTES) if pair else per_warp(s, 0) + per_warp(s, s)
+        extra = TREE_ENTRY if level == 0 else NONE
         step = Step(shared_stores=(prev_store,), barriers=1, shared_loads=(SharedAccess(loads),),
-                    compute=(Compute("fma", W, chain=1), Compute("int", TREE_LEVEL_INT * W)))
+                    compute=tuple(_ops((op + TREE_LEVEL[cfg.tree] + extra) * W, **chain)))
         phases.append(Phase(f"{name} tree {level + 1}", 1, step))
         prev_store = SharedAccess(per_warp(s, 0))
     root = SharedAccess((_access([base_b] * WARP_THREADS, ELEM_BYTES),), repeat=W)
-    ops = [Compute(pipe, finish[pipe] * W, chain=finish[pipe] if pipe != "int" else 0)
-           for pipe in ("fma", "sfu", "int") if finish.get(pipe)]
-    step = Step(shared_stores=(prev_store,), barriers=1, shared_loads=(root,), compute=tuple(ops))
+    step = Step(shared_stores=(prev_store,), barriers=1, shared_loads=(root,),
+                compute=tuple(_ops(finish * W, sfu_chain=finish.sfu)))
     phases.append(Phase(f"{name} tree root", 1, step))
     return phases
 
 
-def _reduce(cfg: SoftmaxConfig, name: str, combine: int, tree_base_b: int, *, reciprocal: bool) -> list[Phase]:
-    """Combine a thread's partial values (``combine`` instructions), reduce over the row's threads
-    and, for the sum, take the reciprocal."""
+def _reduce(cfg: SoftmaxConfig, name: str, op: Mix, combine: int, tree_base_b: int, *, reciprocal: bool) -> list[Phase]:
+    """Combine a thread's partial values (``combine`` times ``op``: FMNMX or FADD), reduce over
+    the row's threads and, for the sum, take the reciprocal."""
     W = cfg.warps
-    rcp = {"fma": RCP_FMA, "int": RCP_INT, "sfu": RCP_SFU} if reciprocal else {}
+    rcp = RCP if reciprocal else NONE
+    chain = "alu_chain" if op.alu else "fma_chain"
     unit = cfg.row_unit
     if unit == "block":  # block_tree: combine, then the shared-memory tree
-        phases = [_compute_phase(f"{name} combine", W, fma=combine, fma_chain=combine)] if combine else []
-        return phases + _tree_phases(cfg, name, tree_base_b, rcp)
+        phases = [_compute_phase(f"{name} combine", W, op * combine, **{chain: combine})] if combine else []
+        root = rcp if reciprocal else Mix(alu=1, other=1)  # the sum's MUFU.RCP; the max's R2UR, UMOV
+        return phases + _tree_phases(cfg, name, tree_base_b, op, root)
     levels = SHUFFLE_LEVELS if unit == "warp" else 0
-    return [_compute_phase(name, W, fma=combine + levels + rcp.get("fma", 0), sfu=rcp.get("sfu", 0),
-                           int_=rcp.get("int", 0), shuffles=levels, fma_chain=combine + levels + rcp.get("fma", 0),
-                           sfu_chain=rcp.get("sfu", 0), shuffle_chain=levels)]
+    return [_compute_phase(name, W, op * (combine + levels) + rcp, shuffles=levels,
+                           **{chain: combine + levels}, sfu_chain=rcp.sfu, shuffle_chain=levels)]
+
+
+def _merge_phase(name: str, warps: int, levels: int, extra: Mix = NONE, shuffles: float = 0) -> Phase:
+    a, f, u = MERGE_CHAIN
+    return _compute_phase(name, warps, MERGE_LEVEL * levels + extra, shuffles=2 * levels + shuffles,
+                          alu_chain=a * levels, fma_chain=f * levels, sfu_chain=u * levels, shuffle_chain=levels)
 
 
 def _online_merge(cfg: SoftmaxConfig) -> list[Phase]:
@@ -290,91 +393,84 @@ def _online_merge(cfg: SoftmaxConfig) -> list[Phase]:
     states in log2(warps) levels and broadcasts; then the reciprocal."""
     W = cfg.warps
     L = SHUFFLE_LEVELS
-    warp = _compute_phase("merge warp", W, fma=L * MERGE_FMA, sfu=L * MERGE_SFU, int_=L * MERGE_INT,
-                          shuffles=2 * L, fma_chain=L * MERGE_CHAIN_FMA, sfu_chain=L, shuffle_chain=L)
+    warp = _merge_phase("merge warp", W, L)
     if cfg.row_unit == "warp" or W == 1:
-        return [warp, _compute_phase("reciprocal", W, fma=RCP_FMA, sfu=RCP_SFU, int_=RCP_INT,
-                                     fma_chain=RCP_FMA, sfu_chain=1)]
+        return [warp, _compute_phase("reciprocal", W, RCP, sfu_chain=1)]
     lw = (W - 1).bit_length()  # log2(W) levels
     red_m, red_s = 0, W * ELEM_BYTES
     post = SharedAccess(tuple(_access([base + w * ELEM_BYTES] + [None] * (WARP_THREADS - 1), ELEM_BYTES)
                               for base in (red_m, red_s) for w in range(W)))
     read = SharedAccess(tuple(_access([base + lane * ELEM_BYTES if lane < W else None for lane in range(WARP_THREADS)],
                                       ELEM_BYTES) for base in (red_m, red_s)), repeat=W)
-    fma = lw * MERGE_FMA + RCP_FMA
-    ops = (Compute("fma", fma * W, chain=lw * MERGE_CHAIN_FMA + RCP_FMA),
-           Compute("sfu", (lw * MERGE_SFU + RCP_SFU) * W, chain=lw + 1),
-           Compute("int", (lw * MERGE_INT + RCP_INT + 2) * W),
-           Shuffle((2 * lw + 2) * W, chain=lw + 1))
+    a, f, u = MERGE_CHAIN
+    mix = (MERGE_LEVEL * lw + RCP + BLOCK_MERGE) * W
+    ops = (*_ops(mix, alu_chain=a * lw, fma_chain=f * lw, sfu_chain=u * lw + 1), Shuffle((2 * lw + 2) * W, chain=lw + 1))
     block = Phase("merge block", 1, Step(shared_stores=(post,), barriers=1, shared_loads=(read,), compute=ops))
     return [warp, block]
 
 
 # ---- the variants -----------------------------------------------------------------------------------
+def _setup(cfg: SoftmaxConfig, fixed: Mix) -> Phase:
+    return _compute_phase("setup", cfg.warps, SETUP + fixed)
+
+
 def _classic_streaming(cfg: SoftmaxConfig, rows: _Rows) -> list[Phase]:
     e = cfg.unroll * cfg.vector
     shared = cfg.cache == "shared"
     src2 = "shared" if shared else "global"
     red_max_b, red_sum_b = 0, cfg.threads * ELEM_BYTES
-    phases = [_compute_phase("setup", cfg.warps, int_=SETUP_INT)]
-    phases += _stream_pass(cfg, rows, "max", source="global", stage=shared, write=False,
-                           per_value=(1, 0, 0), fma_chain=1, sfu_chain=0)
-    phases += _reduce(cfg, "reduce max", e - 1, red_max_b, reciprocal=False)
-    phases += _stream_pass(cfg, rows, "sum", source=src2, stage=False, write=False,
-                           per_value=(EXP_FMA + 1, EXP_SFU, EXP_INT), fma_chain=EXP_FMA + 1, sfu_chain=EXP_SFU)
-    phases += _reduce(cfg, "reduce sum", e, red_sum_b, reciprocal=True)
-    phases += _stream_pass(cfg, rows, "write", source=src2, stage=False, write=True,
-                           per_value=(EXP_FMA + 1, EXP_SFU, EXP_INT), fma_chain=EXP_FMA + 1, sfu_chain=EXP_SFU)
-    return phases
+    fixed = Mix(alu=e) + Mix(alu=e / 2)  # the accumulators' start: -inf (MOV), 0 (CS2R, two at a time)
+    p_max, f1 = _stream_pass(cfg, rows, "max", source="global", stage=shared, write=False, per_value=MAX, fill=True,
+                             chains={"alu": 1})
+    p_sum, f2 = _stream_pass(cfg, rows, "sum", source=src2, stage=False, write=False, per_value=EXP + ADD,
+                             chains={"fma": EXP.fma + 1, "sfu": 1})
+    p_write, f3 = _stream_pass(cfg, rows, "write", source=src2, stage=False, write=True, per_value=EXP + MUL,
+                               chains={"fma": EXP.fma + 1, "sfu": 1})
+    return [_setup(cfg, fixed + f1 + f2 + f3), *p_max, *_reduce(cfg, "reduce max", MAX, e - 1, red_max_b, reciprocal=False),
+            *p_sum, *_reduce(cfg, "reduce sum", ADD, e, red_sum_b, reciprocal=True), *p_write]
 
 
 def _online_streaming(cfg: SoftmaxConfig, rows: _Rows) -> list[Phase]:
     e = cfg.unroll * cfg.vector
     shared = cfg.cache == "shared"
-    phases = [_compute_phase("setup", cfg.warps, int_=SETUP_INT)]
-    phases += _stream_pass(cfg, rows, "online", source="global", stage=shared, write=False,
-                           per_value=(EXP_FMA + 2, EXP_SFU, EXP_INT), per_step=(EXP_FMA, EXP_SFU, EXP_INT),
-                           fma_chain=2 * e + EXP_FMA + 1, sfu_chain=2)
-    phases += _online_merge(cfg)
-    phases += _stream_pass(cfg, rows, "write", source="shared" if shared else "global", stage=False, write=True,
-                           per_value=(EXP_FMA + 1, EXP_SFU, EXP_INT), fma_chain=EXP_FMA + 1, sfu_chain=EXP_SFU)
-    return phases
+    p_on, f1 = _stream_pass(cfg, rows, "online", source="global", stage=shared, write=False, per_value=ONLINE_VALUE,
+                            per_step=ONLINE_STEP, fill=True, chains={"alu": e, "fma": EXP.fma + e, "sfu": 2})
+    p_write, f2 = _stream_pass(cfg, rows, "write", source="shared" if shared else "global", stage=False, write=True,
+                               per_value=EXP + MUL, chains={"fma": EXP.fma + 1, "sfu": 1})
+    return [_setup(cfg, f1 + f2), *p_on, *_online_merge(cfg), *p_write]
 
 
 def _registers(cfg: SoftmaxConfig, rows: _Rows) -> list[Phase]:
     """cache = "registers": the slice is loaded at once (``chunks`` loads per thread), reduced and
     written from registers; a value is exponentiated once (classic: the exponentials are kept) or
-    twice (online: once for the sum, once for the output)."""
+    twice (online: once for the sum, once for the output). A chunk that may lie past the row's end
+    is guarded (its ISETP; its lanes past the end load -inf: one MOV per value, and warps whose
+    lanes are all past it still issue the load and the store, predicated off)."""
     W, V, G = cfg.warps, cfg.vector, cfg.threads_per_row
     held = cfg.chunks * V
     instrs, repeat = _per_block(rows, cfg.chunks, 0, cfg.row_unit != "block")
     accesses = tuple(a for _, _, a in instrs)
+    predicated_off = cfg.chunks * W - len(instrs) * repeat  # load (and store) instructions moving no data
     tile_x = TileRef("x", ("bx", "k"), cfg.rows_per_block * cfg.cols * ELEM_BYTES)
     tile_y = TileRef("y", ("bx", "k"), cfg.rows_per_block * cfg.cols * ELEM_BYTES)
     guarded = sum(1 for c in range(cfg.chunks) if (c + 1) * G > cfg.nvec)  # chunks with a bound check
-    addr_int = TAIL_INT_PER_VECTOR * guarded  # the others address by immediate offsets (no instruction)
     online = cfg.variant == "online"
-    max_fma = held if online else held - V  # online starts from -inf; classic from the first chunk
-    load = Phase("load", 1, Step(
-        loads=(GlobalLoad(tile_x, accesses, repeat=repeat),),
-        compute=(Compute("fma", max_fma * W, chain=cfg.chunks), Compute("int", (SETUP_INT + addr_int) * W))),
-        warp_groups=W)
-    exp_sum = _compute_phase("exp sum", W, fma=held * (EXP_FMA + 1), sfu=held * EXP_SFU,
-                             int_=held * EXP_INT + (2 if online else 0), fma_chain=cfg.chunks + EXP_FMA,
-                             sfu_chain=1)
-    if online:
-        write_ops = (Compute("fma", held * (EXP_FMA + 1) * W, chain=EXP_FMA + 1),
-                     Compute("sfu", held * EXP_SFU * W, chain=1),
-                     Compute("int", (held * EXP_INT + addr_int) * W))
-    else:
-        write_ops = (Compute("fma", held * W, chain=1), Compute("int", addr_int * W))
-    write = Phase("write", 1, Step(compute=write_ops, stores=(GlobalStore(tile_y, accesses, repeat=repeat),)),
+    max_ops = held if online else held - 1  # online starts from -inf; classic from the first value
+    load_mix = (SETUP + (REG_GUARD + Mix(alu=V)) * guarded + MAX * max_ops) * W + Mix(other=predicated_off)
+    load = Phase("load", 1, Step(loads=(GlobalLoad(tile_x, accesses, repeat=repeat),),
+                                 compute=tuple(_ops(load_mix, alu_chain=cfg.chunks))), warp_groups=W)
+    exp_sum = _compute_phase("exp sum", W, (EXP + ADD) * held + (Mix(other=2) if online else NONE),
+                             fma_chain=cfg.chunks + EXP.fma, sfu_chain=1)
+    write_mix = ((EXP + MUL) * held if online else MUL * held) + REG_GUARD * guarded
+    write_ops = _ops(write_mix * W + Mix(other=predicated_off), fma_chain=EXP.fma + 1 if online else 1,
+                     sfu_chain=1 if online else 0)
+    write = Phase("write", 1, Step(compute=tuple(write_ops), stores=(GlobalStore(tile_y, accesses, repeat=repeat),)),
                   warp_groups=W)
     if online:
         return [load, exp_sum, *_online_merge(cfg), write]
     red_max_b, red_sum_b = 0, cfg.threads * ELEM_BYTES
-    return [load, *_reduce(cfg, "reduce max", V - 1, red_max_b, reciprocal=False), exp_sum,
-            *_reduce(cfg, "reduce sum", V - 1, red_sum_b, reciprocal=True), write]
+    return [load, *_reduce(cfg, "reduce max", MAX, 0, red_max_b, reciprocal=False), exp_sum,
+            *_reduce(cfg, "reduce sum", ADD, V - 1, red_sum_b, reciprocal=True), write]
 
 
 def lower(cfg: SoftmaxConfig) -> TileProgram:
