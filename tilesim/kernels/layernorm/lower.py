@@ -25,10 +25,15 @@ Tile coordinates: x and y tiles are ``("bx", k)`` (the block's rows, the loop's 
 later passes name the same x tiles, so the L2 model can tell that a re-read hits. w and b are
 ``(k,)`` without a block index: every block reads the same vectors, which stay in L2.
 
-Instruction counts are per warp, read from the SASS of the kernels (nvcc 13.0, ``-arch=sm_90``,
-``cuobjdump -sass``), never from measured times; the fma-pipe counts follow the source exactly
-(FADD per element for a sum, FADD + FFMA for a deviation or a moment, FADD + FMUL + FFMA per output
-element), the integer and control counts are the constants below. Blocks are described as full:
+Instruction counts are per warp, read from the SASS of the kernels as the validation runner builds
+them (CuPy's NVRTC with ``-ftz=true``: ``rsqrtf`` is one MUFU.RSQ, no denormal fix-up; the 47 suite
+kernels recompiled through CuPy on the H200 and dumped with ``cuobjdump -sass``), never from measured
+times; the fma-pipe counts follow the source exactly (FADD per element for a sum, FADD + FFMA for a
+deviation or a moment, FADD + FMUL + FFMA per output element), the other counts are the constants
+below, each on the pipe Nsight Compute's ``smsp__inst_executed_pipe_*`` counters put its opcodes on:
+"int" (the ALU: IADD3, ISETP, LEA, LOP3, SHF, MOV, CS2R, SEL, I2FP, FMNMX ...), "fma" (FADD, FMUL,
+FFMA, IMAD, VIADD), "sfu" (MUFU) and issue slots only (:data:`ISSUE_ONLY_PIPE`: the uniform
+datapath, branches, constant loads, S2R/S2UR, HFMA2.MMA moves). Blocks are described as full:
 the ragged last block of ``warp_row`` / ``thread_row`` (rows not a multiple of ``rows_per_block``)
 is counted like the others.
 """
@@ -36,10 +41,12 @@ is counted like the others.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from tilesim.kernels.layernorm.analytic import counts
 from tilesim.kernels.layernorm.config import FLOAT_BYTES, WARP_LANES, LayerNormConfig
 from tilesim.program import (
+    COMPUTE_PIPES,
     Compute,
     GlobalLoad,
     GlobalStore,
@@ -53,30 +60,61 @@ from tilesim.program import (
     WarpAccess,
 )
 
-# Integer, address, compare, move and control instructions per warp (everything that is not a
-# global/shared access, a shuffle, a barrier or FP32 math), from the SASS of layernorm.cu:
-SETUP_INT = 28  # thread and row indices, row pointers, 1/cols range check (block_row two none v4 t256 u1: 0x000-0x230)
-SETUP_FMA = 3  # 1/cols: MUFU.RCP and a Newton step (FFMA, FADD, FFMA)
-SETUP_SFU = 1
-# per loop iteration (pass, cache): pointer and counter updates, compare, branch; the median over
-# the 48 (none) and 48 (shared) loop bodies of every variant x passes x vector x unroll at 256
-# threads (64 for thread_row); the range seen in brackets
-LOOP_INT = {("stats", "none"): 7,  # [5, 8]
-            ("stats", "shared"): 8,  # [7, 9]
-            ("variance", "none"): 7,  # [6, 8]
-            ("variance", "shared"): 5,  # [4, 5]
-            ("output", "none"): 14,  # [12, 20]: x, w, b and y pointers
-            ("output", "shared"): 13}  # [11, 22]
-LOOP_INT_OUTPUT_UNROLL1 = {"none": 18, "shared": 16}  # the output loop at unroll 1: [12, 20], [13, 17]
-PASS_INT = 10  # per pass with a loop: loop entry (pointers, trip count) and exit
-TAIL_INT_PER_VECTOR = 4  # per vector of the guarded last iteration: index, compare, address
-REGISTER_PASS_INT = 8  # per pass of the register cache: base addresses (w, b, y), slice-complete test
-REGISTER_INT_PER_VECTOR = 2  # per slice vector and pass with memory: bounds compare and index
-REDUCE_BLOCK_INT = 8  # block_row cross-warp step: lane/warp index, shared address, lane-0 branch
-FINISH_ONE_PASS_FMA = 7  # mean (FMUL), mean^2, E[x^2] - mean^2 (FFMA), FMNMX, + eps, 2 denormal FMULs
-FINISH_TWO_PASS_FMA = (1, 3)  # mean (FMUL); then var * 1/cols + eps (FFMA) and 2 denormal FMULs
-FINISH_INT = 1  # FSETP of rsqrtf's denormal test
-FINISH_SFU = 1  # MUFU.RSQ
+ISSUE_ONLY_PIPE = "issue" if "issue" in COMPUTE_PIPES else "int"
+"""Where instructions that use no modelled pipe go (uniform datapath, branches, constant loads):
+an issue-only class once the tile program has one; until then the integer pipe."""
+
+
+@dataclass(frozen=True)
+class Mix:
+    """Warp instructions per pipe class: ``alu`` ("int"), ``fma``, ``sfu`` and ``other`` (issue only)."""
+
+    alu: float = 0.0
+    fma: float = 0.0
+    sfu: float = 0.0
+    other: float = 0.0
+
+    def __add__(self, o: Mix) -> Mix:
+        return Mix(self.alu + o.alu, self.fma + o.fma, self.sfu + o.sfu, self.other + o.other)
+
+    def __mul__(self, k: float) -> Mix:
+        return Mix(self.alu * k, self.fma * k, self.sfu * k, self.other * k)
+
+    __rmul__ = __mul__
+
+
+NONE = Mix()
+# Per warp, from the SASS (block_row one none v4 t256 u4 and its siblings):
+SETUP = Mix(alu=11, fma=3, sfu=1, other=10)  # indices, row pointers, parameters (LDC, ULDC, S2R, S2UR),
+# 1/cols (I2FP and its range check; MUFU.RCP, FFMA, FADD, FFMA), exit
+# per loop iteration (pass, cache): pointer and counter updates, compare, branch; the median over the
+# loop bodies of every variant x passes x unroll with float4 accesses (the range of the totals in brackets)
+LOOP = {("stats", "none"): Mix(alu=4, other=2),  # [6, 8]
+        ("stats", "shared"): Mix(alu=5, other=2),  # [7, 9]
+        ("variance", "none"): Mix(alu=4, other=2),  # [6, 8]
+        ("variance", "shared"): Mix(alu=3, other=2),  # [5, 5]
+        ("output", "none"): Mix(alu=12, other=2),  # [12, 14]: x, w, b and y pointers
+        ("output", "shared"): Mix(alu=9, other=2)}  # [11, 13]
+LOOP_OUTPUT_UNROLL1 = Mix(alu=10, fma=1, other=2)  # the output loop at unroll 1 (the w, b, y pointers
+# move every iteration): [12, 20]
+LOOP_V1 = {"stats": Mix(alu=3, fma=2, other=2), "variance": Mix(alu=3, fma=1, other=2),
+           "output": Mix(alu=8, fma=4, other=2)}  # float loops index with IMAD/VIADD
+LOOP_V1_THREAD_ROW = {"stats": Mix(alu=2, fma=2, other=1), "variance": Mix(alu=3, fma=2, other=1),
+                      "output": Mix(alu=4, fma=10, other=5)}  # a thread per row: x, w, b, y by IMAD
+PASS_ENTRY = Mix(alu=8, fma=3, other=3)  # a loop's entry: row pointer (IMAD, IMAD.WIDE), trip count, branch
+TAIL = Mix(alu=9, fma=3, other=1)  # the guarded last iteration's addresses (it always runs)
+TAIL_PER_VECTOR = Mix(alu=2)  # per vector of the guarded last iteration: index, compare
+REGISTER_PASS = Mix(alu=6, fma=1, other=2)  # per pass of the register cache: base addresses (w, b, y),
+# slice-complete test
+REGISTER_PER_VECTOR = Mix(alu=2)  # per slice vector and pass with memory: bounds compare and index
+REGISTER_RAGGED_OUTPUT = Mix(alu=3.5, other=4.5)  # per slice vector of the output pass when a float4
+# slice is not complete: each vector branched (BSSY, BRA, BSYNC), w and b addressed one by one (ULDC.64,
+# IADD3, IADD3.X)
+BRANCH_GUARD = Mix(alu=2, other=2)  # a guarded vector the compiler branches around: index, ISETP, BRA
+REDUCE_BLOCK = Mix(alu=5, other=3)  # block_row cross-warp step: the shared window (S2UR, UMOV, ULEA),
+# lane/warp index, shared address
+FINISH_ONE_PASS = Mix(alu=1, fma=4, sfu=1)  # mean (FMUL), mean^2, E[x^2] - mean^2 (FFMA), FMNMX, + eps, MUFU.RSQ
+FINISH_TWO_PASS = (Mix(fma=1), Mix(fma=1, sfu=1))  # mean (FMUL); then var * 1/cols + eps (FFMA), MUFU.RSQ
 SHUFFLE_LEVELS_WARP = 5  # butterfly over 32 lanes
 SECTOR_BYTES = 32  # the unit the L1 keeps between a thread_row loop's iterations (NVIDIA's sector)
 
@@ -87,17 +125,18 @@ FMA_PER_ELEMENT = {"sum": 1, "moments": 2, "deviation": 2, "output": 3}
 def lower(config: LayerNormConfig) -> TileProgram:
     """The tile program of ``config``: one kernel launch (see the module docstring)."""
     c = config
-    phases: list[Phase] = [Phase("setup", 1, Step(compute=(
-        Compute("int", SETUP_INT * c.warps), Compute("fma", SETUP_FMA * c.warps, chain=SETUP_FMA),
-        Compute("sfu", SETUP_SFU * c.warps, chain=SETUP_SFU))), warp_groups=c.warps)]
+    phases: list[Phase] = [Phase("setup", 1, Step(compute=tuple(_ops((SETUP + _loop_entries(c)) * c.warps,
+                                                                     fma_chain=SETUP.fma,
+                                                                     sfu_chain=SETUP.sfu))),
+                                 warp_groups=c.warps)]
     if c.passes == "one":
         phases += _pass(c, "stats", "moments")
-        phases += _reduce(c, "stats", values=2, finish_fma=FINISH_ONE_PASS_FMA, rsqrt=True, buffer=0)
+        phases += _reduce(c, "stats", values=2, finish=FINISH_ONE_PASS, buffer=0)
     else:
         phases += _pass(c, "stats", "sum")
-        phases += _reduce(c, "stats", values=1, finish_fma=FINISH_TWO_PASS_FMA[0], rsqrt=False, buffer=0)
+        phases += _reduce(c, "stats", values=1, finish=FINISH_TWO_PASS[0], buffer=0)
         phases += _pass(c, "variance", "deviation")
-        phases += _reduce(c, "variance", values=1, finish_fma=FINISH_TWO_PASS_FMA[1], rsqrt=True, buffer=1)
+        phases += _reduce(c, "variance", values=1, finish=FINISH_TWO_PASS[1], buffer=1)
     phases += _pass(c, "output", "output")
     n = counts(c)
     return TileProgram(
@@ -210,7 +249,9 @@ def _pass(c: LayerNormConfig, name: str, kind: str) -> list[Phase]:
     """The phases of one pass over the rows: a loop of full iterations and the guarded tail.
 
     Instructions of the guarded tail whose lanes are all out of the row are issued predicated
-    off: they access no memory and are counted with the integer instructions (issue slots)."""
+    off: they access no memory and take issue slots only. At unroll 1 the compiler branches around
+    the variance and output passes' single guarded vector instead (BSSY/BRA, or EXIT): a warp with
+    no lane in it skips its math and memory instructions and pays the guard only."""
     W = c.warps
     vb = c.vector * FLOAT_BYTES
     smem_row = c.reduce_smem_bytes  # the row cache follows the static reduction buffers
@@ -218,7 +259,9 @@ def _pass(c: LayerNormConfig, name: str, kind: str) -> list[Phase]:
     for suffix, trips, chunk, first, iters in _iterations(c):
         per_thread = c.slice_vectors if c.cache == "registers" else c.unroll * iters
         elems = per_thread * c.vector
-        fma = Compute("fma", FMA_PER_ELEMENT[kind] * elems * W,
+        branched = suffix == "_tail" and c.unroll == 1 and name in ("variance", "output") and c.cache != "registers"
+        vectors = _active_vectors(c, first, per_thread) if branched else per_thread * W  # whose math is issued
+        fma = Compute("fma", FMA_PER_ELEMENT[kind] * c.vector * vectors,
                       chain={"sum": elems, "moments": elems, "deviation": elems + 1, "output": 3 * iters}[kind])
         width = max(0, min(iters * c.step_vectors, c.row_vectors - first))  # vectors of a row in this step
         tile_bytes = c.rows_per_block * width * vb
@@ -241,37 +284,70 @@ def _pass(c: LayerNormConfig, name: str, kind: str) -> list[Phase]:
                 else:
                     stores.append(GlobalStore(TileRef("y", ("bx", chunk), tile_bytes), instr, repeat=rep))
             issued += len(instr) * rep
-        predicated_off = len(_streams(c, name, kind)) * per_thread * W - issued
-        ints = Compute("int", _int_count(c, name, kind, suffix) * iters * W + predicated_off)
-        step = Step(loads=tuple(loads), shared_loads=tuple(shared_loads), compute=(fma, ints), stores=tuple(stores))
+        predicated_off = 0 if branched else len(_streams(c, name, kind)) * per_thread * W - issued
+        book = (BRANCH_GUARD if branched else _bookkeeping(c, name, kind, suffix)) * (iters * W) + Mix(other=predicated_off)
+        step = Step(loads=tuple(loads), shared_loads=tuple(shared_loads), compute=(fma, *_ops(book)),
+                    stores=tuple(stores))
         phases.append(Phase(f"{name}{suffix}", trips, step, warp_groups=W))
     return phases
 
 
-def _int_count(c: LayerNormConfig, name: str, kind: str, suffix: str) -> float:
-    """Integer and control instructions per warp of one step (see the constants)."""
+def _active_vectors(c: LayerNormConfig, first: int, per_thread: int) -> int:
+    """Per block, the warp vector instructions of an iteration that have a lane in the row."""
+    if first >= c.row_vectors:
+        return 0
+    instr, rep = _block_instructions(c, first, per_thread, row_major=True, origin_vector=first)
+    return len(instr) * rep
+
+
+def _ops(mix: Mix, *, fma_chain: float = 0, sfu_chain: float = 0) -> list:
+    """The Compute operations of ``mix`` (zero classes left out)."""
+    ops = []
+    if mix.fma:
+        ops.append(Compute("fma", mix.fma, chain=fma_chain))
+    if mix.alu:
+        ops.append(Compute("int", mix.alu))
+    if mix.sfu:
+        ops.append(Compute("sfu", mix.sfu, chain=sfu_chain))
+    if mix.other:
+        ops.append(Compute(ISSUE_ONLY_PIPE, mix.other))
+    return ops
+
+
+def _bookkeeping(c: LayerNormConfig, name: str, kind: str, suffix: str) -> Mix:
+    """Integer, address, compare and control instructions per warp of one step (see the constants)."""
     if c.cache == "registers":
         touches_memory = name == "stats" or kind == "output"
-        return REGISTER_PASS_INT + (REGISTER_INT_PER_VECTOR * c.slice_vectors if touches_memory else 0)
+        mix = REGISTER_PASS + (REGISTER_PER_VECTOR * c.slice_vectors if touches_memory else NONE)
+        if kind == "output" and c.vector == 4 and c.slice_vectors * c.row_threads > c.row_vectors:  # ragged
+            mix = mix + REGISTER_RAGGED_OUTPUT * c.slice_vectors
+        return mix
     if suffix == "_tail":
-        return PASS_INT + TAIL_INT_PER_VECTOR * c.unroll
+        return TAIL + TAIL_PER_VECTOR * c.unroll
+    if c.vector == 1:
+        return (LOOP_V1_THREAD_ROW if c.variant == "thread_row" else LOOP_V1)[name]
     if kind == "output" and c.unroll == 1:
-        return LOOP_INT_OUTPUT_UNROLL1[c.cache]
-    return LOOP_INT[(name, c.cache)]
+        return LOOP_OUTPUT_UNROLL1
+    return LOOP[(name, c.cache)]
 
 
-def _reduce(c: LayerNormConfig, name: str, *, values: int, finish_fma: int, rsqrt: bool, buffer: int) -> list[Phase]:
+def _loop_entries(c: LayerNormConfig) -> Mix:
+    """Per warp, the entries of the passes' loops (each pass with full iterations has one)."""
+    if c.cache == "registers" or not c.full_steps:
+        return NONE
+    return PASS_ENTRY * (3 if c.passes == "two" else 2)
+
+
+def _reduce(c: LayerNormConfig, name: str, *, values: int, finish: Mix, buffer: int) -> list[Phase]:
     """The row sum of ``values`` partial sums and the statistics computed from it."""
     W = c.warps
-    finish = [Compute("fma", finish_fma * W, chain=finish_fma)]
-    if rsqrt:
-        finish += [Compute("sfu", FINISH_SFU * W, chain=FINISH_SFU), Compute("int", FINISH_INT * W)]
+    fin = _ops(finish * W, fma_chain=finish.fma, sfu_chain=finish.sfu)
     if c.variant == "thread_row":
-        return [Phase(f"{name}_finish", 1, Step(compute=tuple(finish)), warp_groups=W)]
+        return [Phase(f"{name}_finish", 1, Step(compute=tuple(fin)), warp_groups=W)]
     warp_tree = [Shuffle(SHUFFLE_LEVELS_WARP * values * W, chain=SHUFFLE_LEVELS_WARP),
                  Compute("fma", SHUFFLE_LEVELS_WARP * values * W, chain=SHUFFLE_LEVELS_WARP)]
     if c.variant == "warp_row" or W == 1:
-        return [Phase(f"{name}_reduce", 1, Step(compute=tuple(warp_tree + finish)), warp_groups=W)]
+        return [Phase(f"{name}_reduce", 1, Step(compute=tuple(warp_tree + fin)), warp_groups=W)]
     levels = int(math.log2(W))
     base = buffer * 2 * W * FLOAT_BYTES
     store = tuple(WarpAccess((base + n * W * FLOAT_BYTES,) + (None,) * (WARP_LANES - 1)) for n in range(values))
@@ -281,6 +357,6 @@ def _reduce(c: LayerNormConfig, name: str, *, values: int, finish_fma: int, rsqr
                  shared_loads=(SharedAccess(load, repeat=W),),
                  compute=(Shuffle(levels * values * W, chain=levels),
                           Compute("fma", levels * values * W, chain=levels),
-                          Compute("int", REDUCE_BLOCK_INT * W), *finish))
+                          *_ops(REDUCE_BLOCK * W), *fin))
     return [Phase(f"{name}_warp_reduce", 1, Step(compute=tuple(warp_tree)), warp_groups=W),
             Phase(f"{name}_block_reduce", 1, cross)]
