@@ -71,7 +71,7 @@ from tilesim.program import (
 )
 
 # ---- per-warp instruction counts from the SASS (see the module docstring) -------------------------
-ISSUE_ONLY_PIPE = "other" if "other" in COMPUTE_PIPES else "int"
+ISSUE_ONLY_PIPE = "issue" if "issue" in COMPUTE_PIPES else "int"
 """Where instructions that use no modelled pipe go (uniform datapath, branches, constant loads):
 an issue-only class once the tile program has one; until then the integer pipe (which they then
 over-load by the share they have, 10-20% of its count in these kernels)."""
