@@ -148,10 +148,10 @@ def test_traffic_edges_clipped_and_beta():
     assert t.smem_store_bytes == 12 * 7 * 512 * 4
 
 
-def test_traffic_fp16_and_frozen():
-    t = gemm_traffic(GemmConfig(256, 256, 256, variant="reg2d", bm=64, bn=64, bk=8, tm=4, tn=4,
-                                dtype="bf16"))
-    assert t.elem_bytes == 2 and t.hbm_a_bytes == 256 * 256 * 2
+def test_traffic_bytes_and_frozen():
+    # GemmConfig is fp32 only (tensor-core GEMM is another family): 4-byte elements
+    t = gemm_traffic(GemmConfig(256, 256, 256, variant="reg2d", bm=64, bn=64, bk=8, tm=4, tn=4))
+    assert t.elem_bytes == 4 and t.hbm_a_bytes == 256 * 256 * 4
     with pytest.raises(dataclasses.FrozenInstanceError):
         t.flops = 0  # type: ignore[misc]
 

@@ -107,7 +107,8 @@ def test_simulate_exact_steps_every_step(runner):
     (["--hardware", "gpu9000"], ("hardware", "gpu9000", "h200")),
     (["--variant", "bogus"], ("variant", "bogus")),
     (["--pipeline", "cp_async", "--stages", "9"], ("stages",)),
-    (["--pipeline", "regs"], ("stages", "1")),  # the CLI guesses nothing: the config says what it needs
+    (["--pipeline", "regs", "--stages", "3"], ("GemmConfig.stages = 3", "2")),
+    (["--dtype", "fp16"], ("GemmConfig.dtype = 'fp16'", "fp32")),
     (["--m", "0"], ("GemmConfig.m",)),
     (["--bm", "big"], ("bm", "big", "integer")),
     (["--vectorize", "--variant", "naive"], ("vectorize", "naive")),
@@ -116,6 +117,16 @@ def test_simulate_exact_steps_every_step(runner):
 ])
 def test_simulate_bad_input_is_one_error_line_and_exit_2(runner, args, needles):
     _err(runner.invoke(cli, ["simulate", "gemm", *SMALL, *args]), *needles)
+
+
+def test_a_pipeline_without_stages_takes_the_default_stages(runner):
+    """README: `tilesim simulate gemm ... --pipeline regs` works (stages: 2 with a pipeline)."""
+    for pipe, label in (("regs", "regs2"), ("cp_async", "cp_async2")):
+        d = json.loads(_ok(runner.invoke(cli, ["simulate", "gemm", *SMALL, "--pipeline", pipe, "--json"])).stdout)
+        assert d["kernel"].endswith(label), d["kernel"]
+    d = json.loads(_ok(runner.invoke(cli, ["simulate", "gemm", *SMALL, "--pipeline", "cp_async", "--stages", "none",
+                                           "--json"])).stdout)
+    assert d["kernel"].endswith("cp_async2")
 
 
 def test_simulate_unknown_family_and_missing_problem_size(runner):
@@ -142,6 +153,15 @@ def test_families_lists_every_family_with_its_knobs(runner, toy):
         assert needle in out, needle
     one = _ok(runner.invoke(cli, ["families", "toy"])).stdout
     assert "toy" in one and "gemm" not in one and "threads per block" in one
+
+
+def test_families_gemm_documents_every_knob(runner):
+    out = _ok(runner.invoke(cli, ["families", "gemm"])).stdout
+    for needle in ("block tile rows", "register-prefetch", "naive_uncoalesced, naive, smem", "none, regs, cp_async",
+                   "fp32 only", "1 without a pipeline"):
+        assert needle in " ".join(out.replace("│", " ").split()), needle
+    help_text = " ".join(_ok(runner.invoke(cli, ["simulate", "gemm", "--help"])).stdout.split())
+    assert "warp tile rows (warp); must divide bm; default: 64" in help_text
 
 
 def test_families_unknown_name(runner):
@@ -324,9 +344,12 @@ def test_validate_run_and_ncu_build_the_harness_argv(runner, monkeypatch):
     _fake(monkeypatch, "validation.harness.suite", "main", calls)
     _fake(monkeypatch, "validation.harness.runners", "available", [], rc=["gemm", "softmax"])
     _ok(runner.invoke(cli, ["validate", "run", "--family", "gemm", "--family", "softmax", "--only", "reg2d",
-                            "--limit", "3", "--out", "r", "--reps", "5", "--no-flush", "--fresh"]))
-    assert calls == [(["gemm", "softmax", "--out", "r", "--only", "reg2d", "--limit", "3", "--fresh",
-                       "--reps", "5", "--no-flush"],)]
+                            "--limit", "3", "--reps", "5", "--no-flush", "--fresh"]))
+    assert calls == [(["gemm", "softmax", "--only", "reg2d", "--limit", "3", "--fresh", "--reps", "5",
+                       "--no-flush"],)]
+    calls.clear()
+    _ok(runner.invoke(cli, ["validate", "run", "--family", "softmax", "--out", "r"]))
+    assert calls == [(["softmax", "--out", "r"],)]
     calls.clear()
     _ok(runner.invoke(cli, ["validate", "run"]))  # every family with a runner
     assert calls == [(["gemm", "softmax"],)]
@@ -353,11 +376,51 @@ def test_validate_report_forwards_options(runner, monkeypatch, tmp_path):
     _err(runner.invoke(cli, ["validate", "report", "-j", "0"]), "-j", "0")
 
 
-def test_validate_calibrate_forwards_and_keeps_the_exit_status(runner, monkeypatch):
+def test_validate_calibrate_forwards_and_keeps_the_exit_status(runner, monkeypatch, tmp_path):
     calls = []
     _fake(monkeypatch, "validation.calibration.calibrate", "main", calls, rc=3)
-    res = runner.invoke(cli, ["validate", "calibrate", "--out", "c", "--from-json", "x.json", "--no-profile"])
-    assert calls == [(["--out", "c", "--from-json", "x.json", "--no-profile"],)] and res.exit_code == 3
+    recorded = tmp_path / "x.json"
+    recorded.write_text("{}")
+    res = runner.invoke(cli, ["validate", "calibrate", "--out", "c", "--from-json", str(recorded), "--no-profile"])
+    assert calls == [(["--out", "c", "--from-json", str(recorded), "--no-profile"],)] and res.exit_code == 3
+
+
+def test_validate_out_or_suite_need_one_family_and_files_must_exist(runner, monkeypatch, tmp_path):
+    calls = []
+    _fake(monkeypatch, "validation.harness.suite", "main", calls)
+    _fake(monkeypatch, "validation.harness.runners", "available", [], rc=["gemm", "softmax"])
+    _err(runner.invoke(cli, ["validate", "run", "--out", "x"]), "--out", "exactly one --family", "gemm, softmax")
+    _err(runner.invoke(cli, ["validate", "ncu", "--family", "gemm", "--suite", str(tmp_path / "no.toml")]),
+         "--suite", "does not exist")
+    _err(runner.invoke(cli, ["validate", "calibrate", "--from-json", str(tmp_path / "no.json")]),
+         "--from-json", "does not exist")
+    assert calls == []
+
+
+def test_validate_harness_errors_are_one_line(runner, monkeypatch):
+    def broken(argv):
+        raise FileNotFoundError(2, "No such file or directory", "calibration.json")
+
+    mod = types.ModuleType("validation.calibration.calibrate")
+    mod.main = broken
+    monkeypatch.setitem(sys.modules, "validation.calibration.calibrate", mod)
+    _err(runner.invoke(cli, ["validate", "calibrate"]), "calibration.json")
+
+
+def test_validate_gpu_commands_say_they_need_a_gpu_in_one_line():
+    """The real harness, no fakes: without CuPy (or a device) run, ncu and calibrate exit 2 with one line."""
+    import subprocess
+
+    from validation.harness.suite import gpu_available
+
+    if gpu_available() is None:
+        pytest.skip("a GPU is usable here")
+    for cmd in (["run", "--family", "gemm", "--limit", "1"], ["ncu", "--family", "gemm", "--limit", "1"],
+                ["calibrate"]):
+        p = subprocess.run([sys.executable, "-m", "tilesim.cli", "validate", *cmd], capture_output=True, text=True,
+                           cwd=Path(__file__).resolve().parents[1])
+        lines = p.stderr.strip().splitlines()
+        assert p.returncode == 2 and len(lines) == 1 and "needs CuPy and an NVIDIA GPU" in lines[0], (cmd, p.stderr)
 
 
 def test_validate_without_the_validation_package_is_one_error_line(runner, monkeypatch):

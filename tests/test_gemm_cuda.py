@@ -61,7 +61,10 @@ def test_kernel_name_encodes_knobs():
 
 
 def test_non_fp32_is_rejected():
-    cfg = GemmConfig(m=64, n=64, k=64, variant="naive", bm=8, bn=32, dtype="fp16")
+    with pytest.raises(ValueError, match="dtype"):  # GemmConfig refuses it up front
+        GemmConfig(m=64, n=64, k=64, variant="naive", bm=8, bn=32, dtype="fp16")
+    cfg = GemmConfig(m=64, n=64, k=64, variant="naive", bm=8, bn=32)
+    object.__setattr__(cfg, "dtype", "fp16")  # and the runner checks again
     with pytest.raises(ValueError, match="dtype"):
         g.kernel_source(cfg)
     with pytest.raises(ValueError, match="dtype"):

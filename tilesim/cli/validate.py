@@ -43,6 +43,8 @@ def _families_or_all(families: tuple[str, ...]) -> list[str]:
 def _selection_argv(families, results, gpu, out, suite, only, shape, limit, fresh) -> list[str]:
     """The harness's selection arguments (validation.harness.suite.add_selection_args)."""
     argv = _families_or_all(families)
+    if (out or suite) and len(argv) != 1:
+        fail(f"--out and --suite need exactly one --family (selected: {', '.join(argv)})")
     for flag, value in (("--results", results), ("--gpu", gpu), ("--out", out), ("--suite", suite),
                         ("--only", only), ("--shape", shape), ("--limit", limit)):
         if value is not None:
@@ -56,7 +58,7 @@ def _forward(module: str, argv: list[str]) -> None:
     fn = _validation_fn(module, "main")
     try:
         rc = fn(argv)
-    except ValueError as e:
+    except (ValueError, OSError) as e:  # bad input or a file that cannot be read: one line, no traceback
         fail(str(e))
     _exit_with(rc)
 
@@ -71,7 +73,7 @@ def _selection_options(f):
         click.option("--gpu", default=None, help="name of the results directory [default: from the device]"),
         click.option("--out", type=click.Path(file_okay=False), default=None,
                      help="output folder (one family only) [default: <results>/<family>]"),
-        click.option("--suite", type=click.Path(dir_okay=False), default=None,
+        click.option("--suite", type=click.Path(exists=True, dir_okay=False), default=None,
                      help="suite TOML (one family only) [default: validation/families/<family>/suite.toml]"),
         click.option("--only", default=None, help="only configurations whose label contains TEXT"),
         click.option("--shape", default=None, help="only one problem size, e.g. 4096x4096x4096"),
@@ -138,7 +140,7 @@ def validate_report(families, results, csv_path, plot_path, hardware, modes, sum
         kwargs["modes"] = tuple(modes)
     try:
         rc = fn(list(families) or None, results, hardware, **kwargs)
-    except ValueError as e:
+    except (ValueError, OSError) as e:
         fail(str(e))
     _exit_with(rc)
 
@@ -150,7 +152,7 @@ def validate_report(families, results, csv_path, plot_path, hardware, modes, sum
               help="calibrated profile to write [default: tilesim/hardware/calibrated/<gpu>.toml]")
 @click.option("--no-profile", is_flag=True, help="only write calibration.json")
 @click.option("--runs", type=click.IntRange(min=1), default=None, help="runs per benchmark")
-@click.option("--from-json", type=click.Path(dir_okay=False), default=None,
+@click.option("--from-json", type=click.Path(exists=True, dir_okay=False), default=None,
               help="rebuild the profile from a recorded calibration.json (no GPU needed)")
 def validate_calibrate(out, profile, no_profile, runs, from_json) -> None:
     """Run the microbenchmarks and write a calibrated hardware profile (needs a GPU, except --from-json)."""

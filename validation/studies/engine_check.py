@@ -1,17 +1,21 @@
 """The engine against its own microbenchmarks (CPU): can it predict the loops it was calibrated on?
 
-``validation/kernels/microbench.cu`` has register-tiled inner loops fed from shared memory
+``validation/calibration/microbench.cu`` has register-tiled inner loops fed from shared memory
 (``lds_outer_<TM>x<TN>``: 8 rounds per iteration, each loading TM values of A and TN of B with
 16-byte shared loads and doing TM x TN FFMA) and the same with a non-pipelined GEMM k-step's staging
 (``staged_outer_*``: barrier, the block's next tiles stored, barrier), and with those tiles first
 loaded from global memory, the block's own lines, L2 hits (``gstaged_outer_*``), as a non-pipelined
 GEMM's k-step, with A by 16-byte or by 4-byte loads and stores (``sgstaged_outer_*``, as the
-non-vectorized GEMMs). ``calibrate.py --lds-outer`` and ``--staged-outer`` recorded their issue rates. Here each is written as a
-:class:`~tilesim.program.TileProgram` (one iteration = one k-step; the SASS loop's instruction count
-as recorded) and simulated; the table compares the engine's warp instructions per clock per SM with
-the measured ones.
+non-vectorized GEMMs), and with a new tile from HBM every k-step (``dgstaged_outer_*``; loaded a
+k-step ahead, ``pdgstaged_outer_*``; block regions padded, ``xdgstaged_outer_*``).
+``python -m validation.calibration.calibrate --lds-outer`` and ``--staged-outer`` recorded their issue
+rates. Here each is written as a :class:`~tilesim.program.TileProgram` (tile program v2: one phase
+whose step is one loop iteration, a k-step of 8 rounds, with the benchmark's lane offsets; the
+engine's cost model derives wavefronts, sectors and the critical path; the SASS loop's instruction
+count as recorded) and simulated; the table compares the engine's warp instructions per clock per
+SM with the measured ones.
 
-``python -m validation.studies.engine_check`` prints it.
+``python -m validation.studies.engine_check`` prints it (``--results DIR``: other recorded JSON).
 """
 
 from __future__ import annotations
@@ -19,20 +23,22 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from tilesim import hardware
-from tilesim.cost.access import l1_cycles, smem_wavefronts
+from tilesim.cost import step_cost
 from tilesim.engine import simulate_program
 from tilesim.program import (
     Compute,
-    Epilogue,
-    GlobalAccess,
-    KStep,
+    GlobalLoad,
     Launch,
+    Phase,
     SharedAccess,
+    Step,
     TileProgram,
     TileRef,
+    WarpAccess,
 )
 from validation.calibration.calibrate import STAGED_VARIANTS
 from validation.harness.suite import recorded_dir
@@ -42,6 +48,15 @@ DEFAULT_DIR = recorded_dir("calibration")
 ROUNDS = 8  # rounds (k values) per loop iteration in microbench.cu
 ITERS = 2000
 SMEM_PER_SM_BYTES = 227 * 1024  # what the benchmarks divide among the blocks of an SM
+LANES = 32
+F4 = 16  # bytes of a float4
+
+
+def _warp(offsets, width: int, shared: bool = False) -> WarpAccess:
+    """One warp instruction; ``shared``: the data lands at the same offsets in shared memory (the
+    benchmarks' tiles are laid out alike in global and shared memory)."""
+    offs = tuple(offsets)
+    return WarpAccess(offs, width, offs if shared else None)
 
 
 def outer_program(hw, tm: int, tn: int, warps: int, blocks_per_sm: int, instr_per_iter: float,
@@ -51,53 +66,65 @@ def outer_program(hw, tm: int, tn: int, warps: int, blocks_per_sm: int, instr_pe
     ``staged_outer_<tm>x<tn>`` with ``blocks_per_sm`` blocks of ``warps`` warps; ``global_tiles``:
     ``gstaged_outer``, whose tiles are loaded each k-step from the block's own lines (L2 hits);
     ``scalar``: ``sgstaged_outer``, A by 4-byte loads and stores; ``stream``: ``dgstaged_outer``, a new
-    tile every k-step (HBM reads); ``prefetch``: ``pdgstaged_outer``, that tile loaded a k-step ahead."""
+    tile every k-step (HBM reads); ``prefetch``: ``pdgstaged_outer``, that tile loaded a k-step ahead.
+
+    One step is one loop iteration (a k-step of 8 rounds), written with the lane offsets of
+    ``microbench.cu``; the engine's cost model derives wavefronts, sectors and the critical path
+    (the shared-load latency, the barriers and the FFMA chain of the 8 rounds). The instructions
+    the SASS loop has beyond the loads, stores, barriers and FFMA are integer work.
+    """
+    threads = LANES * warps
     aw = (warps if staged else 32) * 4 * tm  # A row length in floats, as in microbench.cu
     bw = 8 * tn
-    banks, width = hw.smem_banks, hw.smem_bank_width_bytes
-    lds_instr = lds_wave = 0.0
-    for w in range(warps):
-        for k in range(ROUNDS):
-            for i in range(0, tm, 4):  # A fragment: lanes l share row group l // 8
-                addrs = [(k * aw + (w * 4 + lane // 8) * tm + i) * 4 for lane in range(32)]
-                lds_instr += 1
-                lds_wave += smem_wavefronts(addrs, 16, banks, width)
-            for j in range(0, tn, 4):  # B fragment: lane l reads columns (l % 8) * tn ..
-                addrs = [(16 * aw + k * bw + (lane % 8) * tn + j) * 4 for lane in range(32)]
-                lds_instr += 1
-                lds_wave += smem_wavefronts(addrs, 16, banks, width)
+    b_base = 16 * aw * 4  # Bs follows the 16 rows of As
+    # the inner loop's shared loads, warp 0's (the other warps' are the same shifted by a multiple of
+    # 16 bytes: the same wavefronts): per round, A fragments (lanes l share row group l // 8) and
+    # B fragments (lane l reads columns (l % 8) * tn ..), 16 bytes each
+    frag = []
+    for k in range(ROUNDS):
+        for i in range(0, tm, 4):
+            frag.append(_warp(((k * aw + (lane // 8) * tm + i) * 4 for lane in range(LANES)), F4))
+        for j in range(0, tn, 4):
+            frag.append(_warp((b_base + (k * bw + (lane % 8) * tn + j) * 4 for lane in range(LANES)), F4))
+    shared_loads = (SharedAccess(tuple(frag), repeat=warps),)
     ffma = ROUNDS * tm * tn * warps
-    stores = SharedAccess()
-    if staged:  # each thread stores tm/4 float4 of A (tm floats when scalar); 2*tn threads one float4 of B
-        a_st = tm * warps if scalar else (tm // 4) * warps
-        b_st = -(-2 * tn // 32)
-        stores = SharedAccess(bytes=(ROUNDS * aw + ROUNDS * bw) * 4, instructions=a_st + b_st,
-                              wavefronts=(1 if scalar else 4) * a_st + 4 * b_st)
+    # the k-step's staging: each thread tm/4 float4 of A (tm floats by 4-byte accesses when scalar) at
+    # consecutive addresses, threads 0 .. 2*tn-1 one float4 of B; from registers (staged_outer) or
+    # loaded first from global memory (the block's own lines) through registers (global_tiles)
+    a_width = 4 if scalar else F4
+    a_instr = [_warp(((q * threads + w * LANES + lane) * a_width for lane in range(LANES)), a_width,
+                     shared=True)
+               for q in range(tm if scalar else tm // 4) for w in range(warps)]
+    b_active = 2 * tn
+    b_instr = [_warp((lane * F4 if lane < b_active else None for lane in range(LANES)), F4, shared=True)]
     loads: tuple = ()
-    if global_tiles:  # 16-byte L2 loads of the block's own lines: A (tm/4 per thread), B (2 tn threads)
-        width = 4 if scalar else 16
-        a_instr, b_instr = (tm // 4) * warps * (4 if scalar else 1), -(-2 * tn // 32)
-        a_bytes, b_bytes = a_instr * 32 * width, 2 * tn * 16
-        a_l1 = a_instr * l1_cycles([lane * width for lane in range(32)], width, hw)
-        b_l1 = b_instr * l1_cycles([lane * 16 for lane in range(2 * tn)], 16, hw)
+    shared_stores: tuple = ()
+    if global_tiles:
+        a_bytes, b_bytes = (tm if scalar else tm // 4) * threads * a_width, b_active * F4
         coords = ("bx", "k") if stream else ("bx",)
-        loads = (GlobalAccess(TileRef("A", coords, a_bytes), a_bytes, a_bytes / hw.sector_bytes, a_l1, a_instr,
-                              dest="shared"),
-                 GlobalAccess(TileRef("B", coords, b_bytes), b_bytes, b_bytes / hw.sector_bytes, b_l1, b_instr,
-                              dest="shared"))
-    other = max(0.0, instr_per_iter * warps - ffma - lds_instr - stores.instructions
-                - sum(ld.instructions for ld in loads))
-    crit = hw.smem_latency_cycles * (3 if staged else 1) + ROUNDS * 4
-    step = KStep(loads=loads, smem_stores=stores,
-                 smem_loads=SharedAccess(bytes=int(lds_instr * 512), instructions=lds_instr, wavefronts=lds_wave),
-                 compute=Compute(ffma=ffma, other=other, critical_path_cycles=crit, rounds=ROUNDS),
-                 barriers=2 if staged else 0)
+        b_glob = [WarpAccess(tuple(None if o is None else a_bytes + o for o in w.offsets), F4,
+                             tuple(None if o is None else b_base + o for o in w.offsets)) for w in b_instr]
+        loads = (GlobalLoad(TileRef("A", coords, a_bytes), tuple(a_instr), dest="shared"),
+                 GlobalLoad(TileRef("B", coords, b_bytes), tuple(b_glob), dest="shared"))
+    elif staged:
+        b_st = [WarpAccess(tuple(None if o is None else b_base + o for o in w.offsets), F4) for w in b_instr]
+        shared_stores = (SharedAccess(tuple(WarpAccess(w.offsets, w.width_bytes) for w in a_instr) + tuple(b_st)),)
+    barriers = 2 if staged else 0
+    fma = Compute("fma", ffma, chain=ROUNDS)
+    step = Step(loads=loads, shared_stores=shared_stores, barriers=barriers, shared_loads=shared_loads,
+                compute=(fma,), rounds=ROUNDS)
+    # the SASS loop's instructions beyond what the cost model counts (loads, their shared stores,
+    # shared loads, barriers, FFMA) are integer work: loop, address and predicate arithmetic
+    other = max(0.0, instr_per_iter * warps - step_cost(step, hw, warps).issue)
+    step = replace(step, compute=(fma, Compute("int", other)))
     smem = SMEM_PER_SM_BYTES // blocks_per_sm - 2048
-    return TileProgram(name=f"{'d' if stream else ''}{'g' if global_tiles else ''}{'staged' if staged else 'lds'}_outer_{tm}x{tn}",
-                       launch=Launch(grid=(hw.sm_count * blocks_per_sm, 1, 1), threads_per_block=32 * warps,
+    name = f"{'d' if stream else ''}{'g' if global_tiles else ''}{'staged' if staged else 'lds'}_outer_{tm}x{tn}"
+    return TileProgram(name=name,
+                       launch=Launch(grid=(hw.sm_count * blocks_per_sm, 1, 1), threads_per_block=threads,
                                      regs_per_thread=64, smem_bytes_per_block=smem),
-                       iterations=iters, step=step, epilogue=Epilogue(), flops=2.0 * ffma * iters,
-                       warp_groups=1 if staged else warps, pipeline_depth=2 if prefetch else 1)
+                       phases=(Phase("k-loop", iters, step, pipeline_depth=2 if prefetch else 1,
+                                     warp_groups=1 if staged else warps),),
+                       flops=2.0 * LANES * ffma * iters)
 
 
 def check(results: Path = DEFAULT_DIR, hw=None) -> list[dict]:
@@ -121,7 +148,7 @@ def check(results: Path = DEFAULT_DIR, hw=None) -> list[dict]:
     for name, r, tm, tn, warps, per_sm, flags in cases:
         prog = outer_program(hw, tm, tn, warps, per_sm, r["instr_per_iter"], iters=r.get("iters", ITERS), **flags)
         res = simulate_program(prog, hw)
-        engine = warps * per_sm * prog.iterations * r["instr_per_iter"] / (res.time_s * hw.sm_clock_hz)
+        engine = warps * per_sm * prog.phases[0].trips * r["instr_per_iter"] / (res.time_s * hw.sm_clock_hz)
         rows.append({"case": name, "blocks_per_sm": res.blocks_per_sm, "warps_per_block": warps,
                      "measured": r["value"], "engine": engine, "error": engine / r["value"] - 1})
     return rows

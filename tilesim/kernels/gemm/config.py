@@ -17,7 +17,11 @@ Variants (the classic optimisation ladder), with the knobs each one reads:
 Orthogonal knobs for the shared-memory variants: ``vectorize`` (16-byte global loads and A stored
 transposed in shared memory; reg2d and warp only), ``smem_pad`` (elements of padding per shared
 row), ``pipeline`` ("none", "regs" = register-prefetch double buffering with two shared buffers,
-"cp_async" = a ``stages``-deep asynchronous-copy pipeline, 2..4 stages).
+"cp_async" = a ``stages``-deep asynchronous-copy pipeline, 2..4 stages). ``stages`` left out (None)
+is 1 without a pipeline and 2 with one; the configuration stores the resolved number.
+
+The family is the fp32 FFMA ladder: ``dtype`` must be "fp32" (tensor-core GEMMs in fp16, bf16 or
+tf32 are another family).
 
 Every rule is checked in ``__post_init__`` and a broken one raises ``ValueError`` naming the field,
 the value and the limit. Hardware limits (threads, registers, shared memory) are checked by
@@ -27,54 +31,93 @@ the value and the limit. Hardware limits (threads, registers, shared memory) are
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
+
+from tilesim.analytic.occupancy import occupancy
 
 VARIANTS = ("naive_uncoalesced", "naive", "smem", "reg1d", "reg2d", "warp")
 STAGED = ("smem", "reg1d", "reg2d", "warp")
 PIPELINES = ("none", "regs", "cp_async")
-DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+STAGES = (1, 2, 3, 4)
+#: stages when ``stages`` is left out: 1 without a pipeline, double buffering with one
+DEFAULT_STAGES = {"none": 1, "regs": 2, "cp_async": 2}
+#: element bytes per dtype: fp32 only (the FFMA ladder; tensor-core GEMM is another family)
+DTYPE_BYTES = {"fp32": 4}
+MAX_SMEM_PAD = 32
 
 
-def _require(cond: bool, field: str, value, rule: str) -> None:
+def _require(cond: bool, name: str, value, rule: str) -> None:
     if not cond:
-        raise ValueError(f"GemmConfig.{field} = {value!r}: {rule}")
+        raise ValueError(f"GemmConfig.{name} = {value!r}: {rule}")
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_real(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _doc(default, doc: str, choices: tuple = ()):
+    return field(default=default, metadata={"doc": doc, "choices": choices})
 
 
 @dataclass(frozen=True)
 class GemmConfig:
     """One GEMM problem and tiling. Sizes in elements; see the module docstring for the knobs."""
 
-    m: int
-    n: int
-    k: int
-    variant: str = "reg2d"
-    bm: int = 128
-    bn: int = 128
-    bk: int = 8
-    tm: int = 8
-    tn: int = 8
-    wm: int = 64
-    wn: int = 64
-    wniter: int = 4
-    vectorize: bool = False
-    smem_pad: int = 0
-    pipeline: str = "none"
-    stages: int = 1
-    dtype: str = "fp32"
-    alpha: float = 1.0
-    beta: float = 0.0
-    regs_per_thread: int | None = None
+    m: int = field(metadata={"doc": "rows of A and C (the problem size)"})
+    n: int = field(metadata={"doc": "columns of B and C (the problem size)"})
+    k: int = field(metadata={"doc": "columns of A, rows of B (the problem size)"})
+    variant: str = _doc("reg2d", "the kernel of the ladder: naive_uncoalesced / naive (one output per "
+                                 "thread), smem (shared-memory tiled), reg1d / reg2d (1-D / 2-D register "
+                                 "tiling), warp (warp tiling); see the module docstring", VARIANTS)
+    bm: int = _doc(128, "block tile rows (of C); the naive kernels' block is bm x bn threads")
+    bn: int = _doc(128, "block tile columns (of C)")
+    bk: int = _doc(8, "k-tile depth staged in shared memory per k-step (smem, reg1d, reg2d, warp)")
+    tm: int = _doc(8, "outputs per thread along M (reg1d, reg2d, warp); must divide bm")
+    tn: int = _doc(8, "outputs per thread along N (reg2d, warp); must divide bn")
+    wm: int = _doc(64, "warp tile rows (warp); must divide bm")
+    wn: int = _doc(64, "warp tile columns (warp); must divide bn")
+    wniter: int = _doc(4, "warp sub-tile iterations along N (warp); wmiter follows from "
+                          "wm*wn / (32*tm*tn*wniter)")
+    vectorize: bool = _doc(False, "16-byte global loads and A stored transposed in shared memory "
+                                  "(reg2d and warp; bk, bn, k and n multiples of 4)")
+    smem_pad: int = _doc(0, f"elements of padding per shared-memory row (0..{MAX_SMEM_PAD}; shared-memory "
+                            "variants)")
+    pipeline: str = _doc("none", "none; regs = register-prefetch double buffering (two shared buffers); "
+                                 "cp_async = a stages-deep asynchronous-copy pipeline (shared-memory variants)",
+                         PIPELINES)
+    stages: int | None = _doc(None, "shared-memory buffers of the pipeline: 1 with pipeline none, 2 with "
+                                    "regs, 2..4 with cp_async; None: 1 without a pipeline, 2 with one",
+                              STAGES)
+    dtype: str = _doc("fp32", "element type: fp32 only (this family is the FP32 FFMA ladder; tensor-core "
+                              "GEMM is another family)", tuple(DTYPE_BYTES))
+    alpha: float = _doc(1.0, "C = alpha * A @ B + beta * C: the scale of the product (a finite number)")
+    beta: float = _doc(0.0, "the scale of the old C (a finite number); nonzero: C is read as well as written")
+    regs_per_thread: int | None = _doc(None, "registers per thread (override of the estimate, e.g. the "
+                                             "compiler's count); None: estimated_regs")
 
     def __post_init__(self) -> None:
         for f in ("m", "n", "k", "bm", "bn", "bk", "tm", "tn", "wm", "wn", "wniter"):
             v = getattr(self, f)
-            _require(isinstance(v, int) and not isinstance(v, bool) and v > 0, f, v, "must be a positive integer")
+            _require(_is_int(v) and v > 0, f, v, "must be a positive integer")
         _require(self.variant in VARIANTS, "variant", self.variant, f"must be one of {', '.join(VARIANTS)}")
-        _require(self.dtype in DTYPE_BYTES, "dtype", self.dtype, f"must be one of {', '.join(DTYPE_BYTES)}")
+        _require(self.dtype in DTYPE_BYTES, "dtype", self.dtype,
+                 "must be 'fp32': this family is the FP32 FFMA ladder (tensor-core GEMM in fp16/bf16/tf32 "
+                 "is another family)")
         _require(self.pipeline in PIPELINES, "pipeline", self.pipeline, f"must be one of {', '.join(PIPELINES)}")
-        _require(isinstance(self.smem_pad, int) and 0 <= self.smem_pad <= 32, "smem_pad", self.smem_pad, "must be an integer in 0..32")
+        if self.stages is None:  # resolved once: labels, rows and equality see the number
+            object.__setattr__(self, "stages", DEFAULT_STAGES[self.pipeline])
+        _require(_is_int(self.stages), "stages", self.stages, "must be an integer (or None for the default)")
+        _require(isinstance(self.vectorize, bool), "vectorize", self.vectorize, "must be True or False")
+        _require(_is_int(self.smem_pad) and 0 <= self.smem_pad <= MAX_SMEM_PAD, "smem_pad", self.smem_pad,
+                 f"must be an integer in 0..{MAX_SMEM_PAD}")
+        for f in ("alpha", "beta"):
+            _require(_is_real(getattr(self, f)), f, getattr(self, f), "must be a finite number")
         if self.regs_per_thread is not None:
-            _require(isinstance(self.regs_per_thread, int) and self.regs_per_thread > 0,
+            _require(_is_int(self.regs_per_thread) and self.regs_per_thread > 0,
                      "regs_per_thread", self.regs_per_thread, "must be a positive integer or None")
         v = self.variant
         if v not in STAGED:
@@ -98,8 +141,6 @@ class GemmConfig:
             _require(self.bn % 4 == 0, "bn", self.bn, "must be a multiple of 4 with vectorize")
             _require(self.k % 4 == 0 and self.n % 4 == 0, "k" if self.k % 4 else "n",
                      self.k if self.k % 4 else self.n, "must be a multiple of 4 with vectorize (16-byte aligned rows)")
-        if self.pipeline == "cp_async":
-            _require(self.dtype == "fp32" or self.vectorize, "pipeline", self.pipeline, "cp_async needs fp32 or vectorize")
         if v == "warp":
             _require(self.bm % self.wm == 0, "wm", self.wm, f"must divide bm = {self.bm}")
             _require(self.bn % self.wn == 0, "wn", self.wn, f"must divide bn = {self.bn}")
@@ -201,6 +242,9 @@ class GemmConfig:
         return 2.0 * self.m * self.n * self.k
 
     def with_(self, **changes) -> GemmConfig:
+        """A copy with ``changes``; a new ``pipeline`` without ``stages`` takes its default stages."""
+        if "pipeline" in changes and "stages" not in changes:
+            changes["stages"] = None
         return replace(self, **changes)
 
     def to_dict(self) -> dict:
@@ -227,8 +271,6 @@ class GemmConfig:
             parts.append(f"pad{self.smem_pad}")
         if self.pipeline != "none":
             parts.append(f"{self.pipeline}{self.stages}")
-        if self.dtype != "fp32":
-            parts.append(self.dtype)
         return "_".join(parts)
 
 
@@ -242,6 +284,14 @@ def check_fits(cfg: GemmConfig, hw) -> None:
     if cfg.smem_bytes > hw.smem_per_block_optin_bytes:
         raise ValueError(f"GemmConfig.smem_bytes = {cfg.smem_bytes} exceeds smem_per_block_optin_bytes = "
                          f"{hw.smem_per_block_optin_bytes} on {hw.name}")
+    what = "given" if cfg.regs_per_thread is not None else "estimated from the tile"
     if cfg.estimated_regs > hw.max_regs_per_thread:
-        raise ValueError(f"GemmConfig.regs_per_thread = {cfg.estimated_regs} (estimated from the tile) exceeds "
+        raise ValueError(f"GemmConfig.regs_per_thread = {cfg.estimated_regs} ({what}) exceeds "
                          f"max_regs_per_thread = {hw.max_regs_per_thread} on {hw.name}")
+    occ = occupancy(hw, cfg.threads, cfg.estimated_regs, cfg.smem_bytes)
+    if not occ.fits:  # within every per-block limit, yet no block is resident (e.g. the register file)
+        name, value = {"registers": ("regs_per_thread", f"{cfg.estimated_regs} ({what})"),
+                       "shared_memory": ("smem_bytes", cfg.smem_bytes)}.get(occ.limiter, ("threads", cfg.threads))
+        raise ValueError(f"GemmConfig.{name} = {value}: a block of {cfg.threads} threads, {cfg.estimated_regs} "
+                         f"registers per thread and {cfg.smem_bytes} B of shared memory does not fit on an SM "
+                         f"of {hw.name} (limited by {occ.limiter})")
