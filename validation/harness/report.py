@@ -12,7 +12,9 @@ Per mode: MAPE, mean signed error (bias: negative = predicts too fast), median a
 error, and per problem size the Spearman rank correlation and the top-1 regret (the measured time of
 the predicted-best configuration over the measured best, minus one). When ``counters.csv`` exists,
 the predicted DRAM bytes (read + write), L2 bytes, shared-memory wavefronts and warp instructions
-are compared with Nsight Compute's, configuration by configuration. Rows whose configuration the
+are compared with Nsight Compute's, configuration by configuration (L2 bytes: the sectors the SMs
+read and write, from ``diagnostics.csv`` where recorded, else ``lts__t_bytes``, which also counts
+the L2's DRAM fills and write-backs). Rows whose configuration the
 family cannot rebuild (e.g. GEMM's cuBLAS rows) are kept as ``references``.
 """
 
@@ -37,6 +39,11 @@ MODES = ("informed", "blind")
 COUNTERS = {"hbm_bytes": ("dram__bytes_read.sum", "dram__bytes_write.sum"), "l2_bytes": ("lts__t_bytes.sum",),
             "smem_wavefronts": ("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",),
             "instructions": ("smsp__inst_executed.sum",)}
+#: a better measure of a COUNTERS key where the results directory's diagnostics.csv has it: (metrics
+#: summed, scale). What the SMs ask of L2 is its sectors from the texture/L1 unit, read and written, x 32
+#: bytes; lts__t_bytes also counts the L2's own fills from and write-backs to DRAM.
+PREFERRED = {"l2_bytes": (("lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_write.sum"),
+                          32.0)}
 
 
 @dataclass(frozen=True)
@@ -227,12 +234,30 @@ def _metric(row: dict, metric: str) -> float:
 
 
 def _counter_index(family: str, results_dir: Path) -> tuple[dict, tuple[str, ...]]:
-    """counters.csv's ok rows keyed by the config columns it shares with times.csv."""
+    """counters.csv's ok rows keyed by the config columns it shares with times.csv, with the columns
+    of the same configuration's diagnostics.csv row (where there is one) added."""
     rows = suite.read_rows(Path(results_dir) / "counters.csv")
     if not rows:
         return {}, ()
     cols = tuple(c for c in suite.config_columns(family) if c in rows[0])
-    return {suite.row_key(r, cols): r for r in rows if r.get("status", "ok") in ("ok", "")}, cols
+    index = {suite.row_key(r, cols): r for r in rows if r.get("status", "ok") in ("ok", "")}
+    diag = Path(results_dir) / "diagnostics.csv"
+    for d in suite.read_rows(diag) if diag.exists() else ():
+        row = index.get(suite.row_key(d, cols))
+        if row is not None and d.get("status", "ok") in ("ok", ""):
+            for k, v in d.items():
+                row.setdefault(k, v)
+    return index, cols
+
+
+def _measured(row: dict, counter: str) -> float:
+    """Nsight Compute's value of a COUNTERS key: the PREFERRED metrics where the row has them all."""
+    pref = PREFERRED.get(counter)
+    if pref:
+        vals = [_metric(row, m) for m in pref[0]]
+        if not any(math.isnan(v) for v in vals):
+            return sum(vals) * pref[1]
+    return sum(_metric(row, m) for m in COUNTERS[counter])
 
 
 def compute_report(family: str, results_dir: str | Path | None = None, hardware: str | None = None, *,
@@ -316,7 +341,7 @@ def compute_report(family: str, results_dir: str | Path | None = None, hardware:
             continue
         comps.append(CounterComparison(
             fam.label(cfg), size, cfg, {k: float(getattr(res.traffic, k)) for k in COUNTERS},
-            {k: sum(_metric(c, m) for m in ms) for k, ms in COUNTERS.items()}))
+            {k: _measured(c, k) for k in COUNTERS}))
     return FamilyReport(family, hw.name, tuple(sorted(hw.calibrated)), rdir, predictions, tuple(comps),
                         tuple(skipped), tuple(references))
 
