@@ -26,6 +26,7 @@ class Channel:
         self.unit = unit
         self.rate_per_s = float(rate_per_s)
         self.reserved_per_s = 0.0
+        self._rate_now = self.rate_per_s  # effective_rate(), updated when a reservation changes
         self.next_free_s = 0.0
         self.amount = 0.0  # total units moved (requests plus reserved streams)
         self.busy_s = 0.0  # time the channel spent moving units (requests plus reserved share)
@@ -38,7 +39,7 @@ class Channel:
         if amount <= 0:
             return now_s
         start = self.next_free_s if self.next_free_s > now_s else now_s
-        finish = start + amount / self.effective_rate()
+        finish = start + amount / self._rate_now
         self.next_free_s = finish
         self.amount += amount
         self.busy_s += amount / self.rate_per_s
@@ -47,10 +48,12 @@ class Channel:
     def reserve(self, rate_per_s: float) -> None:
         """Take ``rate_per_s`` of the channel for a steady stream until :meth:`release`."""
         self.reserved_per_s += rate_per_s
+        self._rate_now = self.effective_rate()
 
     def release(self, rate_per_s: float, duration_s: float) -> None:
         """End a reservation that lasted ``duration_s``, counting what it moved."""
         self.reserved_per_s = max(0.0, self.reserved_per_s - rate_per_s)
+        self._rate_now = self.effective_rate()
         self.amount += rate_per_s * duration_s
         self.busy_s += rate_per_s * duration_s / self.rate_per_s
 

@@ -27,7 +27,7 @@ class L2Cache:
         self._t = [0.0]  # breakpoints of the clock: times, values, rates after them
         self._c = [0.0]
         self._r = [0.0]
-        self._last: dict = {}
+        self._last: dict = {}  # k-step -> {prefix: clock when last touched}
         self._ranges: dict = {}
 
     def clock(self, now_s: float) -> float:
@@ -50,7 +50,7 @@ class L2Cache:
             self._r.append(self.rate)
 
     def _last_touch(self, prefix, k: int, now_s: float) -> float | None:
-        last = self._last.get((prefix, k))
+        last = self._last.get(k, {}).get(prefix)
         for k0, k1, start, period in reversed(self._ranges.get(prefix, ())):
             if k0 <= k < k1:
                 t = start + (k - k0 + 1) * period
@@ -66,12 +66,58 @@ class L2Cache:
         if not hit:
             self._break(now_s, size_bytes)
             now_c += size_bytes
-        self._last[(prefix, k)] = now_c
+        self._last.setdefault(k, {})[prefix] = now_c
         return hit
+
+    def access_many(self, prefixes, k: int, size_bytes: int, now_s: float) -> list[int]:
+        """:meth:`access` for each of ``prefixes`` in turn (k-step ``k``, tiles of ``size_bytes``);
+        returns the positions of the misses. The same arithmetic as one call per tile, in one loop."""
+        last_of = self._last.get(k)
+        if last_of is None:
+            last_of = self._last[k] = {}
+        get = last_of.get
+        ranges = self._ranges
+        ranges_of = ranges.get
+        clock_at = self._clock_at
+        cap = self.capacity_bytes
+        t, c, r = self._t, self._c, self._r
+        now_c = c[-1] + r[-1] * (now_s - t[-1])  # self.clock(now_s), kept up to date below
+        broke = False
+        misses = []
+        for j, prefix in enumerate(prefixes):
+            last = get(prefix)
+            if ranges:
+                for k0, k1, start, period in reversed(ranges_of(prefix, ())):
+                    if k0 <= k < k1:
+                        tt = start + (k - k0 + 1) * period
+                        cc = now_c if tt >= now_s else clock_at(tt)
+                        if last is None or cc > last:
+                            last = cc
+                        break
+            if last is None or now_c - last + size_bytes > cap:
+                # a miss: the clock jumps by the tile (what _break(now_s, size_bytes) does)
+                now_c += size_bytes
+                if broke or t[-1] == now_s:
+                    c[-1], r[-1] = now_c, self.rate
+                else:
+                    t.append(now_s)
+                    c.append(now_c)
+                    r.append(self.rate)
+                broke = True
+                misses.append(j)
+            last_of[prefix] = now_c
+        return misses
+
+    def mark_many(self, prefixes, k: int, now_s: float) -> None:
+        """:meth:`mark` for each of ``prefixes`` (k-step ``k``)."""
+        c = self.clock(now_s)
+        last_of = self._last.setdefault(k, {})
+        for prefix in prefixes:
+            last_of[prefix] = c
 
     def mark(self, prefix, k: int, now_s: float) -> None:
         """Note that a tile was just written: it is resident (its bytes are counted by :meth:`write`)."""
-        self._last[(prefix, k)] = self.clock(now_s)
+        self._last.setdefault(k, {})[prefix] = self.clock(now_s)
 
     def write(self, size_bytes: float, now_s: float) -> None:
         """Written (dirty) data enters L2 and takes its share of the capacity."""

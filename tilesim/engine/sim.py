@@ -33,9 +33,13 @@ skipped time, a reservation on every channel equal to its measured consumption r
 contends), streams its misses into the L2, and its counters grow by the measured per-step amounts.
 A hold ends early when a slot enters or leaves a k-loop, since the contention it was measured
 under has changed; the group then steps and settles again.
-Likewise whole block groups repeat once two in a row took the same time. The work therefore grows
-with the number of distinct phases, not with the number of tiles. Holding is an approximation:
-``steady_state=False`` steps everything (slower; the reference the holds are checked against).
+Likewise whole block groups repeat once two in a row took the same time (``GROUP_STEADY_TOL``), or,
+for a slot that alternates between two group times (one stepping among slots that hold whole groups
+can: its groups then take turns at the channels' leftovers), once two in a row took together what the
+two before took (``GROUP_PAIRS``; it holds at the holding slots' group time, as a settled slot does).
+The work therefore grows with the number of distinct phases, not with the number of tiles.
+Holding is an approximation: ``steady_state=False`` steps everything (slower; the reference the
+holds are checked against).
 """
 
 from __future__ import annotations
@@ -61,6 +65,9 @@ MAX_ROUNDS = 4  # load-then-use rounds simulated per step (rounds beyond are agg
 MAX_MATH_GROUPS = 4  # concurrent warp groups simulated per block between barriers
 MAX_TIMELINE = 20000
 FALLBACK_WINDOWS = 4  # steady windows after which a group holds alone
+# a slot whose block groups alternate between two times (one stepping among slots that hold, say)
+# is settled once two groups in a row take together what the two before took (GROUP_STEADY_TOL)
+GROUP_PAIRS = True
 MATH_PIPES = ("fma", "sfu", "int", "fp64", "shuffle")
 CHANNELS = ("issue", *MATH_PIPES, "tensor", "smem", "l1", "l2", "hbm", "dispatch", "atomic")
 COUNTERS = CHANNELS + ("hbm_read", "hbm_write", "l2_load", "l2_store", "smem_bytes", "smem_ideal", "ffma")
@@ -182,6 +189,8 @@ class Engine:
         self.want_timeline = timeline
         self.timeline: list[Interval] = []
         self._proj_cache: dict = {}
+        # tensors whose tiles are looked up in L2 (loads, global atomics): only theirs are tracked
+        self.read_tensors = {t.tile.tensor for pl in self.plans for t in (*pl.loads, *pl.atomics)}
         self.l2_lat_s = hw.l2_latency_cycles / clk
         self.hbm_lat_s = hw.hbm_latency_cycles / clk
         self.smem_lat_s = hw.smem_latency_cycles / clk
@@ -202,18 +211,35 @@ class Engine:
     def _projections(self, tile: TileRef, index: str, first: int, count: int) -> list[tuple[tuple, int]]:
         """Distinct tile coordinates (the loop index left symbolic) over blocks first..first+count-1,
         with how many of those blocks touch each."""
-        key = (tile.coords, index, first, count)
+        return self._tiles(tile, index, first, count)[0]
+
+    def _tiles(self, tile: TileRef, index: str, first: int, count: int) -> tuple[list, tuple, tuple]:
+        """:meth:`_projections`, with the L2 prefixes ``(tensor, projection)`` and the block counts
+        as tuples of their own (computed once per tile, loop index and block group)."""
+        key = (tile.coords, tile.tensor, index, first, count)
         got = self._proj_cache.get(key)
         if got is None:
             gx, gy, _ = self.p.launch.grid
             seen: dict = {}
-            for b in range(first, first + count):
-                bx, rest = b % gx, b // gx
-                by, bz = rest % gy, rest // gy
-                named = {"bx": bx, "by": by, "bz": bz}
-                proj = tuple(_project(c, named, index) for c in tile.coords)
-                seen[proj] = seen.get(proj, 0) + 1
-            got = list(seen.items())
+            forms = _linear_forms(tile.coords, index)
+            if forms is None:  # names other than the block and loop indices: the general path
+                for b in range(first, first + count):
+                    bx, rest = b % gx, b // gx
+                    by, bz = rest % gy, rest // gy
+                    named = {"bx": bx, "by": by, "bz": bz}
+                    proj = tuple(_project(c, named, index) for c in tile.coords)
+                    seen[proj] = seen.get(proj, 0) + 1
+            else:  # the same projections, from each coordinate's coefficients
+                for b in range(first, first + count):
+                    bx, rest = b % gx, b // gx
+                    by, bz = rest % gy, rest // gy
+                    proj = tuple([f if cx is None else
+                                  (cx * bx + cy * by + cz * bz + f if step is None else
+                                   (LOOP, step, cx * bx + cy * by + cz * bz + f))
+                                  for cx, cy, cz, f, step in forms])
+                    seen[proj] = seen.get(proj, 0) + 1
+            items = list(seen.items())
+            got = (items, tuple((tile.tensor, proj) for proj in seen), tuple(seen.values()))
             if len(self._proj_cache) > 4096:
                 self._proj_cache.clear()
             self._proj_cache[key] = got
@@ -228,14 +254,15 @@ class Engine:
         are noted in ``missed_tiles`` (prefix -> bytes) when given.
         """
         missed = 0.0
-        name, size = tile.tensor, tile.tile_bytes
+        size = tile.tile_bytes
         fits = size <= self.cache.capacity_bytes
-        for proj, mult in self._projections(tile, index, first, count):
-            if not self.cache.access((name, proj), k, size, self.env.now):
-                m = size if fits else size * mult
-                missed += m
-                if missed_tiles is not None:
-                    missed_tiles[(name, proj)] = missed_tiles.get((name, proj), 0.0) + m
+        _, prefixes, mults = self._tiles(tile, index, first, count)
+        for j in self.cache.access_many(prefixes, k, size, self.env.now):
+            m = size if fits else size * mults[j]
+            missed += m
+            if missed_tiles is not None:
+                pre = prefixes[j]
+                missed_tiles[pre] = missed_tiles.get(pre, 0.0) + m
         return missed
 
     # ----- processes ----------------------------------------------------------------------------
@@ -315,20 +342,23 @@ class Engine:
         warps = max(self.warps_per_block * share, 1e-9)
         lds_wave, lds_instr = c.shared_load_wavefronts, c.shared_load_instructions
         atomics = c.atomic_wavefronts
+        smem, issue = ch["smem"].request, ch["issue"].request
+        pipes = [(ch[pipe].request, amount * f) for pipe, amount in pl.math.items()]
+        instr = pl.math_issue * f
+        issue_s = instr / warps / pl.warp_ipc_per_s
+        timeout = env.timeout
         for _ in range(r):
             now = env.now
             if lds_wave:
-                done = max(ch["smem"].request(now, lds_wave * f),
-                           ch["issue"].request(now, lds_instr * f)) + self.smem_lat_s
-                yield env.timeout(done - now)
+                done = max(smem(now, lds_wave * f), issue(now, lds_instr * f)) + self.smem_lat_s
+                yield timeout(done - now)
                 now = env.now
-            instr = pl.math_issue * f
-            done = max(ch["issue"].request(now, instr), now + instr / warps / pl.warp_ipc_per_s)
-            for pipe, amount in pl.math.items():
-                done = max(done, ch[pipe].request(now, amount * f))
+            done = max(issue(now, instr), now + issue_s)
+            for request, amount in pipes:
+                done = max(done, request(now, amount))
             if atomics:
-                done = max(done, ch["smem"].request(now, atomics * f))
-            yield env.timeout(done - now)
+                done = max(done, smem(now, atomics * f))
+            yield timeout(done - now)
             self.events += 1
 
     def _stores(self, pl: _Plan, k: int, first: int, count: int, share: float, tally: _Tally):
@@ -341,8 +371,9 @@ class Engine:
         env, ch, c = self.env, self.ch, pl.cost
         t0 = env.now
         for st in pl.stores:
-            for proj, _ in self._projections(st.tile, pl.index, first, count):
-                self.cache.mark((st.tile.tensor, proj), k, env.now)
+            # a written tile matters to the L2 only if something reads its tensor again
+            if st.tile.tensor in self.read_tensors:
+                self.cache.mark_many(self._tiles(st.tile, pl.index, first, count)[1], k, env.now)
         missed = 0.0
         for at in pl.atomics:
             missed += self._touch(at.tile, pl.index, first, count, k)
@@ -479,8 +510,16 @@ class Engine:
             t0 = env.now
             wt = _Tally()
             lanes[0].missed.clear()
-            yield simpy.AllOf(env, [env.process(self._steps(pl, slot, ln, first, count, share, g == 0, i, w, wt))
-                                    for g, ln in enumerate(lanes)])
+            if len(lanes) == 1:
+                # one warp group: its steps run in this process. The two zero timeouts stand for
+                # the events a process of its own would end with (its exit, then the AllOf), so
+                # that everything else at this instant runs in the same order as with one
+                yield from self._steps(pl, slot, lanes[0], first, count, share, True, i, w, wt)
+                yield env.timeout(0)
+                yield env.timeout(0)
+            else:
+                yield simpy.AllOf(env, [env.process(self._steps(pl, slot, ln, first, count, share, g == 0, i, w, wt))
+                                        for g, ln in enumerate(lanes)])
             tally.add(wt)
             per_step.append((env.now - t0) / w)
             i += w
@@ -544,7 +583,9 @@ class Engine:
             admitted = self.ch["dispatch"].request(t0, 1.0)  # the SM takes the block in
             if admitted > t0:
                 yield env.timeout(admitted - t0)
-            tally = yield env.process(self._group(slot, first, count))
+            # the group runs in this process; the zero timeout stands for its own process's exit
+            tally = yield from self._group(slot, first, count)
+            yield env.timeout(0)
             tally.v["dispatch"] += 1.0
             self._scale_and_add(tally, count)
             d1 = env.now - t0
@@ -552,9 +593,16 @@ class Engine:
             if count != sms:
                 continue
             # settled: this slot's last two groups took the same time, or one group took the time
-            # another slot already settled at (all slots are alike)
+            # another slot already settled at (all slots are alike), or its last two groups took
+            # together what the two before took (a slot that alternates between two group times,
+            # as one stepping among holding slots can: it holds at their mean)
             settled = (len(history) >= 2 and abs(d1 - history[-2]) <= self.group_tol * history[-2]) or (
                 self.settled_group_s and abs(d1 - self.settled_group_s) <= self.group_tol * self.settled_group_s)
+            if not settled and GROUP_PAIRS and len(history) >= 4:
+                pair, before = history[-1] + history[-2], history[-3] + history[-4]
+                if abs(pair - before) <= self.group_tol * before:
+                    settled = True
+                    d1 = pair / 2
             if settled:
                 self.settled_group_s = d1
                 # every slot's share of the groups left when the first of them settled, less a last
@@ -651,6 +699,36 @@ def _project(coord, named: dict, index: str):
     if isinstance(coord, str):
         return named[coord]
     return coord
+
+
+def _linear_forms(coords: tuple, index: str) -> list | None:
+    """Each coordinate of a tile as ``(cx, cy, cz, const, step)``: ``cx*bx + cy*by + cz*bz + const``,
+    wrapped as ``(LOOP, step, ...)`` when the loop index enters with ``step`` (``step`` None when it
+    does not); ``(None, None, None, value, None)`` for a coordinate that is ``value`` whatever the
+    block. What :func:`_project` gives, with the integer arithmetic done per coefficient; None when
+    a coordinate names an index other than the block indices and ``index``."""
+    forms = []
+    for coord in coords:
+        if isinstance(coord, Affine):
+            co = {"bx": 0, "by": 0, "bz": 0}
+            step = 0
+            for n, c in coord.terms:
+                if n == index:
+                    step += c
+                elif n in co:
+                    co[n] += c
+                else:
+                    return None
+            forms.append((co["bx"], co["by"], co["bz"], coord.const, step or None))
+        elif coord == index:
+            forms.append((None, None, None, LOOP, None))
+        elif isinstance(coord, str):
+            if coord not in ("bx", "by", "bz"):
+                return None
+            forms.append((int(coord == "bx"), int(coord == "by"), int(coord == "bz"), 0, None))
+        else:
+            forms.append((None, None, None, coord, None))
+    return forms
 
 
 def simulate_program(program: TileProgram, hw: HardwareSpec, *, timeline: bool = False,
