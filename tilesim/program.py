@@ -37,7 +37,7 @@ from dataclasses import dataclass
 BLOCK_INDICES = ("bx", "by", "bz")
 WARP_LANES = 32  # threads per warp instruction in the description (CUDA warps, Apple SIMD-groups)
 LOAD_DESTS = ("register", "shared", "async")
-COMPUTE_PIPES = ("fma", "sfu", "int", "fp64")
+COMPUTE_PIPES = ("fma", "sfu", "int", "fp64", "issue")
 COMPUTE_DTYPES = ("fp32", "fp16", "bf16", "tf32", "fp64", "int32")
 ATOMIC_SPACES = ("shared", "global")
 
@@ -196,7 +196,9 @@ class SharedAccess:
 class Compute:
     """``count`` warp instructions on one pipe: "fma" (FP32 fused multiply-add), "sfu" (special
     functions: exp2, rsqrt, reciprocal), "int" (integer and other ALU work: addresses, compares,
-    moves), "fp64". ``chain`` is the longest dependent sequence of them one warp runs per step."""
+    moves), "fp64", or "issue" (instructions that take an issue slot but no modelled pipe: uniform
+    datapath, branches, constant loads). ``chain`` is the longest dependent sequence of them one
+    warp runs per step."""
 
     pipe: str
     count: float

@@ -73,10 +73,8 @@ def _split_across_quarters(phase: Sequence[int | None]) -> bool:
 
 
 def ideal_wavefronts(active_lanes: int, width_bytes: int, banks: int = 32, bank_width_bytes: int = 4) -> int:
-    """Wavefronts a conflict-free access of this width needs (ceil of bytes / bank row); none for an
-    instruction whose lanes are all predicated off (as :func:`smem_wavefronts` counts it)."""
-    if active_lanes <= 0:
-        return 0
+    """Wavefronts a conflict-free access of this width needs (ceil of bytes / bank row; one for an
+    instruction whose lanes are all predicated off, which still takes a pass)."""
     return max(1, -(-(active_lanes * width_bytes) // (banks * bank_width_bytes)))
 
 

@@ -9,11 +9,16 @@ program (never in the engine's event loop):
   ``shared_offsets`` (a lane whose entry is a tuple scatters 4-byte pieces: one store instruction
   per piece); asynchronous copies (``dest="async"``) write shared memory on arrival, costing
   :func:`~tilesim.cost.access.ldgsts_wavefronts` (a scattered copy is one 4-byte cp.async per piece);
-* shared loads and stores: bank wavefronts by :func:`~tilesim.cost.access.smem_wavefronts`;
+* shared loads and stores: bank wavefronts by :func:`~tilesim.cost.access.smem_wavefronts`; an
+  instruction whose lanes are all predicated off still takes one wavefront (Nsight Compute's shared
+  wavefronts of the reduction trees count them: validation/studies/reduction_fidelity.md);
+* warp shuffles are served by the shared-memory pipe, one wavefront each (Nsight Compute counts
+  SHFL among the shared-memory wavefronts, and the pipes probe's SHFL rate, 0.995 per clock, is the
+  shared-memory pipe's one wavefront per clock);
 * shared atomics: lanes on the same bank serialise, same address included (no broadcast);
 * global stores and atomics: each instruction sends its own sectors to L2;
 * every warp instruction (loads, stores, shared accesses, math, shuffles, barriers, atomics) takes
-  an issue slot;
+  an issue slot; a barrier is one instruction per warp;
 * the critical path of one warp through a step: the shared-load latency when the step reads shared
   memory, one barrier latency per barrier, and ``chain`` times the latency of each dependent
   operation.
@@ -56,6 +61,7 @@ class StepCost:
     shared_load_wavefronts: float = 0.0
     shared_load_ideal: float = 0.0
     shared_load_bytes: float = 0.0
+    shuffle_wavefronts: float = 0.0  # warp shuffles on the shared-memory pipe
     # warp instructions per (pipe, dtype): ("fma", "fp32"), ("sfu", "fp32"), ("shuffle", "int32") ...
     pipe_instructions: dict = field(default_factory=dict)
     tensor_flops: float = 0.0
@@ -78,7 +84,7 @@ class StepCost:
 
     @property
     def smem_wavefronts(self) -> float:
-        return self.staging_wavefronts + self.shared_load_wavefronts + self.atomic_wavefronts
+        return self.staging_wavefronts + self.shared_load_wavefronts + self.atomic_wavefronts + self.shuffle_wavefronts
 
     @property
     def ffma(self) -> float:
@@ -150,13 +156,13 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
     for acc in step.shared_stores:
         for w in acc.instructions:
             c.staging_instructions += acc.repeat
-            c.staging_wavefronts += smem_wavefronts(list(w.offsets), w.width_bytes, banks, bank_w) * acc.repeat
+            c.staging_wavefronts += _wavefronts(w, banks, bank_w) * acc.repeat
             c.staging_ideal += ideal_wavefronts(w.active_lanes, w.width_bytes, banks, bank_w) * acc.repeat
         c.staging_bytes += useful_bytes(acc.instructions) * acc.repeat
     for acc in step.shared_loads:
         for w in acc.instructions:
             c.shared_load_instructions += acc.repeat
-            c.shared_load_wavefronts += smem_wavefronts(list(w.offsets), w.width_bytes, banks, bank_w) * acc.repeat
+            c.shared_load_wavefronts += _wavefronts(w, banks, bank_w) * acc.repeat
             c.shared_load_ideal += ideal_wavefronts(w.active_lanes, w.width_bytes, banks, bank_w) * acc.repeat
         c.shared_load_bytes += sum(w.active_lanes * w.width_bytes for w in acc.instructions) * acc.repeat
     if step.shared_loads:
@@ -170,12 +176,13 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
             if op.chain:
                 crit += op.chain * hw.pipe_latency_cycles("tensor")
         elif isinstance(op, Shuffle):
-            c.add_pipe("shuffle", "int32", op.count)
+            c.shuffle_wavefronts += op.count
             c.math_instructions += op.count
             if op.chain:
                 crit += op.chain * hw.pipe_latency_cycles("shuffle")
         elif isinstance(op, Compute):
-            c.add_pipe(op.pipe, op.dtype, op.count)
+            if op.pipe != "issue":
+                c.add_pipe(op.pipe, op.dtype, op.count)
             c.math_instructions += op.count
             if op.chain:
                 crit += op.chain * hw.pipe_latency_cycles(op.pipe)
@@ -189,7 +196,7 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
                 s, _ = global_sectors_and_lines(active, w.width_bytes, sector, 4 * sector)
                 c.store_instructions += at.repeat
                 c.store_l2_bytes += s * sector * at.repeat
-    c.barriers = float(step.barriers)
+    c.barriers = float(step.barriers * warps_per_block)
     if step.barriers:
         crit += step.barriers * barrier_latency_cycles(hw, warps_per_block)
     for st in step.stores:
@@ -202,6 +209,11 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
         c.store_useful_bytes += useful_bytes(st.instructions) * st.repeat
     c.critical_path_cycles = crit
     return c
+
+
+def _wavefronts(w: WarpAccess, banks: int, bank_w: int) -> int:
+    """Bank wavefronts of a shared load or store; one when every lane is predicated off."""
+    return smem_wavefronts(list(w.offsets), w.width_bytes, banks, bank_w) or 1
 
 
 def _atomic_wavefronts(w: WarpAccess, banks: int, bank_w: int) -> int:

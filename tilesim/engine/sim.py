@@ -130,7 +130,7 @@ class _Plan:
         v["l1"] = cost.load_l1_cycles
         v["l2_load"] = cost.load_l2_bytes
         v["smem_bytes"] = cost.staging_bytes + cost.shared_load_bytes
-        v["smem_ideal"] = cost.staging_ideal + cost.shared_load_ideal
+        v["smem_ideal"] = cost.staging_ideal + cost.shared_load_ideal + cost.shuffle_wavefronts  # shuffles never conflict
         v["ffma"] = cost.ffma
         self.tally = t
         self.crit_s = cost.critical_path_cycles / clk
@@ -173,7 +173,8 @@ class Engine:
             "smem": Channel("smem", hw.pipe_warp_instr_per_clk("smem") * clk, "wavefronts"),
             "l1": Channel("l1", clk, "L1 cycles"),
             "l2": Channel("l2", hw.l2_bytes_per_s, "bytes"),
-            "hbm": Channel("hbm", hw.hbm_bytes_per_s, "bytes"),
+            # reads and writes share the HBM: the rate follows the kernel's compulsory mix of them
+            "hbm": Channel("hbm", hw.hbm_rate_at(self._write_fraction()), "bytes"),
             # an SM takes in new blocks at a measured rate (validation/calibration/block_rate_probe.py);
             # atomics on one address from every block serialise at a measured chip-wide rate
             # (pipes_probe tp_red_same). Unmeasured on a GPU: neither limits anything.
@@ -206,6 +207,13 @@ class Engine:
         self.group_holding: dict[int, float] = {}  # slots standing in for whole block groups -> group time
         self.group_share = 0  # groups each slot stands in for, fixed when the first one settles
         self.changed = self.env.event()  # fires when the set of slots in a loop changes
+
+    def _write_fraction(self) -> float:
+        """The share of the kernel's compulsory HBM bytes that are writes (its output over
+        ``min_hbm_bytes``); an even mix, the copy's, when the program gives no compulsory bytes."""
+        p = self.p
+        out = p.launch.blocks * sum(pl.cost.store_useful_bytes * pl.trips for pl in self.plans)
+        return min(1.0, out / p.min_hbm_bytes) if p.min_hbm_bytes > 0 else 0.5
 
     # ----- which tiles a block group touches ------------------------------------------------------
     def _projections(self, tile: TileRef, index: str, first: int, count: int) -> list[tuple[tuple, int]]:

@@ -82,10 +82,10 @@ class Ops(NamedTuple):
         return self.alu + self.fma + self.xu + self.other
 
 
-#: the engine's pipe for each class. "other" has no pipe of its own in the engine (uniform datapath,
-#: branches, constant loads: they take issue slots, and no pipe the model has a rate for): it stays
-#: on "int" until the engine has an issue-only class (validation/studies/reduction_fidelity.md).
-PIPE_OF = {"alu": "int", "fma": "fma", "xu": "sfu", "other": "int"}
+#: the engine's pipe for each class. "other" (uniform datapath, branches, constant loads) takes
+#: issue slots and no pipe the model has a rate for: the issue-only class (Nsight Compute's
+#: pipe_alu holds none of them: validation/studies/reduction_fidelity.md).
+PIPE_OF = {"alu": "int", "fma": "fma", "xu": "sfu", "other": "issue"}
 
 # the ladder kernels: everything before the block tree besides the loads, the first-add FADD,
 # ``sdata[tid] = v`` and its barrier (prologue), per run-time tree level besides 2 LDS, FADD, STS,
