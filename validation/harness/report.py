@@ -407,9 +407,13 @@ def print_report(rep: FamilyReport, console, *, per_config: bool = True) -> None
                   f"{st['max_abs_error'] * 100:.1f}%", f"{st['min_spearman']:.3f}", f"{st['max_regret'] * 100:.1f}%")
     console.print(s)
     st = rep.stats("informed" if "informed" in rep.predictions else next(iter(rep.predictions)))
+    fastest = fastest_measured(rep)
     for size in sorted(st["regret"]):
         rho = st["spearman"].get(size, math.nan)
-        console.print(f"  {size}: Spearman {rho:.3f}, top-1 regret {st['regret'][size] * 100:.1f}%")
+        best = fastest.get(size)
+        rate = f" ({best[2] / 1e12:.2f} TB/s of compulsory bytes)" if best and best[2] else ""
+        won = f"; fastest measured {best[0]}, {best[1] * 1e6:.1f} us{rate}" if best else ""
+        console.print(f"  {size}: Spearman {rho:.3f}, top-1 regret {st['regret'][size] * 100:.1f}%{won}")
     if rep.counters:
         summ = rep.summary()
         for k in COUNTERS:
@@ -417,6 +421,18 @@ def print_report(rep: FamilyReport, console, *, per_config: bool = True) -> None
                           f"{summ[f'{k}_abs_error_median'] * 100:.1f}%, max {summ[f'{k}_abs_error_max'] * 100:.1f}%")
     for label, size, med in rep.references:
         console.print(f"  reference {label} at {size}: {med * 1e6:.1f} us")
+
+
+def fastest_measured(rep: FamilyReport) -> dict[str, tuple[str, float, float]]:
+    """Per problem size: the fastest measured configuration's label, its median time, and the
+    family's compulsory HBM bytes (``counts(config)["min_hbm_bytes"]``) over that time."""
+    fam = registry.get(rep.family)
+    best: dict[str, Prediction] = {}
+    for r in rep.rows:
+        if r.size not in best or r.measured_s < best[r.size].measured_s:
+            best[r.size] = r
+    return {size: (r.label, r.measured_s, fam.counts(r.config).get("min_hbm_bytes", 0.0) / r.measured_s)
+            for size, r in best.items()}
 
 
 def main_report(families: Sequence[str] | None = None, results: str | Path | None = None,
