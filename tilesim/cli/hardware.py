@@ -31,9 +31,9 @@ def hardware_list() -> None:
     for name in hw_catalog.available():
         hw = hw_catalog.load(name)
         cal = f"yes ({hw.calibration_date or 'undated'})" if hw.calibrated else "no"
+        l2 = f"{hw.l2_bytes / 2**20:.0f}" if hw.has("l2_bytes") else "-"  # a value the GPU's file cannot source
         tab.add_row(hw.name, hw.display_name, str(hw.sm_count), f"{hw.sm_clock_hz / 1e9:.2f}",
-                    f"{hw.fp32_flops_per_s / 1e12:.1f}", f"{hw.hbm_bytes_per_s / 1e12:.2f}",
-                    f"{hw.l2_bytes / 2**20:.0f}", cal)
+                    f"{hw.fp32_flops_per_s / 1e12:.1f}", f"{hw.hbm_bytes_per_s / 1e12:.2f}", l2, cal)
     console().print(tab)
 
 
