@@ -7,10 +7,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tilesim import GemmConfig, hardware, simulate
-from tilesim.kernels.gemm.analytic import gemm_traffic
 from tilesim.engine.channel import Channel
 from tilesim.engine.l2 import L2Cache
 from tilesim.hardware import with_overrides
+from tilesim.kernels.gemm.analytic import gemm_traffic
 from tilesim.kernels.gemm.config import check_fits
 
 H200 = hardware.load("h200", calibrated=False)
@@ -233,7 +233,6 @@ def test_tensor_core_work_runs_on_the_tensor_channel():
     from dataclasses import replace
 
     from tilesim.kernels.gemm import lower
-
     from tilesim.program import Compute, Mma
 
     base = lower(GemmConfig(2048, 2048, 2048, "reg2d"))

@@ -77,9 +77,10 @@ def test_figure_has_a_panel_per_family_and_nothing_overlaps(tmp_path):
     renderer = canvas.get_renderer()
     boxes = []
     for ax in axes:
-        assert ax.get_xscale() == "log" and "h200" in ax.get_title() and "MAPE" in ax.get_title()
+        title = ax.figure._suptitle  # the panel's (a subfigure's) title, laid out with it
+        assert ax.get_xscale() == "log" and "h200" in title.get_text() and "MAPE" in title.get_text()
         legend = ax.figure.legends[0]  # the panel's (a subfigure's) legend
-        boxes += [ax.title.get_window_extent(renderer), legend.get_window_extent(renderer),
+        boxes += [title.get_window_extent(renderer), legend.get_window_extent(renderer),
                   ax.get_window_extent(renderer), ax.xaxis.label.get_window_extent(renderer)]
     for i, a in enumerate(boxes):
         for b in boxes[i + 1:]:

@@ -431,7 +431,8 @@ def fastest_measured(rep: FamilyReport) -> dict[str, tuple[str, float, float]]:
     for r in rep.rows:
         if r.size not in best or r.measured_s < best[r.size].measured_s:
             best[r.size] = r
-    return {size: (r.label, r.measured_s, fam.counts(r.config).get("min_hbm_bytes", 0.0) / r.measured_s)
+    return {size: (r.label, r.measured_s,
+                   fam.counts(r.config).get("min_hbm_bytes", 0.0) / r.measured_s if r.config is not None else 0.0)
             for size, r in best.items()}
 
 

@@ -48,7 +48,7 @@ def accuracy_figure(reports: Sequence, mode: str = "informed"):
         ax.set_xlabel("measured time (µs)")
         ax.set_ylabel(f"predicted time, {mode} (µs)")
         st = rep.stats(mode if mode in rep.predictions else next(iter(rep.predictions)))
-        ax.set_title(f"{rep.family} on {rep.hardware}\nMAPE {st['mape'] * 100:.1f}%, bias {st['bias'] * 100:+.1f}%, "
+        panel.suptitle(f"{rep.family} on {rep.hardware}\nMAPE {st['mape'] * 100:.1f}%, bias {st['bias'] * 100:+.1f}%, "
                      f"{st['configs']} configs", fontsize=10)
         panel.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=2, fontsize=7,
                      frameon=False)
