@@ -41,12 +41,11 @@ is counted like the others.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from tilesim.kernels.layernorm.analytic import counts
 from tilesim.kernels.layernorm.config import FLOAT_BYTES, WARP_LANES, LayerNormConfig
+from tilesim.kernels.mix import ISSUE_ONLY_PIPE, Mix
 from tilesim.program import (
-    COMPUTE_PIPES,
     Compute,
     GlobalLoad,
     GlobalStore,
@@ -60,27 +59,10 @@ from tilesim.program import (
     WarpAccess,
 )
 
-ISSUE_ONLY_PIPE = "issue" if "issue" in COMPUTE_PIPES else "int"
 """Where instructions that use no modelled pipe go (uniform datapath, branches, constant loads):
 an issue-only class once the tile program has one; until then the integer pipe."""
 
 
-@dataclass(frozen=True)
-class Mix:
-    """Warp instructions per pipe class: ``alu`` ("int"), ``fma``, ``sfu`` and ``other`` (issue only)."""
-
-    alu: float = 0.0
-    fma: float = 0.0
-    sfu: float = 0.0
-    other: float = 0.0
-
-    def __add__(self, o: Mix) -> Mix:
-        return Mix(self.alu + o.alu, self.fma + o.fma, self.sfu + o.sfu, self.other + o.other)
-
-    def __mul__(self, k: float) -> Mix:
-        return Mix(self.alu * k, self.fma * k, self.sfu * k, self.other * k)
-
-    __rmul__ = __mul__
 
 
 NONE = Mix()

@@ -52,11 +52,9 @@ past the row's end: their math is issued (and counted), their loads and stores a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from tilesim.kernels.mix import ISSUE_ONLY_PIPE, Mix
 from tilesim.kernels.softmax.config import ELEM_BYTES, WARP_THREADS, SoftmaxConfig
 from tilesim.program import (
-    COMPUTE_PIPES,
     Compute,
     GlobalLoad,
     GlobalStore,
@@ -71,28 +69,11 @@ from tilesim.program import (
 )
 
 # ---- per-warp instruction counts from the SASS (see the module docstring) -------------------------
-ISSUE_ONLY_PIPE = "issue" if "issue" in COMPUTE_PIPES else "int"
 """Where instructions that use no modelled pipe go (uniform datapath, branches, constant loads):
 an issue-only class once the tile program has one; until then the integer pipe (which they then
 over-load by the share they have, 10-20% of its count in these kernels)."""
 
 
-@dataclass(frozen=True)
-class Mix:
-    """Warp instructions per pipe class: ``alu`` ("int"), ``fma``, ``sfu`` and ``other`` (issue only)."""
-
-    alu: float = 0.0
-    fma: float = 0.0
-    sfu: float = 0.0
-    other: float = 0.0
-
-    def __add__(self, o: Mix) -> Mix:
-        return Mix(self.alu + o.alu, self.fma + o.fma, self.sfu + o.sfu, self.other + o.other)
-
-    def __mul__(self, k: float) -> Mix:
-        return Mix(self.alu * k, self.fma * k, self.sfu * k, self.other * k)
-
-    __rmul__ = __mul__
 
 
 NONE = Mix()
