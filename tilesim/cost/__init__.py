@@ -7,12 +7,11 @@ vendor is a module here and an entry in :data:`RULES`.
 
 from __future__ import annotations
 
-from tilesim.cost import nvidia
+from tilesim.cost import apple, nvidia
 from tilesim.cost.nvidia import StepCost
 
-#: vendor -> step-cost function. Apple GPUs use NVIDIA's rules (32 lanes, 32 banks of 4 bytes,
-#: 32-byte sectors as their spec files give them) until their own rules are written (issue #12).
-RULES = {"nvidia": nvidia.step_cost, "apple": nvidia.step_cost}
+#: vendor -> step-cost function (:mod:`tilesim.cost.nvidia`, :mod:`tilesim.cost.apple`).
+RULES = {"nvidia": nvidia.step_cost, "apple": apple.step_cost}
 
 
 def step_cost(step, hw, warps_per_block: int) -> StepCost:
