@@ -633,7 +633,7 @@ def test_engine_check_programs_count_what_the_microbenchmarks_do():
         assert c.issue == pytest.approx(1000.0 * warps)  # the integer work fills up to the SASS count
         assert c.ffma == ROUNDS * tm * tn * warps
         assert c.shared_load_instructions == ROUNDS * (tm + tn) // 4 * warps
-        assert c.barriers == (2 if staged else 0) and phase.warp_groups == (1 if staged else warps)
+        assert c.barriers == (2 * warps if staged else 0) and phase.warp_groups == (1 if staged else warps)
         if kw.get("global_tiles"):
             a_bytes = tm * 32 * warps * 4  # tm floats per thread, the block's own contiguous lines
             assert c.load_l2_bytes == a_bytes + 2 * tn * 16 and c.staging_instructions == c.load_instructions
