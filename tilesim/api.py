@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tilesim import hardware as hw_catalog
+from tilesim.analytic.checks import check_program
 from tilesim.engine import simulate_program
 from tilesim.hardware import HardwareSpec
 from tilesim.kernels import registry
@@ -22,16 +23,24 @@ def resolve_hardware(hardware: str | HardwareSpec) -> HardwareSpec:
 def lower(kernel, hardware: str | HardwareSpec | None = None) -> tuple[TileProgram, ...]:
     """The tile programs of ``kernel``, one per kernel launch: a TileProgram (or a tuple of them) as
     is, or a registered family's configuration lowered by its family. With ``hardware`` given, the
-    configuration is first checked against that GPU's limits (``ValueError`` naming the field)."""
+    configuration is first checked against that GPU's limits (``ValueError`` naming the field), and
+    every program against the launch limits, the device memory and its own FLOP counts
+    (:func:`tilesim.analytic.checks.check_program`)."""
+    hw = resolve_hardware(hardware) if hardware is not None else None
     if isinstance(kernel, TileProgram):
-        return (kernel,)
-    if isinstance(kernel, tuple) and kernel and all(isinstance(p, TileProgram) for p in kernel):
-        return kernel
-    fam = registry.family_of(kernel)
-    if hardware is not None:
-        fam.check_fits(kernel, resolve_hardware(hardware))
-    out = fam.lower(kernel)
-    return out if isinstance(out, tuple) else (out,)
+        out = (kernel,)
+    elif isinstance(kernel, tuple) and kernel and all(isinstance(p, TileProgram) for p in kernel):
+        out = kernel
+    else:
+        fam = registry.family_of(kernel)
+        if hw is not None:
+            fam.check_fits(kernel, hw)
+        out = fam.lower(kernel)
+        out = out if isinstance(out, tuple) else (out,)
+    if hw is not None:
+        for p in out:
+            check_program(p, hw)
+    return out
 
 
 def simulate(kernel, hardware: str | HardwareSpec = "h200", *, timeline: bool = False,

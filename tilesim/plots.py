@@ -7,9 +7,11 @@ the non-interactive Agg backend. Import this module only when plotting: it impor
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 import matplotlib
+import matplotlib.patches
 
 matplotlib.use("Agg")
 
@@ -229,4 +231,175 @@ def block_progress_figure(panels: Sequence[tuple[str, Sequence[tuple[Sequence[fl
     axes[0].set_ylabel("fraction of the k-loop done")
     if title:
         fig.suptitle(title, fontsize=10)
+    return fig
+
+
+_LIMIT_NAMES = (
+    ("max_threads_per_block", "threads/block"),
+    ("smem_per_block_optin_bytes", "shared mem"),
+    ("max_regs_per_thread", "regs/thread"),
+    ("does not fit on an SM", "SM resources"),
+    ("warp size", "warp size"),
+    ("launch limit", "grid size"),
+    ("device memory", "device memory"),
+)
+
+
+def limit_name(error: str) -> str:
+    """A short name of the hardware limit (or rule) an error text says was broken."""
+    for needle, name in _LIMIT_NAMES:
+        if needle in error:
+            return name
+    m = re.search(r"^\w+\.(\w+) = ", error)
+    return m.group(1) if m else "invalid"
+
+
+def _knob(row, name):
+    if getattr(row, "cfg", None) is not None and hasattr(row.cfg, name):
+        return getattr(row.cfg, name)
+    knobs = getattr(row, "knobs", {}) or {}
+    if name in knobs:
+        return knobs[name]
+    fields = getattr(row, "problem_fields", ()) or ()
+    if name in fields:
+        return row.shape[list(fields).index(name)]
+    return None
+
+
+def heatmap_figure(rows: Iterable, x: str, y: str, *, panel: str | None = None, metric: str = "auto",
+                   scenario: str | None = None, hardware: str | None = None,
+                   measured: dict | None = None) -> Figure:
+    """Predicted throughput over two knobs ``x`` and ``y``, one panel per value of ``panel`` (a
+    knob, or "shape"; default: one panel per shape). A cell shows the best configuration with those
+    values (other knobs may vary); a cell whose every configuration breaks a hardware limit is
+    hatched and names the limit. ``measured`` maps a row's ``full_label`` to a measured value in
+    the same unit, drawn under the prediction in a cell where present.
+    """
+    import numpy as np  # noqa: PLC0415
+
+    rows = list(rows)
+    ok = [r for r in rows if getattr(r, "result", None) is not None]
+    if not ok:
+        raise ValueError("rows: no simulated rows to plot")
+    if metric == "auto":
+        metric = throughput_metric(rows)
+    if metric not in METRICS:
+        raise ValueError(f"metric = {metric!r}: must be auto or one of {', '.join(METRICS)}")
+    for name in (x, y) + ((panel,) if panel and panel != "shape" else ()):
+        if all(_knob(r, name) is None for r in rows):
+            raise ValueError(f"knob {name!r}: no row of this sweep has it")
+
+    def panel_of(r):
+        return _shape_desc(r) if panel in (None, "shape") else f"{panel} = {_knob(r, panel)}"
+
+    panels = list(dict.fromkeys(panel_of(r) for r in rows))
+    xs = sorted({_knob(r, x) for r in rows if _knob(r, x) is not None})
+    ys = sorted({_knob(r, y) for r in rows if _knob(r, y) is not None})
+    higher_better = metric != "time"
+    fig = Figure(figsize=(4.2 * len(panels) + 1.4, 0.55 * len(ys) + 2.4), layout="constrained")
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    vmax = max(_metric_values(r, metric)[0] for r in ok)
+    cmap = matplotlib.colormaps["viridis"]
+    im = None
+    for ax, pname in zip(axes, panels, strict=True):
+        grid = np.full((len(ys), len(xs)), np.nan)
+        best_row: dict = {}
+        broken: dict = {}
+        for r in rows:
+            if panel_of(r) != pname or _knob(r, x) is None or _knob(r, y) is None:
+                continue
+            i, j = ys.index(_knob(r, y)), xs.index(_knob(r, x))
+            if getattr(r, "result", None) is None:
+                if r.error:
+                    broken.setdefault((i, j), limit_name(r.error))
+                continue
+            v = _metric_values(r, metric)[0]
+            cur = grid[i, j]
+            if np.isnan(cur) or (v > cur if higher_better else v < cur):
+                grid[i, j] = v
+                best_row[(i, j)] = r
+        im = ax.imshow(grid, origin="lower", cmap=cmap, vmin=0, vmax=vmax, aspect="auto")
+        for (i, j), name in broken.items():
+            if not np.isnan(grid[i, j]):
+                continue
+            ax.add_patch(matplotlib.patches.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///",
+                                                      edgecolor="#888888", lw=0))
+            ax.text(j, i, name, ha="center", va="center", fontsize=7, color="#444444",
+                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 1, "alpha": 0.85})
+        for (i, j), r in best_row.items():
+            v = grid[i, j]
+            text = f"{v:.1f}" if v >= 10 else f"{v:.2f}"
+            meas = (measured or {}).get(getattr(r, "full_label", None))
+            if meas is not None:
+                text += f"\n({meas:.1f} meas.)"
+            ax.text(j, i, text, ha="center", va="center", fontsize=8,
+                    color="white" if v < 0.6 * vmax else "black")
+        ax.set_xticks(range(len(xs)), [str(v) for v in xs])
+        ax.set_yticks(range(len(ys)), [str(v) for v in ys])
+        ax.set_xlabel(x)
+        ax.set_ylabel(y)
+        ax.set_title(pname, fontsize=10)
+    cb = fig.colorbar(im, ax=list(axes), shrink=0.9)
+    cb.set_label(METRICS[metric], fontsize=8)
+    family = getattr(ok[0], "family", "")
+    where = f" on {hardware}" if hardware else ""
+    shapes = sorted({_shape_desc(r) for r in ok})
+    what = f"{family} {shapes[0]}" if len(shapes) == 1 else family
+    fig.suptitle(f"{scenario or 'sweep'}: {what}{where}, best per cell (tilesim prediction); "
+                 "hatched: breaks the named limit", fontsize=10)
+    return fig
+
+
+def roofline_figure(rows: Iterable, hw, *, scenario: str | None = None, top: int | None = 5) -> Figure:
+    """A hierarchical roofline (as Nsight Compute draws it): every simulated configuration placed
+    at its arithmetic intensity against HBM, L2 and shared memory (useful FLOPs per byte moved at
+    that level), at its predicted FLOP rate; the ceilings are the FP32 peak and each level's
+    bandwidth of ``hw``. The ``top`` fastest are labelled and their three points joined."""
+    from tilesim.analytic.bounds import smem_bytes_per_s  # noqa: PLC0415
+
+    ok = [r for r in rows if getattr(r, "result", None) is not None and r.result.flops > 0]
+    if not ok:
+        raise ValueError("rows: no simulated rows with FLOPs to plot")
+    levels = (("HBM", hw.hbm_bytes_per_s, lambda t: t.hbm_bytes),
+              ("L2", hw.l2_bytes_per_s, lambda t: t.l2_bytes),
+              ("smem", smem_bytes_per_s(hw), lambda t: t.smem_bytes))
+    peak = hw.fp32_flops_per_s / 1e12
+    fig = Figure(figsize=(9, 6.2), layout="constrained")
+    ax = fig.add_subplot()
+    pts = []
+    for r in ok:
+        perf = r.result.flops / r.result.time_s / 1e12
+        ai = [r.result.flops / f(r.result.traffic) if f(r.result.traffic) > 0 else float("nan")
+              for _, _, f in levels]
+        pts.append((r, perf, ai))
+    finite = [a for _, _, ai in pts for a in ai if a == a and a > 0]
+    lo, hi = min(finite) / 3, max(finite) * 3
+    import numpy as np  # noqa: PLC0415
+
+    xs = np.geomspace(lo, hi, 200)
+    for name, bw, _ in levels:
+        ax.plot(xs, np.minimum(xs * bw / 1e12, peak), color=LEVEL_COLORS[name], lw=1.3,
+                label=f"{name} ceiling {bw / 1e12:.1f} TB/s")
+    ax.axhline(peak, color="k", lw=1.0, ls=":", label=f"FP32 peak {peak:.1f} TFLOP/s")
+    for k, (name, _, _) in enumerate(levels):
+        ax.scatter([ai[k] for _, _, ai in pts], [p for _, p, _ in pts], s=14, color=LEVEL_COLORS[name],
+                   alpha=0.75, label=f"configurations at {name}", edgecolors="none")
+    best = sorted(pts, key=lambda t: -t[1])[: top or 0]
+    several = len({q.shape for q, _, _ in pts}) > 1
+    for n, (r, perf, ai) in enumerate(best):
+        ax.plot(ai, [perf] * 3, color="#555555", lw=0.5, alpha=0.6)
+        ax.annotate(f"{r.label} @{r.shape_str}" if several else r.label, (ai[0], perf), fontsize=6,
+                    xytext=(8, 14 + 11 * n), textcoords="offset points", ha="left",
+                    arrowprops={"arrowstyle": "-", "lw": 0.4, "color": "#777777"})
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity, FLOP per byte moved at the level (log)")
+    ax.set_ylabel("predicted TFLOP/s (log)")
+    ax.set_ylim(min(p for _, p, _ in pts) / 3, peak * 2)
+    ax.grid(which="both", alpha=0.2)
+    ax.legend(loc="lower right", fontsize=7)
+    shapes = sorted({_shape_desc(r) for r, _, _ in pts})
+    fam = getattr(ok[0], "family", "")
+    ax.set_title(f"{scenario or 'sweep'}: {fam} {', '.join(shapes)} on {hw.display_name}\n"
+                 "hierarchical roofline (tilesim prediction; the fastest joined across levels)", fontsize=10)
     return fig

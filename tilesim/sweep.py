@@ -29,15 +29,21 @@ it runs ``base`` alone. Knobs are the family's configuration fields other than i
 family's ``check_fits``; combinations either rejects are kept as skipped rows carrying the
 ``ValueError`` text, never dropped. Duplicate configurations of one shape run once.
 
-This module reads the scenario file and nothing else: no printing, no writing.
+This module prints nothing; it writes only the CSV a caller asks for (:class:`SweepCSV`, row by row
+as rows finish, resumable). Sweeps run in worker processes (``run_sweep(jobs=N)``) or on a Dask
+cluster (``run_sweep(client=...)``).
 """
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import io
 import itertools
+import os
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -65,8 +71,9 @@ _TOP_KEYS = ("name", "description", "family", "hardware", "shapes", "base", "gri
 
 
 def scenarios_dir() -> Path:
-    """The repository's ``scenarios/`` folder (next to the ``tilesim`` package)."""
-    return Path(tilesim.__file__).resolve().parents[1] / "scenarios"
+    """The built-in scenarios: ``tilesim/scenarios`` (in the repository a link to the top-level
+    ``scenarios/`` folder; a wheel carries the files themselves, so a non-editable install has them)."""
+    return Path(tilesim.__file__).parent / "scenarios"
 
 
 def _freeze(d: Mapping[str, Any]) -> MappingProxyType:
@@ -216,18 +223,22 @@ class Scenario:
         return rows
 
 
+def is_scenario_file(path: Path) -> bool:
+    """Whether ``path`` is a sweep scenario: a TOML file with a top-level ``shapes`` or ``family``
+    (a file that is not valid TOML counts, so that loading it reports the error)."""
+    try:
+        with Path(path).open("rb") as fh:
+            raw = tomllib.load(fh)
+    except tomllib.TOMLDecodeError:
+        return True
+    except OSError:
+        return False
+    return "shapes" in raw or "family" in raw
+
+
 def available_scenarios() -> list[str]:
     """Names of the sweep scenarios in ``scenarios/`` (files with a top-level ``shapes`` or ``family``)."""
-    names = []
-    for p in sorted(scenarios_dir().glob("*.toml")):
-        try:
-            with p.open("rb") as fh:
-                raw = tomllib.load(fh)
-        except (OSError, tomllib.TOMLDecodeError):
-            continue
-        if "shapes" in raw or "family" in raw:
-            names.append(p.stem)
-    return names
+    return [p.stem for p in sorted(scenarios_dir().glob("*.toml")) if is_scenario_file(p)]
 
 
 def _resolve_path(path_or_name: str | Path) -> Path:
@@ -396,30 +407,231 @@ class SweepResult:
         return best_per_shape(self.rows)
 
 
+def _spec_state(hw: HardwareSpec) -> dict:
+    """A picklable form of ``hw`` (its mappings as dicts) for worker processes."""
+    state = {}
+    for f in dataclasses.fields(hw):
+        if not f.init:
+            continue
+        v = getattr(hw, f.name)
+        state[f.name] = dict(v) if isinstance(v, Mapping) else v
+    return state
+
+
+def _spec_from_state(state: dict) -> HardwareSpec:
+    return HardwareSpec(**{k: MappingProxyType(v) if isinstance(v, dict) else v for k, v in state.items()})
+
+
+_WORKER_HW: HardwareSpec | None = None
+
+
+def _init_worker(state: dict) -> None:
+    global _WORKER_HW
+    _WORKER_HW = _spec_from_state(state)
+
+
+def _simulate_one(cfg, steady_state: bool, state: dict | None = None) -> tuple[str, Any]:
+    """``("ok", SimResult)`` or ``("error", text)``: runs in a worker process (or inline)."""
+    hw = _spec_from_state(state) if state is not None else _WORKER_HW
+    try:
+        return "ok", simulate(cfg, hw, steady_state=steady_state)
+    except ValueError as e:
+        return "error", str(e)
+
+
+def default_jobs() -> int:
+    """Worker processes of a sweep when not told: every CPU this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
 def run_sweep(scenario: Scenario | str | Path, hardware: str | HardwareSpec | None = None,
-              on_result: Callable[[SweepRow, int, int], None] | None = None) -> SweepResult:
+              on_result: Callable[[SweepRow, int, int], None] | None = None, *, jobs: int = 1,
+              done: Mapping[str, SweepRow] | None = None, client=None,
+              steady_state: bool = True) -> SweepResult:
     """Simulate every configuration of ``scenario`` (on ``hardware``, default the scenario's GPU).
 
-    ``on_result(row, done, total)`` is called after each row (rejected ones included), e.g. for a
-    progress bar. A ``ValueError`` raised while simulating one configuration becomes that row's
+    ``jobs`` worker processes simulate the configurations (1: in this process); ``client`` (a
+    ``dask.distributed.Client``) sends them to a Dask cluster instead. ``done`` maps
+    :func:`row_key` to rows finished by an earlier run (see :class:`SweepCSV`): they are kept as
+    they are, not simulated again. ``on_result(row, done, total)`` is called as each row finishes
+    (rejected and earlier-done rows first), in completion order; the result's rows are in scenario
+    order. A ``ValueError`` raised while simulating one configuration becomes that row's
     ``error``; an unknown ``hardware`` raises ``ValueError``.
     """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
+    if not (isinstance(jobs, int) and not isinstance(jobs, bool) and jobs >= 1):
+        raise ValueError(f"jobs = {jobs!r}: must be an integer >= 1")
     hw = resolve_hardware(hardware if hardware is not None else scenario.hardware)
-    pending = scenario.expand(hw)
-    total = len(pending)
-    rows: list[SweepRow] = []
-    for i, row in enumerate(pending, start=1):
-        if row.cfg is not None:
-            try:
-                row = dataclasses.replace(row, result=simulate(row.cfg, hw))
-            except ValueError as e:
-                row = dataclasses.replace(row, error=str(e))
-        rows.append(row)
+    rows: list[SweepRow] = scenario.expand(hw)
+    total = len(rows)
+    finished = 0
+    todo: list[int] = []
+    done = done or {}
+    for i, row in enumerate(rows):
+        old = done.get(row_key(row))
+        if old is not None:
+            rows[i] = old
+        elif row.cfg is not None:
+            todo.append(i)
+            continue
+        finished += 1
         if on_result is not None:
-            on_result(row, i, total)
+            on_result(rows[i], finished, total)
+
+    def land(i: int, outcome: tuple[str, Any]) -> None:
+        nonlocal finished
+        kind, value = outcome
+        rows[i] = dataclasses.replace(rows[i], **({"result": value} if kind == "ok" else {"error": value}))
+        finished += 1
+        if on_result is not None:
+            on_result(rows[i], finished, total)
+
+    if client is not None and todo:
+        from distributed import as_completed as dask_completed  # noqa: PLC0415
+
+        state = client.scatter(_spec_state(hw), broadcast=True)
+        futures = {client.submit(_simulate_one, rows[i].cfg, steady_state, state, pure=False): i for i in todo}
+        for fut in dask_completed(futures):
+            land(futures[fut], fut.result())
+    elif jobs == 1 or len(todo) <= 1:
+        state = _spec_state(hw)
+        _init_worker(state)
+        for i in todo:
+            land(i, _simulate_one(rows[i].cfg, steady_state))
+    elif todo:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), initializer=_init_worker,
+                                 initargs=(_spec_state(hw),)) as pool:
+            futures = {pool.submit(_simulate_one, rows[i].cfg, steady_state): i for i in todo}
+            try:
+                for fut in as_completed(futures):
+                    land(futures[fut], fut.result())
+            except BaseException:
+                for f in futures:
+                    f.cancel()
+                raise
     return SweepResult(scenario=scenario, hardware=hw.name, rows=tuple(rows))
+
+
+def row_key(row: SweepRow) -> str:
+    """A row's identity within one sweep (its ``full_label``: the tiling and the problem size)."""
+    return row.full_label
+
+
+def _num(text: str, kind=float):
+    return None if text in ("", None) else kind(float(text)) if kind is int else kind(text)
+
+
+def row_from_record(record: Mapping[str, str], row: SweepRow) -> SweepRow:
+    """``row`` (from :meth:`Scenario.expand`) with the outcome a CSV record of it holds: the
+    error, or a :class:`SimResult` rebuilt from the recorded columns (counters the CSV does not
+    keep are 0, and there is no timeline)."""
+    from tilesim.result import SimResult, Traffic  # noqa: PLC0415
+
+    if record.get("error"):
+        return dataclasses.replace(row, error=record["error"])
+    t = float(record["time_s"])
+    traffic = Traffic(hbm_read_bytes=float(record["hbm_read_bytes"]), hbm_write_bytes=float(record["hbm_write_bytes"]),
+                      l2_load_bytes=float(record["l2_load_bytes"]), l2_store_bytes=float(record["l2_store_bytes"]),
+                      l2_hit_rate=float(record["l2_hit_rate"]), l1_wavefronts=0.0,
+                      smem_bytes=float(record["smem_bytes"]), smem_wavefronts=float(record["smem_wavefronts"]),
+                      smem_conflict_wavefronts=float(record["smem_conflict_wavefronts"]),
+                      register_operand_bytes=0.0, instructions=0.0, ffma=0.0)
+    result = SimResult(kernel=row.full_label, hardware="", time_s=t, bound=record["bound"], utilization={},
+                       traffic=traffic, flops=float(record["tflops"]) * 1e12 * t, blocks=0,
+                       blocks_per_sm=_num(record["blocks_per_sm"], int) or 0,
+                       occupancy=float(record["occupancy"]), occupancy_limiter=record["occupancy_limiter"],
+                       waves=float(record["waves"]), roofline_s=float(record["roofline_s"]), events=0)
+    return dataclasses.replace(row, result=result)
+
+
+class SweepCSV:
+    """A sweep's CSV, written row by row as rows finish, and resumable.
+
+    Each finished row is appended as one line and flushed, so a killed sweep leaves every finished
+    row on disk (a line cut short by the kill is dropped on resume). :meth:`done` gives the rows an
+    earlier run finished (``run_sweep(done=...)`` skips them); :meth:`finish` rewrites the file in
+    scenario order, so a resumed sweep's CSV equals an uninterrupted one. A file whose header is
+    not this family's columns is refused (``ValueError``) unless ``fresh``.
+    """
+
+    def __init__(self, path: str | Path, family: str, *, fresh: bool = False) -> None:
+        self.path = Path(path)
+        self.columns = _columns(family)
+        self._records: dict[str, dict[str, str]] = {}
+        if self.path.exists() and not fresh:
+            self._records = self._read()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("w", newline="") as fh:  # header + kept records, no cut line
+            w = csv.DictWriter(fh, fieldnames=self.columns)
+            w.writeheader()
+            w.writerows(self._records.values())
+        self._fh = self.path.open("a", newline="")
+
+    def _read(self) -> dict[str, dict[str, str]]:
+        text = self.path.read_text()
+        if not text.strip():
+            return {}
+        if not text.endswith("\n"):
+            text = text[: text.rfind("\n") + 1]  # the line a kill cut short
+        reader = csv.reader(io.StringIO(text))
+        header = next(reader, None)
+        if header != list(self.columns):
+            raise ValueError(f"{self.path}: its columns are not those of this sweep's family; "
+                             "choose another --csv or start afresh (--fresh)")
+        out = {}
+        for values in reader:
+            if len(values) == len(header):
+                rec = dict(zip(header, values, strict=True))
+                out[rec["full_label"]] = rec
+        return out
+
+    def done(self, pending: Iterable[SweepRow]) -> dict[str, SweepRow]:
+        """The rows of ``pending`` this file already holds, rebuilt from their records."""
+        out = {}
+        for row in pending:
+            rec = self._records.get(row_key(row))
+            if rec is not None:
+                out[row_key(row)] = row_from_record(rec, row)
+        return out
+
+    @staticmethod
+    def _record(row: SweepRow) -> dict[str, str]:
+        return {k: ("" if v is None else str(v)) for k, v in row.to_dict().items()}
+
+    def write(self, row: SweepRow) -> None:
+        key = row_key(row)
+        if key in self._records:
+            return
+        rec = self._record(row)
+        self._records[key] = rec
+        buf = io.StringIO()
+        csv.DictWriter(buf, fieldnames=self.columns).writerow(rec)
+        self._fh.write(buf.getvalue())
+        self._fh.flush()
+
+    def finish(self, rows: Iterable[SweepRow]) -> Path:
+        """Rewrite the file with ``rows``' records in their order (atomically) and close it."""
+        self._fh.close()
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with tmp.open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=self.columns)
+            w.writeheader()
+            for row in rows:
+                w.writerow(self._records.get(row_key(row)) or self._record(row))
+        os.replace(tmp, self.path)
+        return self.path
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+def _columns(family: str) -> list[str]:
+    fields = [f.name for f in dataclasses.fields(registry.get(family).config)]
+    return ["family", "label", "full_label", *fields, "flops", "min_hbm_bytes", *_RESULT_KEYS, "error"]
 
 
 def _work(row: SweepRow, key: str) -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -41,6 +42,29 @@ def fmt_count(x: float) -> str:
         if abs(x) >= scale:
             return f"{x / scale:,.2f} {unit}"
     return f"{x:,.0f}"
+
+
+def check_output(path: str | Path | None, option: str, *, stdout_ok: bool = False) -> None:
+    """Fail (one line) unless ``path`` can be written: checked before any work, without creating
+    anything. ``-`` is standard output where ``stdout_ok``."""
+    if path is None:
+        return
+    if str(path) == "-":
+        if stdout_ok:
+            return
+        fail(f"{option} -: standard output is not possible for this option; give a file path")
+    p = Path(path)
+    if p.is_dir():
+        fail(f"{option} {path}: is a folder; give a file path")
+    if p.exists() and not os.access(p, os.W_OK):
+        fail(f"{option} {path}: the file is not writable")
+    parent = p.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        fail(f"{option} {path}: {parent} is a file, not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        fail(f"{option} {path}: cannot write in {parent}")
 
 
 def save_figure(fig, path: str | Path) -> Path:

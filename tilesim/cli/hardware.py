@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 from rich.table import Table
 from rich.text import Text
@@ -28,13 +30,25 @@ def hardware_list() -> None:
     tab = Table(title="hardware catalog")
     for col in ("name", "display name", "SMs", "clock GHz", "FP32 TFLOP/s", "HBM TB/s", "L2 MiB", "calibrated"):
         tab.add_column(col, justify="left" if col in ("name", "display name", "calibrated") else "right")
+    broken = []
     for name in hw_catalog.available():
-        hw = hw_catalog.load(name)
+        try:
+            hw = hw_catalog.load(name)
+        except (ValueError, OSError, TypeError, KeyError) as e:  # a malformed file: one line, the rest listed
+            broken.append(f"{name}: {' '.join(str(e).split())}")
+            continue
+        except Exception as e:  # tomllib.TOMLDecodeError is a ValueError; anything else still one line
+            broken.append(f"{name}: {type(e).__name__}: {' '.join(str(e).split())}")
+            continue
         cal = f"yes ({hw.calibration_date or 'undated'})" if hw.calibrated else "no"
         l2 = f"{hw.l2_bytes / 2**20:.0f}" if hw.has("l2_bytes") else "-"  # a value the GPU's file cannot source
         tab.add_row(hw.name, hw.display_name, str(hw.sm_count), f"{hw.sm_clock_hz / 1e9:.2f}",
                     f"{hw.fp32_flops_per_s / 1e12:.1f}", f"{hw.hbm_bytes_per_s / 1e12:.2f}", l2, cal)
     console().print(tab)
+    for line in broken:
+        click.echo(f"error: cannot read hardware file {line}", err=True)
+    if broken:
+        sys.exit(1)
 
 
 def _human(field: str, v) -> str:

@@ -14,6 +14,7 @@ from rich.text import Text
 import tilesim
 from tilesim.cli.base import (
     OneLineErrors,
+    check_output,
     cli,
     console,
     fail,
@@ -82,7 +83,7 @@ def _family_command(fam: registry.KernelFamily) -> click.Command:
         click.Option(["--hardware"], default="h200", show_default=True,
                      help="GPU (see `tilesim hardware list`)"),
         click.Option(["--json", "as_json"], is_flag=True, help="print result.to_dict() as JSON only"),
-        click.Option(["--timeline", "timeline_png"], type=click.Path(dir_okay=False), default=None,
+        click.Option(["--timeline", "timeline_png"], default=None,
                      help="also write the block-slot timeline of one SM to this PNG"),
         click.Option(["--exact"], is_flag=True,
                      help="simulate every step (no steady-state holds; slower)"),
@@ -129,16 +130,77 @@ def _check_choices(fam: registry.KernelFamily, cfg) -> None:
                              f"{', '.join(map(str, knob.choices))}")
 
 
+def _try(fam, values: dict, hw):
+    cfg = fam.make(**values)
+    _check_choices(fam, cfg)
+    fam.check_fits(cfg, hw)
+    return cfg
+
+
+def _config_with_working_defaults(fam, values: dict, hw):
+    """The configuration of ``values`` (the knobs given) over the family's defaults; when the
+    defaults do not work with what was given (``--variant naive`` with the 128x128 default tile is
+    16,384 threads), the knobs not given are taken from the first built-in scenario configuration
+    of this family that agrees with every knob given (fewest changed knobs first). Returns
+    ``(config, note)``; raises the first ``ValueError``, with the knobs to set, when none works."""
+    try:
+        return _try(fam, values, hw), ""
+    except ValueError as first:
+        error = first
+    if any(f".{k} = " in str(error) for k in values):  # a knob the user gave breaks a rule: say so
+        raise error
+    defaults = {k.name: k.default for k in fam.knobs()}
+    chosen = {k.name: values.get(k.name, k.default) for k in fam.knobs() if k.choices}
+    tried = set()
+    candidates = []
+    for name, knobs in _scenario_knob_sets(fam.name):
+        if any(k in knobs and knobs[k] != v for k, v in {**chosen, **values}.items()):
+            continue
+        fill = {k: v for k, v in knobs.items() if k not in values and k not in fam.problem_fields
+                and v != defaults.get(k)}
+        key = tuple(sorted(fill.items(), key=str))
+        if fill and key not in tried:
+            tried.add(key)
+            candidates.append((len(fill), name, fill))
+    for _, name, fill in sorted(candidates, key=lambda c: c[0]):
+        try:
+            cfg = _try(fam, {**values, **fill}, hw)
+        except ValueError:
+            continue
+        given = ", ".join(f"--{k.replace('_', '-')}" + ("" if v is True else f" {v}")
+                          if v is not False else f"--no-{k.replace('_', '-')}" for k, v in fill.items())
+        return cfg, f"the defaults do not fit ({error}); using {given} (from scenario {name})"
+    unset = [k.name for k in fam.knobs() if k.name not in values and k.name not in fam.problem_fields]
+    raise ValueError(f"{error} (with the default tile; set the tile knobs yourself: "
+                     f"{', '.join('--' + k.replace('_', '-') for k in unset[:8])})") from None
+
+
+def _scenario_knob_sets(family: str):
+    """``(scenario name, knobs)`` of the built-in scenarios' explicit configurations of ``family``."""
+    from tilesim.sweep import available_scenarios, load_scenario
+
+    for name in available_scenarios():
+        try:
+            sc = load_scenario(name)
+        except ValueError:
+            continue
+        if sc.family != family:
+            continue
+        for knobs in sc.knob_sets():
+            yield name, knobs
+
+
 def _simulate(fam, values: dict, hardware: str, as_json: bool, timeline_png, exact: bool) -> None:
     missing = [f for f in _required_fields(fam) if f not in values]
     if missing:
         fail(f"{fam.name}: missing {', '.join('--' + m.replace('_', '-') for m in missing)} "
               f"(no default; `tilesim families {fam.name}` lists the knobs)")
+    check_output(timeline_png, "--timeline")
     try:
         hw = tilesim.resolve_hardware(hardware)
-        cfg = fam.make(**values)
-        _check_choices(fam, cfg)
-        fam.check_fits(cfg, hw)
+        cfg, filled = _config_with_working_defaults(fam, values, hw)
+        if filled:
+            click.echo(f"note: {filled}", err=True)
         result = tilesim.simulate(cfg, hw, timeline=timeline_png is not None, steady_state=not exact)
         programs = () if as_json else tilesim.lower(cfg)
     except ValueError as e:

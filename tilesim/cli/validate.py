@@ -15,7 +15,7 @@ import sys
 
 import click
 
-from tilesim.cli.base import cli, fail
+from tilesim.cli.base import check_output, cli, fail
 
 
 def _validation_fn(module: str, name: str):
@@ -119,9 +119,9 @@ def validate_ncu(families, results, gpu, out, suite, only, shape, limit, fresh, 
               help="kernel family (repeat for several) [default: every family with recorded results]")
 @click.option("--results", type=click.Path(file_okay=False), default=None,
               help="results root, validation/results/<gpu> [default: the recorded ones]")
-@click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--csv", "csv_path", default=None,
               help="write predicted vs measured rows as CSV")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--plot", "plot_path", default=None,
               help="write the predicted-vs-measured figure to this PNG")
 @click.option("--hardware", default=None, help="catalog GPU [default: the results directory's name]")
 @click.option("--mode", "modes", type=click.Choice(["informed", "blind"]), multiple=True,
@@ -132,6 +132,8 @@ def validate_ncu(families, results, gpu, out, suite, only, shape, limit, fresh, 
               help="simulate in this many processes [default: 1, or every CPU with --exact]")
 def validate_report(families, results, csv_path, plot_path, hardware, modes, summary, exact, jobs) -> None:
     """Compare recorded measurements with predictions: error statistics per family, table, plot (CPU)."""
+    check_output(csv_path, "--csv")
+    check_output(plot_path, "--plot")
     fn = _validation_fn("validation.harness.report", "main_report")
     workers = jobs if jobs is not None else (os.cpu_count() or 1) if exact else 1
     kwargs = {"csv_path": csv_path, "plot_path": plot_path, "workers": workers, "steady_state": not exact,
