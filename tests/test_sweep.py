@@ -349,3 +349,103 @@ def test_figures_say_scenario_shape_gpu_and_units_and_titles_do_not_overlap_lege
     fig = plots.timeline_figure(r, kernel=gemm.ok[0].full_label)
     assert "@256x256x256" in fig.axes[0].get_title() and "µs" in fig.axes[0].get_xlabel()
     assert _texts_overlap(fig) == []
+
+
+# ----- parallel, resumable sweeps (issue #11) ------------------------------------------------------
+RESUME_SCENARIO = """name = "resume"
+family = "gemm"
+shapes = [[2048, 2048, 2048], [1024, 3072, 1536]]
+base = { variant = "reg2d" }
+[grid]
+bm = [64, 128]
+bn = [64, 128]
+bk = [8, 16]
+tm = [4, 8]
+tn = [4, 8]
+"""
+
+
+def _sweep_cmd(scenario, csv_path, jobs=2):
+    import sys  # noqa: PLC0415
+
+    return [sys.executable, "-m", "tilesim.cli", "sweep", str(scenario), "--csv", str(csv_path),
+            "--no-plot", "-j", str(jobs)]
+
+
+def _csv_rows(path):
+    import csv as csv_mod  # noqa: PLC0415
+
+    with open(path, newline="") as fh:
+        return list(csv_mod.reader(fh))
+
+
+def test_parallel_sweep_equals_the_serial_one():
+    serial = run_sweep("naive_vs_tiled", jobs=1)
+    parallel = run_sweep("naive_vs_tiled", jobs=2)
+    assert [r.to_dict() for r in serial.rows] == [r.to_dict() for r in parallel.rows]
+
+
+def test_a_killed_sweep_resumes_with_every_finished_row_kept_and_none_repeated(tmp_path):
+    import os  # noqa: PLC0415
+    import signal  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    sc = _write(tmp_path, RESUME_SCENARIO, "resume.toml")
+    whole = tmp_path / "whole.csv"
+    subprocess.run(_sweep_cmd(sc, whole), check=True, capture_output=True, timeout=300)
+    expected = _csv_rows(whole)
+    assert len(expected) == 1 + 64
+
+    part = tmp_path / "part.csv"
+    proc = subprocess.Popen(_sweep_cmd(sc, part), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:  # kill once some rows, not all, are on disk
+            if part.exists() and part.read_text().count("\n") >= 1 + 12:
+                break
+            time.sleep(0.005)
+        os.killpg(proc.pid, signal.SIGKILL)  # the sweep and its worker processes
+    finally:
+        proc.wait(timeout=30)
+    kept = _csv_rows(part)
+    assert 1 + 12 <= len(kept) < len(expected), len(kept)
+    finished = {r[2] for r in kept[1:] if len(r) == len(expected[0])}
+
+    res = subprocess.run(_sweep_cmd(sc, part), check=True, capture_output=True, text=True, timeout=300)
+    assert f"{len(finished)} row(s) already there are kept" in res.stdout
+    assert _csv_rows(part) == expected  # same rows, same order, none repeated
+
+
+def test_piped_progress_is_a_line_per_percent(tmp_path):
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    res = subprocess.run([sys.executable, "-m", "tilesim.cli", "sweep", "naive_vs_tiled", "--no-plot", "-j", "2"],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    lines = [ln for ln in res.stderr.splitlines() if ln.startswith("naive_vs_tiled: ")]
+    assert lines[-1] == "naive_vs_tiled: 100% (7/7)" and len(lines) == 7
+
+
+def test_dask_local_cluster_runs_the_sweep(tmp_path):
+    pytest.importorskip("distributed")
+    from distributed import Client, LocalCluster  # noqa: PLC0415
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        res = run_sweep("naive_vs_tiled", client=client)
+    assert [r.to_dict() for r in res.rows] == [r.to_dict() for r in run_sweep("naive_vs_tiled", jobs=1).rows]
+
+
+def test_the_dask_option_of_the_cli(tmp_path):
+    pytest.importorskip("distributed")
+    from click.testing import CliRunner  # noqa: PLC0415
+
+    from tilesim.cli import cli  # noqa: PLC0415
+
+    res = CliRunner().invoke(cli, ["sweep", "naive_vs_tiled", "--dask", "local", "-j", "2", "--no-plot",
+                                   "--csv", str(tmp_path / "d.csv")])
+    assert res.exit_code == 0, res.output
+    assert len(_csv_rows(tmp_path / "d.csv")) == 8
