@@ -449,3 +449,27 @@ def test_the_dask_option_of_the_cli(tmp_path):
                                    "--csv", str(tmp_path / "d.csv")])
     assert res.exit_code == 0, res.output
     assert len(_csv_rows(tmp_path / "d.csv")) == 8
+
+
+def test_the_scheduler_option_uses_an_existing_cluster(tmp_path):
+    pytest.importorskip("distributed")
+    from click.testing import CliRunner  # noqa: PLC0415
+    from distributed import LocalCluster  # noqa: PLC0415
+
+    from tilesim.cli import cli  # noqa: PLC0415
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        res = CliRunner().invoke(cli, ["sweep", "naive_vs_tiled", "--scheduler", cluster.scheduler_address,
+                                       "--no-plot", "--json", str(tmp_path / "d.json")])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "d.json").exists()
+
+
+def test_an_unreachable_scheduler_is_one_line():
+    pytest.importorskip("distributed")
+    from click.testing import CliRunner  # noqa: PLC0415
+
+    from tilesim.cli import cli  # noqa: PLC0415
+
+    res = CliRunner().invoke(cli, ["sweep", "naive_vs_tiled", "--scheduler", "tcp://127.0.0.1:1", "--no-plot"])
+    assert res.exit_code == 2 and res.stderr.startswith("error: cannot reach the Dask scheduler"), res.output

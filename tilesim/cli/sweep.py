@@ -149,7 +149,7 @@ def _dask_client(mode, scheduler, jobs):
         fail("--dask/--scheduler need dask.distributed: pip install 'dask[distributed]'")
     try:
         if scheduler is not None:
-            return Client(scheduler, timeout="10s")
+            return Client(scheduler, timeout="5s")
         from tilesim.sweep import default_jobs
 
         cluster = LocalCluster(n_workers=jobs or default_jobs(), threads_per_worker=1, processes=True,
@@ -249,19 +249,28 @@ def _print_sweep(con: Console, res, top: int) -> None:
         if len(shown) < len(rows):
             title += f" (fastest {len(shown)})"
         tab = Table(title=title, title_justify="left")
+        widest = max(len(r.label) for r in shown)
+        narrow = con.width < 110  # an 80-column terminal: names fold over at most two lines
         for col, just in (("#", "right"), ("config", "left"), ("ms", "right"), rate, ("bound", "left"),
                           ("occupancy", "right"), ("HBM GB", "right"), ("L2 hit", "right"),
                           ("smem conflicts", "right")):
-            tab.add_column(col, justify=just, overflow="fold")
+            if narrow and col in ("smem conflicts", "HBM GB"):
+                continue
+            tab.add_column(col, justify=just, overflow="fold",
+                           min_width=min(widest, 22 if narrow else 40) if col == "config" else None)
         for i, row in enumerate(shown, start=1):
             r = row.result
             bw = row.effective_hbm_bytes_per_s
             speed = f"{r.tflops:.1f}" if metric == "tflops" else "" if bw is None else f"{bw / 1e12:.2f}"
-            tab.add_row(str(i), row.label, f"{r.time_s * 1e3:.3f}", speed, r.bound,
-                        f"{100 * r.occupancy:.0f}% ({r.blocks_per_sm}/SM)",
-                        f"{r.traffic.hbm_bytes / 1e9:.3f}", f"{100 * r.traffic.l2_hit_rate:.1f}%",
-                        fmt_count(r.traffic.smem_conflict_wavefronts))
+            cells = [str(i), row.label, f"{r.time_s * 1e3:.3f}", speed, r.bound,
+                     f"{100 * r.occupancy:.0f}% ({r.blocks_per_sm}/SM)", f"{r.traffic.hbm_bytes / 1e9:.3f}",
+                     f"{100 * r.traffic.l2_hit_rate:.1f}%", fmt_count(r.traffic.smem_conflict_wavefronts)]
+            if narrow:
+                del cells[8], cells[6]
+            tab.add_row(*cells)
         con.print(tab)
+    if any(len(rows) for rows in res.by_shape().values()) and con.width < 110:
+        con.print("(a narrow terminal: HBM GB and smem conflicts are in --csv/--json)", style="dim")
     if metric != "tflops":
         con.print("eff. TB/s: the family's compulsory HBM bytes over the predicted time", style="dim")
     best = res.best()
