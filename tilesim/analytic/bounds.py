@@ -40,14 +40,15 @@ def smem_bytes_per_s(hw) -> float:
 
 
 def roofline_time_s(flops: float, hbm_bytes: float, hw, *, l2_bytes: float | None = None,
-                    smem_bytes: float | None = None) -> Bound:
+                    smem_bytes: float | None = None, hbm_bytes_per_s: float | None = None) -> Bound:
     """Roofline lower bound of a kernel doing ``flops`` FP32 FLOPs and moving the given bytes.
 
     ``l2_bytes`` and ``smem_bytes`` are optional; a resource left as ``None`` is not considered.
+    ``hbm_bytes_per_s`` replaces the copy bandwidth (e.g. the rate of the kernel's read/write mix).
     Raises ``ValueError`` naming the argument when a count is negative.
     """
     work = {"fp32": flops, "hbm": hbm_bytes, "l2": l2_bytes, "smem": smem_bytes}
-    rates = {"fp32": hw.fp32_flops_per_s, "hbm": hw.hbm_bytes_per_s, "l2": hw.l2_bytes_per_s,
+    rates = {"fp32": hw.fp32_flops_per_s, "hbm": hbm_bytes_per_s or hw.hbm_bytes_per_s, "l2": hw.l2_bytes_per_s,
              "smem": smem_bytes_per_s(hw)}
     names = {"fp32": "flops", "hbm": "hbm_bytes", "l2": "l2_bytes", "smem": "smem_bytes"}
     times = []

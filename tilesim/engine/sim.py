@@ -49,6 +49,7 @@ from collections import deque
 import simpy
 
 from tilesim.analytic.bounds import roofline_time_s
+from tilesim.analytic.checks import check_not_faster_than_roofline, check_program
 from tilesim.analytic.occupancy import occupancy as occupancy_of
 from tilesim.analytic.waves import waves as waves_of
 from tilesim.cost import StepCost, step_cost
@@ -662,7 +663,10 @@ class Engine:
             self.env.process(self._slot(s))
         self.env.run()
         hw, p, v = self.hw, self.p, self.total.v
-        end = max([self.env.now] + [self.ch[c].next_free_s for c in ("l2", "hbm", "atomic")])
+        # no channel can have done more work than its rate allows in the time: held phases reserve
+        # their measured rates, which together may overcommit a channel (the work is still done)
+        end = max([self.env.now] + [self.ch[c].next_free_s for c in ("l2", "hbm", "atomic")]
+                  + [ch.busy_s for ch in self.ch.values()])
         time_s = end + hw.launch_overhead_s
         util = {c: round(self.ch[c].utilization(end), 6) for c in CHANNELS}
         top = max(util, key=util.get)
@@ -685,7 +689,10 @@ class Engine:
             instructions=v["issue"], ffma=v["ffma"],
         )
         wv = waves_of(p.launch.blocks, self.occ.blocks_per_sm, hw.sm_count)
-        bound_s = roofline_time_s(p.flops, p.min_hbm_bytes, hw).time_s
+        # the roofline of what was executed: its FLOPs, and the bytes the HBM carried during the
+        # kernel at the rate of its read/write mix (output the L2 writes back later is not in it)
+        bound_s = roofline_time_s(p.flops, self.ch["hbm"].amount, hw,
+                                  hbm_bytes_per_s=self.ch["hbm"].rate_per_s).time_s
         return SimResult(
             kernel=p.name, hardware=hw.name, time_s=time_s, bound=bound, utilization=util,
             traffic=traffic, flops=p.flops, blocks=p.launch.blocks,
@@ -746,5 +753,8 @@ def simulate_program(program: TileProgram, hw: HardwareSpec, *, timeline: bool =
     ``steady_state=False`` simulates every k-step of every block group instead of holding settled
     phases: the reference the fast path approximates, tens of times slower.
     """
-    return Engine(program, hw, timeline=timeline, steady_state=steady_state).run()
+    check_program(program, hw)
+    result = Engine(program, hw, timeline=timeline, steady_state=steady_state).run()
+    check_not_faster_than_roofline(result)
+    return result
 
