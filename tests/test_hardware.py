@@ -125,7 +125,8 @@ def test_levels_are_views_of_the_fields():
     assert hw.level("l2").sources["latency_cycles"].startswith("calibration:")
     assert M1.level("slc").label == "system-level cache (SLC)"
     with pytest.raises(ValueError, match="'l2'.*latency_cycles"):
-        M1.level("l2").require("latency_cycles")
+        hardware.load("m1_max", assumed=False).level("l2").require("latency_cycles")
+    assert M1.level("l2").sources["latency_cycles"].startswith("assumption:")  # its assumed overlay's
     with pytest.raises(ValueError, match="'l3'"):
         H200.level("l3")
 
@@ -147,7 +148,8 @@ def test_the_m1_max_invents_no_nvidia_values():
     with pytest.raises(MissingHardwareValue, match="m1_max has no cp.async"):
         M1.ldgsts_bypass_wavefronts  # noqa: B018
     with pytest.raises(ValueError, match="m1_max: smem_latency_cycles is not known"):
-        M1.smem_latency_cycles  # noqa: B018
+        hardware.load("m1_max", assumed=False).smem_latency_cycles  # noqa: B018
+    assert M1.is_assumed("smem_latency_cycles") and M1.source_of("smem_latency_cycles").startswith("assumption:")
     with pytest.raises(AttributeError):
         M1.warp_speed  # noqa: B018
 

@@ -71,6 +71,16 @@ def test_simulates_on_the_m1_max():
     assert r.time_s > r.roofline_s > 0
 
 
+def test_the_study_uses_the_catalogs_assumptions():
+    # the values predict_m5.py once listed itself now live in tilesim/hardware/assumed/m5_max.toml:
+    # the study and `tilesim simulate steel_gemm --hardware m5_max` read the same spec
+    hw = P.assumed_spec()
+    assert hw == hardware.load("m5_max") and set(P.assumed()) == hw.assumed
+    assert all(src.startswith("assumption:") for _, src in P.assumed().values())
+    assert P.assumed()["launch_overhead_s"][0] == 5e-6 and P.assumed()["smem_latency_cycles"][0] == 32
+    assert P.assumed()["hbm_latency_cycles"][0] == 342e-9 * hw.sm_clock_hz
+
+
 # --- the published m5-gemm results (shared/REFERENCE.md) ---------------------------------------------
 ROWS = {(r["copy"], r["size"]): r for r in P.table()}
 

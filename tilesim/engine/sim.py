@@ -646,7 +646,10 @@ class Engine:
             return min(sms, remaining)
         if self.tail_sms is None:
             widest, narrowest = min(sms, remaining), -(-remaining // slots)
-            landed = max(1, round(widest - self.hw.tail_packing(slots) * (widest - narrowest)))
+            # ASSUMPTION for GPUs without the dispatch probe (no tail_packing_by_slots, e.g. Apple's):
+            # packing 0.0, a last partial wave spread one block per SM
+            packing = self.hw.tail_packing(slots) if self.hw.has("tail_packing_by_slots") else 0.0
+            landed = max(1, round(widest - packing * (widest - narrowest)))
             per_sm = max(1, round(remaining / landed))
             while -(-remaining // per_sm) > sms:
                 per_sm += 1

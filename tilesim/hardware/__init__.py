@@ -1,8 +1,9 @@
 """The hardware catalog: every GPU is data, every value has a source, calibration overrides.
 
-``load(name)`` gives a :class:`HardwareSpec` (``spec.py``) read from ``data/<name>.toml`` and its
-calibrated profile (``catalog.py``); the vocabulary of the files is ``fields.py``, the memory
-hierarchy ``levels.py``.
+``load(name)`` gives a :class:`HardwareSpec` (``spec.py``) read from ``data/<name>.toml`` (sourced
+values), its assumed overlay ``assumed/<name>.toml`` (what no source gives, each flagged in
+``spec.assumed``) and its calibrated profile (``catalog.py``); the vocabulary of the files is
+``fields.py``, the memory hierarchy ``levels.py``.
 """
 
 from tilesim.hardware.catalog import available, load, with_overrides

@@ -1,11 +1,21 @@
-"""The hardware catalog: one TOML data file per GPU, overlaid by its calibrated profile.
+"""The hardware catalog: one TOML data file per GPU, overlaid by its assumptions and its calibrated profile.
 
 A data file (``tilesim/hardware/data/<name>.toml``) has a ``[meta]`` table (``display_name``,
 ``vendor``) and one table per value with ``value`` and ``source`` (the layout is in
-:mod:`tilesim.hardware.fields`). A calibrated profile (``tilesim/hardware/calibrated/<name>.toml``,
-machine-written by ``validation/calibrate.py``) has the same form: its values replace the data
-file's, the loaded spec records which were calibrated and when. A profile may carry any key a data
-file may (the flat fields, and per-pipe ones such as ``[pipes.sfu.latency_cycles]``).
+:mod:`tilesim.hardware.fields`); it holds only sourced values.
+
+An assumed overlay (``tilesim/hardware/assumed/<name>.toml``, same form, no ``[meta]`` needed) adds
+the values the engine needs that no source gives for that GPU: each one's source starts with
+``assumption:`` and says what it is carried from (another chip's measurement, another vendor's
+figure) or that it is bare. It may only add keys the data file lacks (an assumption never replaces
+a sourced value); the loaded spec records which values are assumed (:attr:`HardwareSpec.assumed`).
+``load(name, assumed=False)`` leaves the overlay out: then reading such a value raises.
+
+A calibrated profile (``tilesim/hardware/calibrated/<name>.toml``, machine-written by
+``validation/calibrate.py``) has the same form and is applied last: its values replace the data
+file's and the assumptions (a calibrated value is no longer assumed), the loaded spec records which
+were calibrated and when. A profile may carry any key a data file may (the flat fields, and
+per-pipe ones such as ``[pipes.sfu.latency_cycles]``).
 """
 
 from __future__ import annotations
@@ -21,6 +31,9 @@ from tilesim.hardware.spec import HardwareSpec
 
 DATA_DIR = Path(__file__).parent / "data"
 CALIBRATED_DIR = Path(__file__).parent / "calibrated"
+ASSUMED_DIR = Path(__file__).parent / "assumed"
+ASSUMPTION_PREFIX = "assumption:"
+"""How every source in an assumed overlay begins (and no source in a data file)."""
 
 
 def _leaves(path: Path, node: dict, prefix: str = "") -> list[tuple[str, Any, str]]:
@@ -76,8 +89,25 @@ def available() -> list[str]:
     return sorted(p.stem for p in DATA_DIR.glob("*.toml"))
 
 
-def load(name: str, *, calibrated: bool = True, calibration_dir: Path | None = None) -> HardwareSpec:
-    """Load a GPU's spec by name, applying its calibrated profile when one exists.
+def read_assumed(path: Path, vendor: str, sourced: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Values and sources of an assumed overlay: every source must start with ``assumption:`` and
+    no key may be one the data file (``sourced``) already gives. Raises ``ValueError`` naming the
+    file and key."""
+    values, sources, _ = read_table(path, vendor)
+    for key, src in sources.items():
+        if not src.strip().lower().startswith(ASSUMPTION_PREFIX):
+            raise ValueError(f"{path.name}: field {key!r}: an assumed value's source must start with "
+                             f"{ASSUMPTION_PREFIX!r}, got {src!r}")
+        if key in sourced:
+            raise ValueError(f"{path.name}: field {key!r} is sourced in the data file; an assumption may "
+                             "not replace it")
+    return values, sources
+
+
+def load(name: str, *, calibrated: bool = True, assumed: bool = True,
+         calibration_dir: Path | None = None, assumed_dir: Path | None = None) -> HardwareSpec:
+    """Load a GPU's spec by name: its data file, then its assumed overlay (when ``assumed`` and one
+    exists), then its calibrated profile (when ``calibrated`` and one exists).
 
     Raises ``ValueError`` listing the known names when ``name`` is not in the catalog.
     """
@@ -90,6 +120,13 @@ def load(name: str, *, calibrated: bool = True, calibration_dir: Path | None = N
     missing = [f for f in F.REQUIRED_FIELDS[vendor] if f not in values]
     if missing:
         raise ValueError(f"{path.name}: missing fields {', '.join(missing)}")
+    assumed_fields: set[str] = set()
+    assumed_path = (assumed_dir or ASSUMED_DIR) / f"{key}.toml"
+    if assumed and assumed_path.exists():
+        avals, asrcs = read_assumed(assumed_path, vendor, values)
+        values.update(avals)
+        sources.update(asrcs)
+        assumed_fields = set(avals)
     cal_fields: set[str] = set()
     cal_date = None
     cal_path = (calibration_dir or CALIBRATED_DIR) / f"{key}.toml"
@@ -107,6 +144,7 @@ def load(name: str, *, calibrated: bool = True, calibration_dir: Path | None = N
         sources=MappingProxyType(sources),
         calibrated=frozenset(cal_fields),
         calibration_date=cal_date,
+        assumed=frozenset(assumed_fields - cal_fields),
     )
 
 
@@ -126,4 +164,5 @@ def with_overrides(spec: HardwareSpec, **changes: Any) -> HardwareSpec:
     vals.update(changes)
     srcs = dict(spec.sources)
     srcs.update({k: "override" for k in changes})
-    return replace(spec, values=tuple(sorted(vals.items())), sources=MappingProxyType(srcs))
+    return replace(spec, values=tuple(sorted(vals.items())), sources=MappingProxyType(srcs),
+                   assumed=spec.assumed - set(changes))

@@ -1,8 +1,9 @@
 """Facts about one GPU: sourced values by name, and what the simulator asks of them.
 
 A :class:`HardwareSpec` holds the values of one GPU's data file (``tilesim/hardware/data/<gpu>.toml``,
-overlaid by its calibrated profile; see :mod:`tilesim.hardware.catalog`), each with its source. The
-vocabulary (common fields, vendor tables, pipes, MMA shapes, memory levels) is
+overlaid by its assumed values and its calibrated profile; see :mod:`tilesim.hardware.catalog`), each
+with its source (an assumed one's starts with "assumption:"; :attr:`HardwareSpec.assumed` names
+them). The vocabulary (common fields, vendor tables, pipes, MMA shapes, memory levels) is
 :mod:`tilesim.hardware.fields`. Every field of the first, flat spec still reads as an attribute
 (``hw.l2_bytes``, ``hw.ldgsts_bypass_wavefronts``); a value the GPU does not have, or that its file
 cannot source, raises :class:`MissingHardwareValue` (a ``ValueError``) saying which and why, never a
@@ -46,7 +47,9 @@ class HardwareSpec:
 
     ``values`` holds ``(key, value)`` pairs (see :mod:`tilesim.hardware.fields` for the keys),
     ``sources`` the source of each key, ``calibrated`` the names a calibrated profile set (as the
-    profile writes them) and ``calibration_date`` when.
+    profile writes them) and ``calibration_date`` when, ``assumed`` the names the GPU's assumed
+    overlay set (values no source gives for it, each source starting with "assumption:"; see
+    :mod:`tilesim.hardware.catalog`).
     """
 
     name: str
@@ -56,6 +59,7 @@ class HardwareSpec:
     sources: MappingProxyType = field(default_factory=lambda: MappingProxyType({}), compare=False, repr=False)
     calibrated: frozenset = field(default=frozenset(), compare=False)
     calibration_date: str | None = field(default=None, compare=False)
+    assumed: frozenset = field(default=frozenset(), compare=False)
     _index: dict = field(init=False, compare=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
@@ -115,6 +119,10 @@ class HardwareSpec:
     def is_calibrated(self, key: str) -> bool:
         """True when a calibrated profile set ``key``."""
         return key in self.calibrated
+
+    def is_assumed(self, key: str) -> bool:
+        """True when ``key``'s value is an assumption (the GPU's assumed overlay set it; no source gives it)."""
+        return key in self.assumed
 
     # --- derived quantities (never stored, so they cannot disagree with the data) -------------
     @property
