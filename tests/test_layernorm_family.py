@@ -239,11 +239,15 @@ def _simulate_or_skip(c):
         raise
 
 
-def test_keeping_the_row_on_chip_is_predicted_faster_than_reading_it_three_times():
+def test_a_row_read_three_times_comes_from_the_l1_after_the_first_pass():
+    """A block's 16 KiB row fits in its SM's L1: the two re-read passes hit there (Nsight Compute:
+    95-100% L1 hits, validation/studies/row_kernels_fidelity.md), so re-reading costs L1 traffic
+    and instructions, not L2 bytes, and keeping the row in registers is no slower."""
     cached = _simulate_or_skip(cfg(passes="two", cache="registers"))
     reread = _simulate_or_skip(cfg(passes="two", cache="none", unroll=4))
-    assert cached.time_s < reread.time_s
-    assert cached.traffic.l2_load_bytes < reread.traffic.l2_load_bytes
+    assert cached.time_s <= reread.time_s
+    assert reread.traffic.l2_load_bytes == pytest.approx(cached.traffic.l2_load_bytes, rel=0.02)
+    assert reread.traffic.l1_wavefronts > 1.4 * cached.traffic.l1_wavefronts  # 3 reads and a write vs 1 and 1
     x_bytes = 16384 * 4096 * F32  # 4x the L2: x comes from HBM once
     assert cached.traffic.hbm_read_bytes == pytest.approx(x_bytes, rel=0.02)
 

@@ -52,6 +52,10 @@ class StepCost:
     load_l1_cycles: float = 0.0
     load_l2_bytes: float = 0.0  # sectors requested from L2, in bytes
     load_useful_bytes: float = 0.0
+    # per global load of the step, in order: its L2 bytes, and whether it is cached in L1 (loads
+    # through registers are; cp.async copies go straight to shared memory)
+    load_l2_bytes_each: list = field(default_factory=list)
+    load_l1_cacheable: list = field(default_factory=list)
     staging_instructions: float = 0.0  # shared stores of register-staged loads and explicit ones
     staging_wavefronts: float = 0.0  # shared wavefronts of those stores (or of cp.async arrivals)
     staging_ideal: float = 0.0
@@ -145,6 +149,8 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
         c.load_instructions += instr * r
         c.load_l1_cycles += l1 * r
         c.load_l2_bytes += len(sectors) * sector * r
+        c.load_l2_bytes_each.append(float(len(sectors) * sector * r))
+        c.load_l1_cacheable.append(ld.dest != "async")
         c.load_useful_bytes += useful_bytes(ld.instructions) * r
         c.staging_instructions += st_instr * r
         c.staging_wavefronts += st_wave * r

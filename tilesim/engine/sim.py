@@ -71,7 +71,8 @@ FALLBACK_WINDOWS = 4  # steady windows after which a group holds alone
 GROUP_PAIRS = True
 MATH_PIPES = ("fma", "sfu", "int", "fp64", "shuffle")
 CHANNELS = ("issue", *MATH_PIPES, "tensor", "smem", "l1", "l2", "hbm", "dispatch", "atomic")
-COUNTERS = CHANNELS + ("hbm_read", "hbm_write", "l2_load", "l2_store", "smem_bytes", "smem_ideal", "ffma")
+COUNTERS = CHANNELS + ("hbm_read", "hbm_write", "l2_load", "l2_store", "smem_bytes", "smem_ideal", "ffma",
+                       "l1_fill")
 POSTED = ("atomic",)  # chip-wide channels whose requests no block waits for: held work is queued, not reserved
 PER_SM_COUNTERS = ("issue", *MATH_PIPES, "tensor", "smem", "l1", "dispatch", "smem_bytes", "smem_ideal", "ffma")
 LOOP = "@"  # the loop index in a tile's projection (phases share tiles by position, not by name)
@@ -93,12 +94,14 @@ class _Tally:
 class _Lane:
     """A warp group's load pipeline: the completion times of loads issued ahead."""
 
-    __slots__ = ("pending", "issued", "missed")
+    __slots__ = ("pending", "issued", "missed", "l1", "l1_missed")
 
     def __init__(self) -> None:
         self.pending: deque = deque()
         self.issued = 0
         self.missed: dict = {}  # bytes missed per tile prefix in the current window
+        self.l1: dict = {}  # step -> (L2 bytes per block the L1 served, every load served): the group's
+        self.l1_missed: dict = {}  # L1 misses of the representative SM's block in the current window
 
 
 class _Plan:
@@ -145,6 +148,9 @@ class _Plan:
         self.loads: tuple[GlobalLoad, ...] = phase.step.loads
         self.stores = phase.step.stores
         self.atomics = tuple(a for a in phase.step.atomics if a.space == "global")
+        # which loads the L1 caches (their L2 bytes each), when the cost model says
+        self.l1_loads = (tuple(zip(range(len(self.loads)), cost.load_l2_bytes_each, cost.load_l1_cacheable,
+                                   strict=True)) if len(cost.load_l2_bytes_each) == len(self.loads) else ())
         self.in_loop = phase.trips > 1
         self.math_issue = cost.math_instructions
 
@@ -185,6 +191,8 @@ class Engine:
                               "same-address atomics"),
         })
         self.cache = L2Cache(hw.l2_bytes)
+        self.l1 = self._l1_cache()
+        self.l1_lat_s = hw.l1_latency_cycles / clk if self.l1 is not None else 0.0
         self.total = _Tally()
         self.next_block = 0
         self.events = 0
@@ -208,6 +216,22 @@ class Engine:
         self.group_holding: dict[int, float] = {}  # slots standing in for whole block groups -> group time
         self.group_share = 0  # groups each slot stands in for, fixed when the first one settles
         self.changed = self.env.event()  # fires when the set of slots in a loop changes
+
+    def _l1_cache(self) -> L2Cache | None:
+        """The representative SM's L1: what of the unified L1/shared memory the resident blocks'
+        shared memory leaves (the carveout's granularity is ignored), kept by the same byte-clock
+        LRU as the L2; None when the GPU's spec gives no L1 capacity."""
+        hw = self.hw
+        try:
+            unified = hw.level("l1").capacity_bytes
+        except ValueError:
+            return None
+        if not unified:
+            return None
+        reserved = hw.smem_reserved_per_block_bytes if hw.has("smem_reserved_per_block_bytes") else 0
+        smem = self.occ.blocks_per_sm * (self.p.launch.smem_bytes_per_block + reserved)
+        left = unified - smem
+        return L2Cache(left) if left > 0 else None
 
     def _write_fraction(self) -> float:
         """The share of the kernel's compulsory HBM bytes that are writes (its output over
@@ -280,7 +304,7 @@ class Engine:
             self.timeline.append(Interval(slot, kind, t0, t1, phase))
 
     def _issue_loads(self, pl: _Plan, k: int, first: int, count: int, share: float, lane: _Lane | None,
-                     tally: _Tally) -> float:
+                     tally: _Tally, l1_steps: dict) -> float:
         """Send one step's loads of a group; return when the data is in (registers or smem).
 
         Only the lead warp group (``lane`` given) looks tiles up in L2, noting its misses."""
@@ -289,10 +313,15 @@ class Engine:
         if not pl.loads:  # a step without global loads waits for nothing
             return now
         missed = 0.0
-        if lane is not None:
-            for ld in pl.loads:
-                missed += self._touch(ld.tile, pl.index, first, count, k, lane.missed)
-        l2_bytes = c.load_l2_bytes * count * share
+        if lane is not None:  # the lead warp group looks the tiles up, for all of the group's
+            served, every, fill = self._l1_lookup(pl, k, first, lane)
+            for j, ld in enumerate(pl.loads):
+                if j not in every:
+                    missed += self._touch(ld.tile, pl.index, first, count, k, lane.missed)
+            l1_steps[k] = (served, len(every) == len(pl.loads))
+            tally.v["l1_fill"] += fill
+        served, all_in_l1 = l1_steps.get(k, (0.0, False))
+        l2_bytes = (c.load_l2_bytes - served) * count * share
         done = max(ch["issue"].request(now, c.load_instructions * share),
                    ch["l1"].request(now, c.load_l1_cycles * share),
                    ch["l2"].request(now, l2_bytes))
@@ -309,7 +338,28 @@ class Engine:
         v["hbm"] += missed
         v["hbm_read"] += missed
         v["l1"] += c.load_l1_cycles * share
-        return done + (self.hbm_lat_s if missed else self.l2_lat_s)
+        return done + (self.hbm_lat_s if missed else self.l1_lat_s if all_in_l1 else self.l2_lat_s)
+
+    def _l1_lookup(self, pl: _Plan, k: int, first: int, lane: _Lane) -> tuple[float, set, float]:
+        """Look the step's cached loads up in the representative SM's L1 (its block is the group's
+        first). Returns the L2 bytes per block the L1 serves, which loads it serves, and the bytes
+        it brings in; every SM is taken to see what the representative one sees."""
+        if self.l1 is None or not pl.l1_loads:
+            return 0.0, set(), 0.0
+        served, hits, fill = 0.0, set(), 0.0
+        now = self.env.now
+        for j, l2_bytes, cacheable in pl.l1_loads:
+            if not cacheable:
+                continue
+            tile = pl.loads[j].tile
+            prefix = self._tiles(tile, pl.index, first, 1)[1][0]
+            if self.l1.access(prefix, k, tile.tile_bytes, now):
+                served += l2_bytes
+                hits.add(j)
+            else:
+                lane.l1_missed[prefix] = lane.l1_missed.get(prefix, 0.0) + tile.tile_bytes
+                fill += tile.tile_bytes
+        return served, hits, fill
 
     def _compute(self, pl: _Plan, k: int, first: int, count: int, share: float, tally: _Tally):
         """Stage the step's data in shared memory (unless cp.async did), pass its barriers, do its
@@ -425,7 +475,7 @@ class Engine:
         for i in range(start, start + steps):
             while lane.issued < min(n, i + depth):
                 lane.pending.append(self._issue_loads(pl, lane.issued, first, count, share,
-                                                      lane if lead else None, tally))
+                                                      lane if lead else None, tally, lane.l1))
                 lane.issued += 1
             ready = lane.pending.popleft()
             t0 = env.now
@@ -438,12 +488,13 @@ class Engine:
             self.events += 1
 
     def _hold(self, slot: int, per: _Tally, period_s: float, times: int, tally: _Tally, ranges=(),
-              interruptible: bool = False, phase: str = ""):
+              interruptible: bool = False, phase: str = "", l1_ranges=()):
         """Stand in for ``times`` repetitions of a settled phase of length ``period_s``.
 
         The phase's channel demand is reserved for its duration, its missed bytes stream into the
-        L2 over it, and the tiles it touches (``ranges``: (prefix, k0, k1)) are recorded as
-        touched one per period, so that groups running meanwhile find them resident. An
+        L2 (and its L1 misses into the SM's L1) over it, and the tiles it touches (``ranges``,
+        ``l1_ranges``: (prefix, k0, k1)) are recorded as touched one per period, so that groups
+        running meanwhile find them resident. An
         ``interruptible`` hold ends early when the set of slots in a k-loop changes (the
         contention it was measured under is gone); it returns how many repetitions it stood for.
         """
@@ -458,6 +509,10 @@ class Engine:
         stream = (per.v["hbm_read"] + per.v["hbm_write"]) / period_s
         self.cache.start_stream(stream, t0)
         marks = [self.cache.touch_range(prefix, k0, k1, t0, period_s) for prefix, k0, k1 in ranges]
+        l1_stream = per.v["l1_fill"] / period_s if self.l1 is not None else 0.0
+        if self.l1 is not None:  # the representative SM's L1 keeps filling over the held steps
+            self.l1.start_stream(l1_stream, t0)
+            marks += [self.l1.touch_range(prefix, k0, k1, t0, period_s) for prefix, k0, k1 in l1_ranges]
         end = env.timeout(period_s * times)
         if interruptible:
             yield end | self.changed
@@ -471,6 +526,8 @@ class Engine:
             if env.now < t0 + duration:
                 yield env.timeout(t0 + duration - env.now)
         self.cache.stop_stream(stream, env.now)
+        if self.l1 is not None:
+            self.l1.stop_stream(l1_stream, env.now)
         for c, r in rates.items():
             self.ch[c].release(r, env.now - t0)
         self._record(slot, "steady", t0, env.now, phase)
@@ -507,6 +564,8 @@ class Engine:
         window = pl.window
         share = 1.0 / pl.groups
         lanes = [_Lane() for _ in range(pl.groups)]
+        for ln in lanes[1:]:  # the lead's L1 lookups serve the group's other warp groups
+            ln.l1 = lanes[0].l1
         per_step: list[float] = []
         i = 0
         held = False
@@ -519,6 +578,7 @@ class Engine:
             t0 = env.now
             wt = _Tally()
             lanes[0].missed.clear()
+            lanes[0].l1_missed.clear()
             if len(lanes) == 1:
                 # one warp group: its steps run in this process. The two zero timeouts stand for
                 # the events a process of its own would end with (its exit, then the AllOf), so
@@ -561,10 +621,11 @@ class Engine:
                 # the held steps bring in only the tiles this group was fetching itself;
                 # tiles it found resident are someone else's to bring in
                 ranges = [(prefix, i, i + n_hold) for prefix in lanes[0].missed]
+                l1_ranges = [(prefix, i, i + n_hold) for prefix in lanes[0].l1_missed]
                 self.steady.pop(slot, None)
                 self.holding[slot] = a
                 done = yield from self._hold(slot, per, a, n_hold, tally, ranges, interruptible=True,
-                                             phase=pl.phase.name)
+                                             phase=pl.phase.name, l1_ranges=l1_ranges)
                 self.holding.pop(slot, None)
                 i += done
                 for ln in lanes:
