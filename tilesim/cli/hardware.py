@@ -42,6 +42,7 @@ def hardware_list() -> None:
             continue
         cal = f"yes ({hw.calibration_date or 'undated'})" if hw.calibrated else "no"
         l2 = f"{hw.l2_bytes / 2**20:.0f}" if hw.has("l2_bytes") else "-"  # a value the GPU's file cannot source
+        l2 += " (assumed)" if hw.is_assumed("l2_bytes") else ""
         tab.add_row(hw.name, hw.display_name, str(hw.sm_count), f"{hw.sm_clock_hz / 1e9:.2f}",
                     f"{hw.fp32_flops_per_s / 1e12:.1f}", f"{hw.hbm_bytes_per_s / 1e12:.2f}", l2, cal)
     console().print(tab)
@@ -71,7 +72,7 @@ def _human(field: str, v) -> str:
 @click.argument("name")
 @click.option("--sources", is_flag=True, help="also print where each value comes from")
 def hardware_show(name, sources) -> None:
-    """Every field of GPU NAME (field names carry the unit; * marks calibrated values)."""
+    """Every field of GPU NAME (field names carry the unit; * marks calibrated values, a assumed ones)."""
     try:
         hw = hw_catalog.load(name)
     except ValueError as e:
@@ -79,6 +80,8 @@ def hardware_show(name, sources) -> None:
     con = console()
     cal = (f"calibrated {len(hw.calibrated)} field(s) on {hw.calibration_date or 'an unknown date'}"
            if hw.calibrated else "not calibrated (datasheet values)")
+    if hw.assumed:
+        cal += f"; {len(hw.assumed)} assumed value(s), marked a (no source gives them: tilesim/hardware/assumed/)"
     con.print(f"[bold]{hw.display_name}[/bold] ({hw.name}, {hw.vendor}): {cal}")
     tab = Table()
     tab.add_column("field")
@@ -87,13 +90,17 @@ def hardware_show(name, sources) -> None:
     tab.add_column("cal", justify="center")
     if sources:
         tab.add_column("source", overflow="fold")
-    for f in hw_catalog.DATA_FIELDS:
-        v = getattr(hw, f)
-        row = [f, f"{v:g}" if isinstance(v, float) else str(v), _human(f, v), "*" if f in hw.calibrated else ""]
+    for f in hw.fields():  # what this GPU has (an Apple GPU has no NVIDIA-only field)
+        v = hw.get(f)
+        mark = "*" if f in hw.calibrated else "a" if hw.is_assumed(f) else ""
+        row = [f, f"{v:g}" if isinstance(v, float) else str(v), _human(f, v), mark]
         if sources:
             row.append(Text(hw.source_of(f)))
         tab.add_row(*row)
-    for f, v in (("fp32_flops_per_s", hw.fp32_flops_per_s), ("smem_bytes_per_clk_per_sm", hw.smem_bytes_per_clk_per_sm)):
+    derived = [("fp32_flops_per_s", hw.fp32_flops_per_s)]
+    if hw.has("smem_banks") and hw.has("smem_bank_width_bytes"):
+        derived.append(("smem_bytes_per_clk_per_sm", hw.smem_bytes_per_clk_per_sm))
+    for f, v in derived:
         row = [f, f"{v:g}", _human(f, v), ""]
         if sources:
             row.append("derived")
