@@ -38,8 +38,8 @@ FLOAT_BYTES = 4
 
 REGISTER_SLICE_MAX_FLOATS = 64
 """Largest row slice (floats per thread) the register cache holds: by the register estimate
-(:attr:`LayerNormConfig.estimated_regs`: the slice, its w and b, 18 more) 210 registers, below the
-255 a thread can have; beyond, ptxas would spill."""
+(:attr:`LayerNormConfig.estimated_regs`) 110 registers, measured 80-106 (ptxas, H200), below the
+255 a thread can have; a larger slice would crowd the register file (spills, low occupancy)."""
 
 SHARED_ROW_MAX_BYTES = 232448
 """227 KiB: the largest shared memory one block can opt into on compute capability 9.0 (CUDA C++
@@ -49,10 +49,15 @@ read on the H200, REFERENCE.md). :func:`check_fits` checks the actual GPU's limi
 MAX_GRID_X = 2**31 - 1
 """Largest ``gridDim.x`` (CUDA C++ Programming Guide, compute capability 3.0 and later)."""
 
-# The blind register estimate (see LayerNormConfig.estimated_regs), from the kernel's structure.
+# The blind register estimate (see LayerNormConfig.estimated_regs), from the kernel's structure
+# (validation/families/layernorm/layernorm.cu): what a thread keeps live at its busiest point.
 REGS_POINTERS = 8  # x, w, b, y: four 64-bit addresses
-REGS_SCALARS = 10  # row offset (2, 64-bit), lane index, nvec, loop index, 1/cols, sum, sum of squares, mean, rstd
+REGS_SCALARS = 6  # row offset (2, 64-bit), lane index, nvec, 1/cols, and the two moments (sum and sum
+                 # of squares, then mean and rstd in the same registers)
+REGS_LOOP = 8  # the streaming loops (cache none/shared): trip count, loop index, base index, the 64-bit
+               # addresses of the step's x and of its w/b/y (2 each), the shared-row address
 REGS_PER_LIVE_FLOAT = 1  # every value loaded and not yet consumed holds one register
+WB_GROUP_VECTORS = 4  # with float4, one vector each of w and b in flight per 4 x-vectors held
 
 
 def _require(cond: bool, name: str, value, rule: str) -> None:
@@ -192,22 +197,42 @@ class LayerNormConfig:
         return self.row_smem_bytes + self.reduce_smem_bytes
 
     @property
+    def live_floats(self) -> int:
+        """Data values (floats) a thread holds in registers at its busiest point (the blind register
+        estimate's variable part, see :attr:`estimated_regs`)."""
+        if self.cache == "registers":
+            x = self.slice_vectors * self.vector
+            wb_vectors = _ceil_div(self.slice_vectors, WB_GROUP_VECTORS) if self.vector > 1 else 1
+            return x + 2 * wb_vectors * self.vector
+        return self.unroll * self.vector
+
+    @property
     def estimated_regs(self) -> int:
         """Registers per thread: ``regs_per_thread`` when given, else a blind estimate.
 
-        The rule, from the kernel's structure: four 64-bit pointers (8), ten scalars (the 64-bit row
-        offset, lane index, vectors per row, loop index, 1/cols, sum, sum of squares, mean, rstd),
-        plus the most floats live at once, which is in the output pass: with the register cache the
-        slice (``slice_vectors * vector``) and that slice's w and b loads issued together (twice as
-        many); otherwise ``unroll`` vectors each of x, w and b in flight (``3 * unroll * vector``).
+        The rule, what the kernel keeps live (``layernorm.cu``): four 64-bit pointers (8) and six
+        scalars (the 64-bit row offset, lane index, vectors per row, 1/cols, the two moments that
+        become mean and rstd) -- 14 -- plus the data values held at once
+        (:attr:`live_floats`):
+
+        * cache ``registers``: the thread's slice of x (``slice_vectors * vector`` floats, live
+          from the first load to the last store) plus the w and b loads of the output pass in
+          flight. The source issues every w and b load of the slice together, but ptxas streams
+          them against the stores: with scalar loads one value each of w and b (2 floats), with
+          float4 one vector each per :data:`WB_GROUP_VECTORS` vectors of the slice
+          (``2 * ceil(slice_vectors / 4) * 4`` floats). Assuming the whole slice's w and b live
+          at once (the former rule, 3x the slice) over-estimated ptxas by a median 47%, up to 2x.
+        * cache ``none`` / ``shared``: the streaming loops add their loop state (:data:`REGS_LOOP`:
+          trip count, index, base, the step's 64-bit address, the shared-row address) and one
+          step's loads in flight, ``unroll * vector`` floats. The output pass does not hold x, w
+          and b of a whole step at once: ptxas consumes each x vector with its w and b as they
+          arrive, so the first pass's ``unroll`` loads are the peak.
+
         Capped at 255 (the architectural limit)."""
         if self.regs_per_thread is not None:
             return self.regs_per_thread
-        if self.cache == "registers":
-            live = 3 * self.slice_vectors * self.vector
-        else:
-            live = 3 * self.unroll * self.vector
-        return min(255, REGS_POINTERS + REGS_SCALARS + REGS_PER_LIVE_FLOAT * live)
+        fixed = REGS_POINTERS + REGS_SCALARS + (0 if self.cache == "registers" else REGS_LOOP)
+        return min(255, fixed + REGS_PER_LIVE_FLOAT * self.live_floats)
 
     @property
     def label(self) -> str:

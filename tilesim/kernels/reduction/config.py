@@ -54,6 +54,9 @@ MAX_GRID_X = 2**31 - 1  # gridDim.x limit, CUDA C++ Programming Guide, "Compute 
 REGS_FIXED = 10
 REGS_TREE = 2
 REGS_LOOP_POINTER = 4
+REGS_FINAL_CONSTANT_STRIDE = 2
+"""The second pass (``reduce_final``) runs the same loop with ``grid = 1`` and block 0 known at
+compile time: its chunk stride is a constant, not a 64-bit register pair."""
 
 
 def _require(cond: bool, name: str, value, rule: str) -> None:
@@ -205,10 +208,20 @@ class ReductionConfig:
 
     @property
     def estimated_final_regs(self) -> int:
-        """Registers per thread of the second pass (its loop: FINAL_VECTOR x FINAL_UNROLL)."""
+        """Registers per thread of the second pass (its loop: FINAL_VECTOR x FINAL_UNROLL, with a
+        constant stride: ``10 + 16 + 4 + 4 - 2 = 32``)."""
         if self.regs_per_thread is not None:
             return self.regs_per_thread
-        return self._regs(FINAL_VECTOR, FINAL_UNROLL, 0)
+        return self._regs(FINAL_VECTOR, FINAL_UNROLL, 0) - REGS_FINAL_CONSTANT_STRIDE
+
+    @property
+    def estimated_launch_regs(self) -> int:
+        """The most registers per thread of the kernels one run launches (the first pass, and the
+        second with ``finish = "second_pass"``): what the recorded compiler count (the maximum over
+        both kernels' ``num_regs``) is compared with."""
+        if self.finish == "second_pass":
+            return max(self.estimated_regs, self.estimated_final_regs)
+        return self.estimated_regs
 
     @property
     def flops(self) -> float:

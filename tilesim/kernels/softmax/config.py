@@ -53,14 +53,19 @@ FLOPS_PER_ELEMENT = 5
 """Useful work per element: the max comparison, the subtraction, the exponential, the sum and the
 final scaling (the exponential counted as one operation)."""
 
-REGS_STREAMING_BASE = 24
+REGS_STREAMING_BASE = 16
 REGS_CACHED_BASE = 16
-"""Registers besides the data values (the blind estimate's constants): row and column indices, two
-64-bit pointers, the loop counter and bound, the max, the sum and the reciprocal. The streaming
-kernels (cache none/shared) keep more addresses live across their loops than the registers cache,
-whose loads are all issued at once. Leads set from the structure, compared with ``ptxas -v``
-(sm_90, nvcc 13.0) over the 50 distinct suite kernels: mean absolute error 12%, max 39% (ptxas
-gives the 1024-thread block_tree streaming loop 32 or 53 registers depending on the tree)."""
+"""Registers besides the data values (the blind estimate's constants), the same for every cache:
+two 64-bit pointers (x and y rows, 4), the row, the thread's rank in its row, the vectors per row,
+the loop counter and bound (or the unrolled chunk index), the max, the sum, the reciprocal, a
+64-bit step address (2) and two temporaries (16). Compared with the compiler (``regs_per_thread``
+of ``validation/results/h200/softmax/times.csv``, NVRTC on the H200, 112 suite kernels): median
+absolute difference 2 registers, 95% within 8, 74% with the same occupancy. The misses are the
+classic three-pass loops that ptxas gives 40 rather than 32 registers at unroll x vector = 16
+(thread_row, warp_shuffle, block_tree-int at 256 threads, while block_tree-seq and online get 32) and
+the unroll-8 loops (56 and 71): the classic form's ``acc[U][V]`` accumulators are live alongside
+a step's loads there; the rule counts the loads only. (A streaming base of 24, the former rule:
+median 4, 66% equal occupancy.)"""
 
 
 def _require(cond: bool, name: str, value, rule: str) -> None:
@@ -200,10 +205,12 @@ class SoftmaxConfig:
     def estimated_regs(self) -> int:
         """Registers per thread: the override if given, else the blind estimate.
 
-        Rule: a base (:data:`REGS_STREAMING_BASE` or :data:`REGS_CACHED_BASE`) plus the data values
-        a thread holds at once: with cache = registers its slice of the row (``chunks * vector``
-        floats); otherwise one step's loads in flight (``unroll * vector``; the compiler reuses
-        those registers for the per-slot accumulators of the classic form)."""
+        Rule, what the kernel keeps live (``softmax.cu``): a base of 16 (pointers, indices, loop
+        state, max, sum, reciprocal: :data:`REGS_STREAMING_BASE` = :data:`REGS_CACHED_BASE`) plus
+        the data values a thread holds at once: with cache = registers its slice of the row
+        (``chunks * vector`` floats, live from the first load to the last store); otherwise one
+        step's loads in flight (``unroll * vector``; the compiler mostly reuses those registers for
+        the per-slot accumulators of the classic form)."""
         if self.regs_per_thread is not None:
             return self.regs_per_thread
         if self.cache == "registers":
