@@ -29,7 +29,7 @@ from tilesim.sweep import COMPUTE_BOUND_FLOP_PER_BYTE
 # ----------------------------------------------------------------------------------------------
 # simulate <family>: one option per configuration field
 
-_OWN_OPTIONS = ("hardware", "json", "timeline", "exact", "help")
+_OWN_OPTIONS = ("hardware", "json", "timeline", "exact", "compile", "help")
 _METAVARS = {"int": "INT", "float": "FLOAT", "bool": "BOOL", "str": "TEXT", "int | None": "INT|none"}
 
 
@@ -87,11 +87,14 @@ def _family_command(fam: registry.KernelFamily) -> click.Command:
                      help="also write the block-slot timeline of one SM to this PNG"),
         click.Option(["--exact"], is_flag=True,
                      help="simulate every step (no steady-state holds; slower)"),
+        click.Option(["--compile", "compile_"], is_flag=True,
+                     help="build the kernel with nvcc for the GPU's architecture (no GPU needed) and use "
+                          "its register count instead of the model's estimate"),
     ]
 
-    def run(hardware, as_json, timeline_png, exact, **knobs):
+    def run(hardware, as_json, timeline_png, exact, compile_, **knobs):
         _simulate(fam, {k: v for k, v in knobs.items() if v is not None}, hardware, as_json,
-                  timeline_png, exact)
+                  timeline_png, exact, compile_)
 
     doc = fam.description or f"Simulate one {fam.name} kernel."
     return _FamilyCommand(fam, name=fam.name, params=params, callback=run, help=doc,
@@ -190,7 +193,42 @@ def _scenario_knob_sets(family: str):
             yield name, knobs
 
 
-def _simulate(fam, values: dict, hardware: str, as_json: bool, timeline_png, exact: bool) -> None:
+def _check_compile_target(hw) -> None:
+    """``--compile`` on a GPU nvcc cannot target (Apple, unknown) is one line, before any knob check."""
+    from validation.harness import compile as nvcc
+
+    try:
+        nvcc.arch_for(hw)
+    except nvcc.CompileError as e:
+        raise ValueError(str(e)) from None
+
+
+def _compiled_config(fam, cfg, hw, as_json: bool):
+    """``cfg`` with ``regs_per_thread`` set to what nvcc allocates for its kernels (the maximum over
+    the kernels it launches), compiled for ``hw``'s architecture; prints one line saying so (on
+    stderr under ``--json``). Errors (no nvcc, nvcc fails, Apple GPU, no CUDA source) are one line."""
+    from validation.harness import compile as nvcc  # the CLI may import validation, lazily
+
+    try:
+        arch = nvcc.arch_for(hw)  # also checked before the configuration (see _simulate)
+        if not any(f.name == "regs_per_thread" for f in dataclasses.fields(cfg)):
+            raise ValueError(f"{fam.name}: its configuration has no regs_per_thread; --compile cannot feed it")
+        if cfg.regs_per_thread is not None:
+            raise ValueError("give --regs-per-thread or --compile, not both")
+        res = nvcc.compiled_resources(fam.name, cfg, arch)
+    except nvcc.CompileError as e:
+        raise ValueError(str(e)) from None
+    estimate = max(p.launch.regs_per_thread for p in tilesim.lower(cfg))
+    click.echo(f"registers: {res['regs_per_thread']} (nvcc {res['nvcc_version'].split(',')[0]}, {res['arch']}; "
+               f"the model's estimate was {estimate})", err=as_json)
+    if res["spill_store_bytes"] or res["spill_load_bytes"]:
+        click.echo(f"spills: {res['spill_store_bytes']} B stored, {res['spill_load_bytes']} B loaded per thread "
+                   f"({res['local_bytes']} B stack frame; the model does not charge them)", err=as_json)
+    return dataclasses.replace(cfg, regs_per_thread=res["regs_per_thread"])
+
+
+def _simulate(fam, values: dict, hardware: str, as_json: bool, timeline_png, exact: bool,
+              compile_: bool = False) -> None:
     missing = [f for f in _required_fields(fam) if f not in values]
     if missing:
         fail(f"{fam.name}: missing {', '.join('--' + m.replace('_', '-') for m in missing)} "
@@ -198,9 +236,14 @@ def _simulate(fam, values: dict, hardware: str, as_json: bool, timeline_png, exa
     check_output(timeline_png, "--timeline")
     try:
         hw = tilesim.resolve_hardware(hardware)
+        if compile_:
+            _check_compile_target(hw)
         cfg, filled = _config_with_working_defaults(fam, values, hw)
         if filled:
             click.echo(f"note: {filled}", err=True)
+        if compile_:
+            cfg = _compiled_config(fam, cfg, hw, as_json)
+            fam.check_fits(cfg, hw)
         result = tilesim.simulate(cfg, hw, timeline=timeline_png is not None, steady_state=not exact)
         programs = () if as_json else tilesim.lower(cfg)
     except ValueError as e:
