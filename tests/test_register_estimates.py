@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import csv
 import statistics
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -51,7 +51,7 @@ def _estimate(cfg) -> int:
     return getattr(cfg, "estimated_launch_regs", cfg.estimated_regs)
 
 
-@lru_cache(maxsize=None)
+@cache
 def compare(family: str) -> dict:
     hw = catalog.load("h200")
     diffs, occ_equal = [], []
