@@ -85,3 +85,62 @@ def test_each_figure_is_one_command(map_rows, tmp_path):
 def test_a_figure_path_that_is_a_folder_fails_before_the_sweep(tmp_path):
     res = CliRunner().invoke(cli, ["plot", "heatmap", "--out", str(tmp_path)])
     assert res.exit_code == 2 and "is a folder" in res.stderr
+
+
+# ----- timelines (issue #11): phases, plain words, settled runs as their repeating period ----------
+def _boxes_overlap(a, b) -> bool:
+    return not (a.x1 <= b.x0 or b.x1 <= a.x0 or a.y1 <= b.y0 or b.y1 <= a.y0)
+
+
+def test_timeline_names_phases_in_plain_words_and_draws_holds_as_periods(tmp_path):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from tilesim.kernels import registry
+    from tilesim.plots import timeline_figure
+
+    fam = registry.get("gemm")
+    cfg = fam.make(m=4096, n=4096, k=4096, bm=128, bn=128, bk=8, tm=8, tn=8)
+    r = tilesim.simulate(cfg, "h200", timeline=True)
+    holds = [iv for iv in r.timeline if iv.kind == "steady"]
+    assert holds and all(iv.period_s > 0 and iv.repetitions > 10 for iv in holds)
+    assert all(iv.period_s == 0 and iv.repetitions == 0 for iv in r.timeline if iv.kind != "steady")
+    fig = timeline_figure(r, kernel=fam.full_label(cfg))
+    canvas = FigureCanvasAgg(fig)
+    fig.savefig(tmp_path / "t.png", dpi=60)
+    canvas.draw()
+    title = fig.axes[0].get_title()
+    for needle in ("reg2d_128x128x8_t8x8", "4096x4096x4096", "H200", "µs", "ms"):
+        assert needle in title, needle
+    legend = fig.legends[0]
+    words = [t.get_text() for t in legend.get_texts()]
+    assert any(w.startswith("waiting for loads") for w in words)
+    assert any(w.startswith("computing") for w in words)
+    assert any(w.startswith("settled: repeats every 1.83 µs") for w in words), words
+    assert "phase: k-loop" in words and "phase: epilogue" in words
+    shown = words + [t.get_text() for ax in fig.axes for t in ax.texts] + [ax.get_title() for ax in fig.axes]
+    assert not any("steady" in w for w in shown)
+    assert any(t.get_text().startswith("repeats every") for t in fig.axes[0].texts)
+    assert all("µs" in ax.get_xlabel() for ax in fig.axes)
+    renderer = canvas.get_renderer()
+    boxes = [legend.get_window_extent(renderer)]
+    for ax in fig.axes:
+        boxes += [ax.title.get_window_extent(renderer), ax.get_window_extent(renderer),
+                  ax.xaxis.label.get_window_extent(renderer)]
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert not _boxes_overlap(a, b), (a, b)
+
+
+def test_exact_timeline_has_no_holds_and_zooms_into_steps(tmp_path):
+    from tilesim.kernels import registry
+    from tilesim.plots import timeline_figure
+
+    cfg = registry.get("gemm").make(m=1024, n=1024, k=1024, bm=128, bn=128, bk=8, tm=8, tn=8)
+    r = tilesim.simulate(cfg, "h200", timeline=True, steady_state=False)
+    assert not [iv for iv in r.timeline if iv.kind == "steady"]
+    fig = timeline_figure(r)
+    words = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert not any(w.startswith("settled") for w in words)
+    lo, hi = fig.axes[1].get_xlim()
+    assert 0 < hi - lo < fig.axes[0].get_xlim()[1] / 2  # the zoom is a window, not the whole kernel
+    fig.savefig(tmp_path / "t.png", dpi=60)

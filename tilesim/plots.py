@@ -40,6 +40,14 @@ BOUND_COLORS = {
 KIND_COLORS = {"load_wait": "#d62728", "compute": "#1f77b4", "steady": "#2ca02c", "epilogue": "#ff7f0e"}
 """Colour per timeline interval kind."""
 
+KIND_WORDS = {"load_wait": "waiting for loads (nothing to compute until they arrive)",
+              "compute": "computing (math, shared-memory reads; the next loads may be in flight)",
+              "epilogue": "writing results"}
+"""What a timeline interval kind means, in the legend's words ("steady" holds get their own line)."""
+
+PHASE_COLORS = ("#c7c7c7", "#f7b6d2", "#dbdb8d", "#9edae5", "#c49c94", "#ffbb78")
+"""Colour of the thin phase strip under each slot, by the order phases first appear."""
+
 LEVEL_COLORS = {"HBM": "#d62728", "L2": "#ff7f0e", "smem": "#2ca02c"}
 
 
@@ -138,34 +146,127 @@ def sweep_figure(rows: Iterable, *, top: int | None = None, title: str | None = 
     return fig
 
 
-def timeline_figure(result, *, kernel: str | None = None) -> Figure:
-    """Per resident block slot of the representative SM, its load_wait/compute/steady/epilogue spans.
+def _fmt_us(t_us: float) -> str:
+    return f"{t_us:.3g} µs" if t_us >= 0.1 else f"{t_us * 1e3:.3g} ns"
 
-    ``result`` is a :class:`~tilesim.result.SimResult` simulated with ``timeline=True``; the title
-    names ``kernel`` (default ``result.kernel``; give the label with the problem size) and the GPU.
-    """
-    if getattr(result, "timeline", None) is None:
-        raise ValueError("result.timeline is None: simulate with timeline=True")
-    slots = sorted({iv.slot for iv in result.timeline})
-    fig = Figure(figsize=(11, 1.2 + 0.45 * max(1, len(slots))), layout="constrained")
-    ax = fig.subplots()
-    kinds_seen: list[str] = []
-    for iv in result.timeline:
-        if iv.kind not in kinds_seen:
-            kinds_seen.append(iv.kind)
+
+def _zoom_window(timeline) -> tuple[float, float]:
+    """A window (s) a dozen steps wide: around the first settled hold's start if there is one (the
+    steps that settled, then the repeating period), else the middle of the kernel."""
+    steps = [iv.end_s - iv.start_s for iv in timeline if iv.kind in ("load_wait", "compute")]
+    holds = [iv for iv in timeline if iv.kind == "steady" and iv.period_s > 0]
+    t_end = max(iv.end_s for iv in timeline)
+    t_start = min(iv.start_s for iv in timeline)
+    if holds:
+        first = min(holds, key=lambda iv: iv.start_s)
+        step = first.period_s
+        center = first.start_s
+    else:
+        steps.sort()
+        step = 2 * steps[len(steps) // 2] if steps else (t_end - t_start) / 10
+        center = (t_start + t_end) / 2
+    lo = max(t_start, center - 5 * step)
+    return lo, min(t_end, lo + 12 * step)
+
+
+def _draw_slots(ax, timeline, slots, phases, window=None) -> None:
+    """Per slot, its stepped spans as bars, its settled holds as hatched bands with a tick per
+    period (where the ticks are at least 3 pixels apart), and a thin phase strip beneath."""
+    lo, hi = window if window else (0.0, max(iv.end_s for iv in timeline))
+    ax.set_xlim(lo * 1e6, hi * 1e6)
+    width_px = ax.figure.get_figwidth() * ax.figure.dpi * 0.85
+    px_per_s = width_px / max(hi - lo, 1e-30)
     for slot in slots:
-        for kind in kinds_seen:
-            spans = [((iv.start_s) * 1e6, (iv.end_s - iv.start_s) * 1e6)
-                     for iv in result.timeline if iv.slot == slot and iv.kind == kind]
+        mine = [iv for iv in timeline if iv.slot == slot and iv.end_s > lo and iv.start_s < hi]
+        for kind in ("load_wait", "compute"):
+            for epi in (False, True):
+                spans = [(iv.start_s * 1e6, (iv.end_s - iv.start_s) * 1e6) for iv in mine
+                         if iv.kind == kind and (iv.phase == "epilogue") == epi]
+                color = KIND_COLORS["epilogue" if epi else kind]
+                if spans:
+                    ax.broken_barh(spans, (slot - 0.3, 0.6), facecolors=color, edgecolor="none")
+        for iv in mine:
+            if iv.kind == "steady":
+                ax.broken_barh([(iv.start_s * 1e6, (iv.end_s - iv.start_s) * 1e6)], (slot - 0.3, 0.6),
+                               facecolors="#dff0d8", edgecolor=KIND_COLORS["steady"], hatch="///", lw=0.8)
+                if iv.period_s > 0 and iv.period_s * px_per_s >= 3:
+                    n0 = max(0, int((lo - iv.start_s) / iv.period_s))
+                    n1 = min(int(round(iv.repetitions)), int((hi - iv.start_s) / iv.period_s) + 1)
+                    ticks = [(iv.start_s + j * iv.period_s) * 1e6 for j in range(n0, n1 + 1)]
+                    ax.vlines(ticks, slot - 0.3, slot + 0.3, color=KIND_COLORS["steady"], lw=1.0)
+                shown = (min(iv.end_s, hi) - max(iv.start_s, lo)) * px_per_s
+                if iv.period_s > 0 and shown > 150:
+                    mid = (max(iv.start_s, lo) + min(iv.end_s, hi)) / 2 * 1e6
+                    ax.text(mid, slot, f"repeats every {_fmt_us(iv.period_s * 1e6)} × {iv.repetitions:.0f}",
+                            ha="center", va="center", fontsize=7,
+                            bbox={"facecolor": "white", "edgecolor": "none", "pad": 1, "alpha": 0.9})
+        for phase in phases:
+            spans = [(iv.start_s * 1e6, (iv.end_s - iv.start_s) * 1e6) for iv in mine if iv.phase == phase]
             if spans:
-                ax.broken_barh(spans, (slot - 0.4, 0.8), facecolors=KIND_COLORS.get(kind, "gray"))
-    ax.set_yticks(slots, [f"slot {s}" for s in slots])
-    ax.set_xlabel("time (µs)")
-    ax.set_title(f"{kernel or result.kernel} on {result.hardware}: block slots of one SM "
-                 f"({result.time_s * 1e3:.3f} ms, {result.bound}-bound)", fontsize=10)
-    fig.legend(handles=[Patch(color=KIND_COLORS.get(k, "gray"), label=k) for k in kinds_seen],
-               loc="outside lower center", fontsize=8, ncols=len(kinds_seen))
+                ax.broken_barh(spans, (slot - 0.45, 0.1), facecolors=phases[phase], edgecolor="none")
+    ax.set_yticks(slots, [f"block slot {s}" for s in slots], fontsize=8)
+    ax.set_ylim(min(slots) - 0.6, max(slots) + 0.6)
+    ax.invert_yaxis()
+    ax.set_xlabel("time since the kernel's launch (µs)")
     ax.grid(axis="x", alpha=0.3)
+
+
+def timeline_figure(result, *, kernel: str | None = None) -> Figure:
+    """Why a kernel is fast or slow: per resident block slot of the representative SM, when it
+    waits for its loads, when it computes, when it writes results, and which program phase it is
+    in; a settled run of steps that the engine held (rather than stepped) is a hatched band with a
+    tick per repetition of its period, labelled with the period.
+
+    Two panels: the whole kernel, and a zoom a dozen steps wide (around the first settled run,
+    where the last stepped steps and the repeating period are side by side). ``result`` is a
+    :class:`~tilesim.result.SimResult` simulated with ``timeline=True``; the title names
+    ``kernel`` (default ``result.kernel``; give the label with the problem size), the GPU and the
+    predicted time.
+    """
+    timeline = getattr(result, "timeline", None)
+    if timeline is None:
+        raise ValueError("result.timeline is None: simulate with timeline=True")
+    if not timeline:
+        raise ValueError("result.timeline is empty: nothing to draw")
+    slots = sorted({iv.slot for iv in timeline})
+    phases = {p: PHASE_COLORS[i % len(PHASE_COLORS)]
+              for i, p in enumerate(dict.fromkeys(iv.phase for iv in timeline if iv.phase))}
+    h = 0.9 + 0.42 * len(slots)
+    fig = Figure(figsize=(11, 2 * h + 2.2), layout="constrained")
+    ax_all, ax_zoom = fig.subplots(2, 1)
+    _draw_slots(ax_all, timeline, slots, phases)
+    window = _zoom_window(timeline)
+    _draw_slots(ax_zoom, timeline, slots, phases, window)
+    ax_all.axvspan(window[0] * 1e6, window[1] * 1e6, color="k", alpha=0.12, lw=0)
+    ax_zoom.set_title(f"zoom: {_fmt_us((window[1] - window[0]) * 1e6)} from {window[0] * 1e6:.4g} µs", fontsize=9)
+    kinds = {iv.kind for iv in timeline}
+    has_epi = any(iv.phase == "epilogue" for iv in timeline)
+    handles = [Patch(color=KIND_COLORS[k], label=KIND_WORDS[k]) for k in ("load_wait", "compute") if k in kinds]
+    if has_epi:
+        handles.append(Patch(color=KIND_COLORS["epilogue"], label=KIND_WORDS["epilogue"]))
+    holds = [iv for iv in timeline if iv.kind == "steady" and iv.period_s > 0]
+    if holds:
+        periods = sorted(iv.period_s * 1e6 for iv in holds)
+        per = _fmt_us(periods[0]) if periods[-1] <= periods[0] * 1.05 else \
+            f"{_fmt_us(periods[0])} to {_fmt_us(periods[-1])}"
+        reps = sum(iv.repetitions for iv in holds)
+        handles.append(Patch(facecolor="#dff0d8", edgecolor=KIND_COLORS["steady"], hatch="///",
+                             label=f"settled: repeats every {per} (a tick per repetition; "
+                                   f"{reps:.0f} steps not simulated one by one)"))
+    handles += [Patch(color=c, label=f"phase: {p}") for p, c in phases.items()]
+    fig.legend(handles=handles, loc="outside lower center", fontsize=8, ncols=2, frameon=False)
+    hw = getattr(result, "hardware", "")
+    try:
+        from tilesim.hardware import load as _load_hw  # noqa: PLC0415
+
+        hw = _load_hw(hw).display_name
+    except (ValueError, KeyError, OSError):  # not in the catalog: its name is fine in a title
+        pass
+    # the figure's title is the first panel's (its first line names the kernel with its shape)
+    ax_all.set_title(f"{kernel or result.kernel} on {hw}: the resident blocks of one SM, time in µs\n"
+                     f"predicted {result.time_s * 1e3:.3f} ms, {result.bound}-bound, {result.blocks_per_sm} "
+                     f"blocks per SM, {result.waves:.2f} waves; below, the whole kernel (shaded: the zoom)",
+                     fontsize=10)
     return fig
 
 

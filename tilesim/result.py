@@ -15,6 +15,12 @@ class Interval:
     start_s: float
     end_s: float
     phase: str = ""  # the program phase it belongs to
+    period_s: float = 0.0  # a "steady" hold: the length of the settled step it repeats (0: not a hold)
+
+    @property
+    def repetitions(self) -> float:
+        """How many settled steps a "steady" hold stands for (0 for other kinds)."""
+        return (self.end_s - self.start_s) / self.period_s if self.period_s > 0 else 0.0
 
 
 @dataclass(frozen=True)

@@ -299,9 +299,9 @@ class Engine:
         return missed
 
     # ----- processes ----------------------------------------------------------------------------
-    def _record(self, slot: int, kind: str, t0: float, t1: float, phase: str = "") -> None:
+    def _record(self, slot: int, kind: str, t0: float, t1: float, phase: str = "", period_s: float = 0.0) -> None:
         if self.want_timeline and len(self.timeline) < MAX_TIMELINE and t1 > t0:
-            self.timeline.append(Interval(slot, kind, t0, t1, phase))
+            self.timeline.append(Interval(slot, kind, t0, t1, phase, period_s))
 
     def _issue_loads(self, pl: _Plan, k: int, first: int, count: int, share: float, lane: _Lane | None,
                      tally: _Tally, l1_steps: dict) -> float:
@@ -530,7 +530,7 @@ class Engine:
             self.l1.stop_stream(l1_stream, env.now)
         for c, r in rates.items():
             self.ch[c].release(r, env.now - t0)
-        self._record(slot, "steady", t0, env.now, phase)
+        self._record(slot, "steady", t0, env.now, phase, period_s)
         tally.add(per, done)
         self.events += 1
         return done

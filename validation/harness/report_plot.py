@@ -53,3 +53,64 @@ def accuracy_figure(reports: Sequence, mode: str = "informed"):
         panel.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=2, fontsize=7,
                      frameon=False)
     return fig
+
+
+def _rank(xs: Sequence[float]) -> list[float]:
+    """1 = the smallest (fastest); ties share their mean rank."""
+    from validation.harness.report import _ranks  # noqa: PLC0415
+
+    return [r + 1.0 for r in _ranks(xs)]
+
+
+def rank_figure(reports: Sequence, mode: str = "informed"):
+    """A matplotlib Figure: per family and problem size, each configuration's measured rank (x)
+    against its predicted rank (y), 1 = fastest, with y = x; each panel's title gives the
+    Spearman rank correlation and the top-1 regret. Sizes with fewer than 2 configurations are left
+    out. The figure's title names the GPU and the prediction mode."""
+    from matplotlib.figure import Figure  # noqa: PLC0415
+    from matplotlib.ticker import MaxNLocator  # noqa: PLC0415
+
+    from validation.harness.report import spearman  # noqa: PLC0415
+
+    panels = []
+    for rep in reports:
+        preds = rep.predictions.get(mode) or rep.rows
+        by: dict[str, list] = {}
+        for p in preds:
+            by.setdefault(p.size, []).append(p)
+        for size, ps in by.items():
+            if len(ps) >= 2:
+                panels.append((rep, size, ps))
+    if not panels:
+        raise ValueError("reports: no problem size with 2 or more configurations to rank")
+    n = len(panels)
+    cols = min(n, 4)
+    rows = math.ceil(n / cols)
+    fig = Figure(figsize=(3.3 * cols, 3.4 * rows + 0.8), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    for ax, (rep, size, ps) in zip(axes, panels, strict=False):
+        meas = _rank([p.measured_s for p in ps])
+        pred = _rank([p.predicted_s for p in ps])
+        k = len(ps)
+        ax.plot([1, k], [1, k], "k-", lw=0.8, alpha=0.6)
+        ax.scatter(meas, pred, s=14, color="#1f77b4", alpha=0.8, edgecolors="none")
+        best = min(range(k), key=lambda i: ps[i].predicted_s)
+        ax.scatter([meas[best]], [pred[best]], s=40, facecolors="none", edgecolors="#d62728", lw=1.2)
+        rho = spearman([p.predicted_s for p in ps], [p.measured_s for p in ps])
+        regret = ps[best].measured_s / min(p.measured_s for p in ps) - 1.0
+        ax.set_xlim(k + 0.5, 0.5)  # fastest at the right and top: the good corner is the upper right
+        ax.set_ylim(k + 0.5, 0.5)
+        ax.set_aspect("equal")
+        ax.set_title(f"{rep.family} {size}\nSpearman {rho:.3f}, {k} configs, regret {regret:.1%}", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=6))
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True, nbins=6))
+        ax.set_xlabel("measured rank", fontsize=7)
+        ax.set_ylabel("predicted rank", fontsize=7)
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    hw = ", ".join(dict.fromkeys(rep.hardware for rep in reports))
+    fig.suptitle(f"Predicted vs measured ranking per problem size on {hw} ({mode} predictions)\n"
+                 "rank 1 = fastest (upper right); the line is perfect agreement; red ring: the predicted "
+                 "best (regret: its measured time over the measured best's, minus one)", fontsize=9)
+    return fig
