@@ -365,11 +365,12 @@ def test_validate_report_forwards_options(runner, monkeypatch, tmp_path):
     _ok(runner.invoke(cli, ["validate", "report", "--family", "gemm", "--results", str(tmp_path), "--csv", "a.csv",
                             "--plot", "p.png", "--hardware", "h200", "--mode", "blind", "--summary"]))
     assert calls == [(["gemm"], str(tmp_path), "h200", ("csv_path", "a.csv"), ("modes", ("blind",)),
-                      ("per_config", False), ("plot_path", "p.png"), ("steady_state", True), ("workers", 1))]
+                      ("per_config", False), ("plot_path", "p.png"), ("rank_plot_path", None), ("steady_state", True),
+                      ("workers", 1))]
     calls.clear()
     _ok(runner.invoke(cli, ["validate", "report", "--exact"]))
     assert calls == [(None, None, None, ("csv_path", None), ("per_config", True), ("plot_path", None),
-                      ("steady_state", False), ("workers", os.cpu_count() or 1))]
+                      ("rank_plot_path", None), ("steady_state", False), ("workers", os.cpu_count() or 1))]
     calls.clear()
     _ok(runner.invoke(cli, ["validate", "report", "--exact", "-j", "3"]))
     assert calls[0][-1] == ("workers", 3)

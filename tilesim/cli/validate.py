@@ -139,34 +139,15 @@ def validate_report(families, results, csv_path, plot_path, rank_plot_path, hard
     check_output(plot_path, "--plot")
     check_output(rank_plot_path, "--rank-plot")
     fn = _validation_fn("validation.harness.report", "main_report")
-    reports: list = []
-    if rank_plot_path:  # keep the reports main_report computes (it has no hook of its own yet)
-        module = sys.modules["validation.harness.report"]
-        compute = module.compute_report
-
-        def keep(*a, **kw):
-            reports.append(compute(*a, **kw))
-            return reports[-1]
-
-        module.compute_report = keep
     workers = jobs if jobs is not None else (os.cpu_count() or 1) if exact else 1
-    kwargs = {"csv_path": csv_path, "plot_path": plot_path, "workers": workers, "steady_state": not exact,
-              "per_config": not summary}
+    kwargs = {"csv_path": csv_path, "plot_path": plot_path, "rank_plot_path": rank_plot_path, "workers": workers,
+              "steady_state": not exact, "per_config": not summary}
     if modes:
         kwargs["modes"] = tuple(modes)
     try:
         rc = fn(list(families) or None, results, hardware, **kwargs)
-        if rank_plot_path and reports:
-            from tilesim.cli.base import save_figure  # noqa: PLC0415
-
-            rank_figure = _validation_fn("validation.harness.report_plot", "rank_figure")
-            mode = "informed" if "informed" in (modes or ("informed",)) else modes[0]
-            click.echo(f"wrote {save_figure(rank_figure(reports, mode), rank_plot_path)}")
     except (ValueError, OSError) as e:
         fail(str(e))
-    finally:
-        if rank_plot_path:
-            module.compute_report = compute
     _exit_with(rc)
 
 

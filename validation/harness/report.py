@@ -439,8 +439,10 @@ def fastest_measured(rep: FamilyReport) -> dict[str, tuple[str, float, float]]:
 def main_report(families: Sequence[str] | None = None, results: str | Path | None = None,
                 hardware: str | None = None, *, csv_path: str | Path | None = None,
                 plot_path: str | Path | None = None, modes: Sequence[str] = MODES, workers: int = 1,
-                steady_state: bool = True, per_config: bool = True) -> int:
-    """The report command: a table per family, optionally a CSV and a predicted-vs-measured plot.
+                steady_state: bool = True, per_config: bool = True,
+                rank_plot_path: str | Path | None = None) -> int:
+    """The report command: a table per family, optionally a CSV, a predicted-vs-measured plot and a
+    ranking plot (measured vs predicted rank per family and size).
 
     ``families`` defaults to every family with recorded results; ``results`` is a results root
     (``validation/results/<gpu>``, default: the first recorded one per family). A family that cannot
@@ -478,6 +480,14 @@ def main_report(families: Sequence[str] | None = None, results: str | Path | Non
         Path(plot_path).parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(plot_path, dpi=120)
         console.print(f"wrote {plot_path}")
+    if rank_plot_path and reports:
+        from validation.harness.report_plot import rank_figure  # noqa: PLC0415
+
+        mode = "informed" if "informed" in modes else modes[0]
+        fig = rank_figure(reports, mode)
+        Path(rank_plot_path).parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(rank_plot_path, dpi=120)
+        console.print(f"wrote {rank_plot_path}")
     for line in failed:
         console.print(line, style="red", highlight=False)
     return 2 if failed else 0
