@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import fields, replace
+
 from tilesim import hardware as hw_catalog
 from tilesim.analytic.checks import check_program
 from tilesim.engine import simulate_program
@@ -59,8 +61,6 @@ def simulate(kernel, hardware: str | HardwareSpec = "h200", *, timeline: bool = 
 
 def combine(results: list[SimResult]) -> SimResult:
     """One result for kernels launched one after another: times, traffic and events add up."""
-    from dataclasses import fields, replace  # noqa: PLC0415
-
     first = results[0]
     total_s = sum(r.time_s for r in results)
     traffic = {f.name: sum(getattr(r.traffic, f.name) for r in results) for f in fields(first.traffic)}

@@ -15,12 +15,7 @@ import time
 from tilesim import simulate
 from tilesim.kernels import registry
 from validation.harness.suite import load_suite
-
-
-def percentile(sorted_vals: list[float], q: float) -> float:
-    """The ``q``-th percentile (0..100) by nearest rank of already sorted values."""
-    i = min(len(sorted_vals) - 1, max(0, round(q / 100 * (len(sorted_vals) - 1))))
-    return sorted_vals[i]
+from validation.harness.timing import percentile
 
 
 def time_suite(family: str, hardware: str = "h200", *, steady_state: bool = True) -> list[tuple[float, str]]:
