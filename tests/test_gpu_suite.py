@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tilesim import hardware, simulate
-from tilesim.analytic import gemm_occupancy
+from tilesim.kernels.gemm.analytic import gemm_occupancy
 
 pytestmark = pytest.mark.gpu
 

@@ -18,8 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tilesim import hardware
-from tilesim.analytic import LIMIT_NAMES, Occupancy, gemm_occupancy, occupancy
+from tilesim.analytic import LIMIT_NAMES, Occupancy, occupancy
 from tilesim.analytic.occupancy import NO_LIMIT, apple_occupancy, nvidia_occupancy
+from tilesim.kernels.gemm.analytic import gemm_occupancy
 from tilesim.kernels.gemm.config import GemmConfig
 
 H200 = hardware.load("h200", calibrated=False)

@@ -6,7 +6,7 @@ no I/O. A family's own closed-form counts live in its package (GEMM's in
 """
 
 from tilesim.analytic.bounds import RESOURCES, Bound, roofline_time_s, smem_bytes_per_s
-from tilesim.analytic.occupancy import LIMIT_NAMES, Occupancy, gemm_occupancy, occupancy
+from tilesim.analytic.occupancy import LIMIT_NAMES, Occupancy, occupancy
 from tilesim.analytic.waves import Waves, waves
 
 __all__ = [
@@ -15,7 +15,6 @@ __all__ = [
     "Bound",
     "Occupancy",
     "Waves",
-    "gemm_occupancy",
     "occupancy",
     "roofline_time_s",
     "smem_bytes_per_s",

@@ -211,11 +211,3 @@ def _result(hw, threads_per_block: int, warps_per_block: int, limits: tuple, reg
         regs_per_block_allocated=regs_per_block,
         smem_per_block_allocated_bytes=smem_alloc,
     )
-
-
-def gemm_occupancy(cfg, hw) -> Occupancy:
-    """:func:`occupancy` of a :class:`~tilesim.kernels.gemm.config.GemmConfig` launch.
-
-    Uses ``cfg.threads``, ``cfg.estimated_regs`` (the override when given) and ``cfg.smem_bytes``.
-    """
-    return occupancy(hw, cfg.threads, cfg.estimated_regs, cfg.smem_bytes)

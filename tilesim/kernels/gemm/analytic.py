@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 
 from tilesim.analytic.bounds import Bound, roofline_time_s
+from tilesim.analytic.occupancy import occupancy
 
 REGISTER_BYTES = 4
 """Bytes per 32-bit register operand."""
@@ -222,3 +223,9 @@ def gemm_bound(traffic, hw) -> Bound:
     """
     return roofline_time_s(traffic.flops, traffic.hbm_compulsory_bytes, hw,
                            l2_bytes=traffic.l2_bytes, smem_bytes=traffic.smem_bytes)
+
+
+def gemm_occupancy(cfg, hw):
+    """:func:`~tilesim.analytic.occupancy.occupancy` of a :class:`~tilesim.kernels.gemm.config.GemmConfig`
+    launch: ``cfg.threads``, ``cfg.estimated_regs`` (the override when given) and ``cfg.smem_bytes``."""
+    return occupancy(hw, cfg.threads, cfg.estimated_regs, cfg.smem_bytes)
