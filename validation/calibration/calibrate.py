@@ -61,13 +61,17 @@ PIPE_FIELDS = ("sfu_warp_instr_per_clk_per_sm", "shuffle_warp_instr_per_clk_per_
                "barrier_latency_cycles", "barrier_latency_cycles_by_warps",
                "global_atomic_same_address_per_clk", "block_launch_per_clk_per_sm_by_threads",
                "hbm_read_bytes_per_s", "hbm_write_bytes_per_s")
+#: the tensor-core rates and latency measured by validation/calibration/tensor_probe.py (tensor.json,
+#: merged by --from-json): mma.<shape>.<dtype> in FLOP/clk/SM and the dependent-MMA latency
+TENSOR_FIELDS = ("mma.m16n8k16.fp16", "mma.m16n8k16.bf16", "mma.m16n8k8.tf32", "mma.m64nNk16.fp16",
+                 "mma.m64nNk16.bf16", "mma.m64nNk8.tf32", "pipes.tensor.latency_cycles")
 PROFILE_FIELDS = ("sm_clock_hz", "hbm_bytes_per_s", "hbm_latency_cycles", "l2_bytes_per_s",
                   "l2_latency_cycles", "l1_bytes_per_clk_per_sm", "l1_latency_cycles",
                   "smem_latency_cycles", "fp32_lanes_per_sm", "issue_warp_instr_per_clk_per_sm",
                   "launch_overhead_s", "ffma_rate_by_warps", "warp_issue_per_clk", "warp_issue_by_code_bytes",
                   "tail_packing_by_slots", "ldgsts_wavefronts_per_line", "ldgsts_wavefronts_per_conflict",
                   "ldgsts_bypass_wavefronts", "l2_bytes", "l2_dirty_bytes", "l1_lines_per_clk_per_sm",
-                  *PIPE_FIELDS)
+                  *PIPE_FIELDS, *TENSOR_FIELDS)
 
 
 def summarize(values: Sequence[float]) -> dict:
@@ -875,6 +879,18 @@ def block_rate_field(rec: dict) -> dict:
                 rec["by_threads"].values()))["rows"][0].get("runs")) else "one fit per block size"}
 
 
+def tensor_fields(rec: dict, gpu: str, result_path: str = "tensor.json") -> dict:
+    """The profile fields of a tensor_probe record (``tensor.json``): ``mma.<shape>.<dtype>`` FLOP/clk/SM
+    and ``pipes.tensor.latency_cycles`` (:func:`validation.calibration.tensor_probe.fields`), each
+    source naming the probe, the file and the raw value with the data file's (datasheet) value beside it,
+    dated by the record."""
+    from validation.calibration import tensor_probe  # noqa: PLC0415
+
+    day = rec.get("meta", {}).get("date_utc")
+    got = tensor_probe.fields(rec, datasheet=tensor_probe.datasheet_values(gpu), result_path=result_path)
+    return {k: {**v, "date": day} for k, v in got.items() if k in TENSOR_FIELDS}
+
+
 def source_text(entry: dict, date: str) -> str:
     """``calibration: <benchmark>, <date>, median of N runs (p10..p90)``."""
     how = entry.get("how") or f"median of {entry['n']} runs"
@@ -983,7 +999,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if rate.exists():  # validation/calibration/block_rate_probe.py, recorded beside
             results["fields"]["block_launch_per_clk_per_sm_by_threads"] = block_rate_field(json.loads(rate.read_text()))
         # recorded as validation/results/<gpu>/calibration/calibration.json: the profile is <gpu>.toml
-        profile = args.profile or PROFILES_DIR / f"{Path(args.from_json).resolve().parent.parent.name}.toml"
+        gpu = Path(args.from_json).resolve().parent.parent.name
+        tensor = Path(args.from_json).with_name("tensor.json")
+        if tensor.exists():  # validation/calibration/tensor_probe.py, recorded beside
+            rel = tensor.resolve().relative_to(REPO_ROOT) if tensor.resolve().is_relative_to(REPO_ROOT) else tensor
+            results["fields"].update(tensor_fields(json.loads(tensor.read_text()), gpu, str(rel)))
+        profile = args.profile or PROFILES_DIR / f"{gpu}.toml"
         print(f"wrote {write_profile(results, profile)} from {args.from_json}")
         return 0
     from validation.harness.suite import gpu_available  # noqa: PLC0415
