@@ -15,7 +15,8 @@ phase of one trip). One step runs, in this order:
 1. its global loads (``loads``), issued ``pipeline_depth - 1`` steps ahead when the phase is
    pipelined, and waited for; loads with ``dest="shared"`` are then stored to shared memory through
    registers (the stores are derived from the load's ``shared_offsets``), ``dest="async"`` copies
-   land in shared memory by themselves (cp.async);
+   land in shared memory by themselves (cp.async), and ``dest="bulk"`` tiles are copied by the
+   copy engine (Hopper's TMA: one instruction per tile, no lanes, no L1);
 2. its explicit shared-memory stores (``shared_stores``) and ``barriers`` block-wide barriers;
 3. its math in ``rounds`` load-then-use rounds: each round waits for its share of the shared loads
    (``shared_loads``), then issues its share of the ``compute`` operations (FP32 FMA, special
@@ -36,7 +37,8 @@ from dataclasses import dataclass
 
 BLOCK_INDICES = ("bx", "by", "bz")
 WARP_LANES = 32  # threads per warp instruction in the description (CUDA warps, Apple SIMD-groups)
-LOAD_DESTS = ("register", "shared", "async")
+LOAD_DESTS = ("register", "shared", "async", "bulk")
+MMA_OPERANDS = ("registers", "shared")
 COMPUTE_PIPES = ("fma", "sfu", "int", "fp64", "issue")
 COMPUTE_DTYPES = ("fp32", "fp16", "bf16", "tf32", "fp64", "int32")
 ATOMIC_SPACES = ("shared", "global")
@@ -143,7 +145,9 @@ class GlobalLoad:
     The loads of one step are merged by the L1: what reaches L2 is the distinct sectors the
     instructions touch (times ``repeat``). ``dest`` says where the data goes: "register" (used
     directly), "shared" (stored to shared memory through registers at ``shared_offsets``), "async"
-    (copied straight into shared memory, cp.async). ``chain`` is how many dependent round trips one
+    (copied straight into shared memory, cp.async), "bulk" (one bulk tensor copy of the whole tile
+    into shared memory by the copy engine, Hopper's TMA: the instructions still give the bytes and
+    their layout, but no warp issues them lane by lane). ``chain`` is how many dependent round trips one
     warp makes through these loads per step (a loop that re-reads L1-resident data), for the
     critical path."""
 
@@ -214,18 +218,25 @@ class Compute:
 
 @dataclass(frozen=True)
 class Mma:
-    """``count`` warp-level tensor-core instructions of ``shape`` (m, n, k) on ``dtype`` inputs."""
+    """``count`` tensor-core instructions of ``shape`` (m, n, k) on ``dtype`` inputs (per warp for
+    warp-level instructions, per warpgroup for Hopper's wgmma). ``operands`` says where A and B come
+    from: "registers" (loaded by the program's shared loads, e.g. ``ldmatrix``) or "shared" (read by
+    the tensor core itself from shared memory, as wgmma does: each instruction reads its m x k and
+    k x n operand tiles)."""
 
     shape: tuple[int, int, int]
     dtype: str
     count: float
     chain: float = 0.0
+    operands: str = "registers"
 
     def __post_init__(self) -> None:
         _require(len(self.shape) == 3 and all(isinstance(x, int) and x > 0 for x in self.shape), "Mma", "shape",
                  self.shape, "must be three positive ints (m, n, k)")
         _require(self.dtype in COMPUTE_DTYPES, "Mma", "dtype", self.dtype, f"must be one of {', '.join(COMPUTE_DTYPES)}")
         _nonneg("Mma", count=self.count, chain=self.chain)
+        _require(self.operands in MMA_OPERANDS, "Mma", "operands", self.operands,
+                 f"must be one of {', '.join(MMA_OPERANDS)}")
 
     @property
     def flops(self) -> float:

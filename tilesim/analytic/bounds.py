@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-RESOURCES = ("fp32", "hbm", "l2", "smem")
+RESOURCES = ("fp32", "tensor", "hbm", "l2", "smem")
 
 
 @dataclass(frozen=True)
@@ -40,17 +40,21 @@ def smem_bytes_per_s(hw) -> float:
 
 
 def roofline_time_s(flops: float, hbm_bytes: float, hw, *, l2_bytes: float | None = None,
-                    smem_bytes: float | None = None, hbm_bytes_per_s: float | None = None) -> Bound:
+                    smem_bytes: float | None = None, hbm_bytes_per_s: float | None = None,
+                    tensor_flops: float | None = None, tensor_flops_per_s: float | None = None) -> Bound:
     """Roofline lower bound of a kernel doing ``flops`` FP32 FLOPs and moving the given bytes.
 
     ``l2_bytes`` and ``smem_bytes`` are optional; a resource left as ``None`` is not considered.
     ``hbm_bytes_per_s`` replaces the copy bandwidth (e.g. the rate of the kernel's read/write mix).
+    ``tensor_flops`` are FLOPs done on tensor cores (not part of ``flops``), at ``tensor_flops_per_s``
+    (default: the GPU's dense tensor peak, ``tensor_flops_per_s``).
     Raises ``ValueError`` naming the argument when a count is negative.
     """
-    work = {"fp32": flops, "hbm": hbm_bytes, "l2": l2_bytes, "smem": smem_bytes}
-    rates = {"fp32": hw.fp32_flops_per_s, "hbm": hbm_bytes_per_s or hw.hbm_bytes_per_s, "l2": hw.l2_bytes_per_s,
+    work = {"fp32": flops, "tensor": tensor_flops, "hbm": hbm_bytes, "l2": l2_bytes, "smem": smem_bytes}
+    rates = {"fp32": hw.fp32_flops_per_s,
+             "tensor": tensor_flops_per_s or (hw.tensor_flops_per_s if tensor_flops else 1.0), "hbm": hbm_bytes_per_s or hw.hbm_bytes_per_s, "l2": hw.l2_bytes_per_s,
              "smem": smem_bytes_per_s(hw)}
-    names = {"fp32": "flops", "hbm": "hbm_bytes", "l2": "l2_bytes", "smem": "smem_bytes"}
+    names = {"fp32": "flops", "tensor": "tensor_flops", "hbm": "hbm_bytes", "l2": "l2_bytes", "smem": "smem_bytes"}
     times = []
     for r in RESOURCES:
         w = work[r]

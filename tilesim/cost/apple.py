@@ -92,6 +92,9 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
     smem_latency = _latency(hw, "smem_latency_cycles")
     crit = 0.0
     for ld in step.loads:
+        if ld.dest == "bulk":
+            raise ValueError(f"GlobalLoad({ld.tile.tensor}).dest = 'bulk': {hw.name} has no bulk tensor copy "
+                             "engine (TMA is NVIDIA Hopper's)")
         r = ld.repeat
         lines: set[int] = set()
         for w in ld.instructions:
@@ -125,6 +128,9 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
         crit += smem_latency
     for op in step.compute:
         if isinstance(op, Mma):
+            if op.operands != "registers":
+                raise ValueError(f"Mma.operands = {op.operands!r}: {hw.name}'s simdgroup matrices take their "
+                                 "operands from registers")
             c.tensor_flops += op.flops
             c.tensor_cycles += op.flops / hw.mma_flops_per_clk(op.shape, op.dtype)
             c.mma_instructions += op.count

@@ -9,6 +9,10 @@ program (never in the engine's event loop):
   ``shared_offsets`` (a lane whose entry is a tuple scatters 4-byte pieces: one store instruction
   per piece); asynchronous copies (``dest="async"``) write shared memory on arrival, costing
   :func:`~tilesim.cost.access.ldgsts_wavefronts` (a scattered copy is one 4-byte cp.async per piece);
+* bulk tensor copies (``dest="bulk"``, Hopper's TMA): one instruction per tile (a single thread
+  issues it), no L1 (the copy engine moves L2 data straight into shared memory), the tile's
+  distinct sectors from L2, and shared memory written at full width on arrival (the tile's bytes
+  over the banks' row; the 128-byte swizzle the copies use is conflict-free by design);
 * shared loads and stores: bank wavefronts by :func:`~tilesim.cost.access.smem_wavefronts`; an
   instruction whose lanes are all predicated off still takes one wavefront (Nsight Compute's shared
   wavefronts of the reduction trees count them: validation/studies/reduction_fidelity.md);
@@ -17,6 +21,9 @@ program (never in the engine's event loop):
   shared-memory pipe's one wavefront per clock);
 * shared atomics: lanes on the same bank serialise, same address included (no broadcast);
 * global stores and atomics: each instruction sends its own sectors to L2;
+* tensor-core instructions that read their operands from shared memory (``Mma.operands="shared"``,
+  wgmma) read the m x k and k x n operand tiles of every instruction at the banks' full width, and
+  take no issue slot for it;
 * every warp instruction (loads, stores, shared accesses, math, shuffles, barriers, atomics) takes
   an issue slot; a barrier is one instruction per warp;
 * the critical path of one warp through a step: the shared-load latency when the step reads shared
@@ -42,6 +49,9 @@ from tilesim.cost.access import (
     useful_bytes,
 )
 from tilesim.program import Compute, Mma, Shuffle, Step, WarpAccess
+
+#: bytes per element of an MMA operand type as it sits in shared memory (tf32 is stored as fp32)
+DTYPE_BYTES = {"fp16": 2, "bf16": 2, "tf32": 4, "fp32": 4, "fp64": 8, "int32": 4}
 
 
 @dataclass
@@ -131,6 +141,8 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
         for w in ld.instructions:
             active = [a for a in w.offsets if a is not None]
             sectors.update((a + off) // sector for a in active for off in range(0, max(w.width_bytes, 4), 4))
+            if ld.dest == "bulk":
+                continue
             if ld.dest == "async":
                 for g, sa, width in _pieces(w):
                     ga = [a for a in g if a is not None]
@@ -146,18 +158,21 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
                     st_instr += 1
                     st_wave += smem_wavefronts(sa, width, banks, bank_w)
                     st_ideal += ideal_wavefronts(sum(1 for s in sa if s is not None), width, banks, bank_w)
+        if ld.dest == "bulk":
+            instr = 1.0
+            st_wave = st_ideal = useful_bytes(ld.instructions) / (banks * bank_w)
         c.load_instructions += instr * r
         c.load_l1_cycles += l1 * r
         c.load_l2_bytes += len(sectors) * sector * r
         c.load_l2_bytes_each.append(float(len(sectors) * sector * r))
-        c.load_l1_cacheable.append(ld.dest != "async")
+        c.load_l1_cacheable.append(ld.dest in ("register", "shared"))
         c.load_useful_bytes += useful_bytes(ld.instructions) * r
         c.staging_instructions += st_instr * r
         c.staging_wavefronts += st_wave * r
         c.staging_ideal += st_ideal * r
         if ld.dest != "register":
             c.staging_bytes += useful_bytes(ld.instructions) * r
-        c.async_staging = c.async_staging or ld.dest == "async"
+        c.async_staging = c.async_staging or ld.dest in ("async", "bulk")
         crit += ld.chain * hw.l1_latency_cycles
     for acc in step.shared_stores:
         for w in acc.instructions:
@@ -179,6 +194,12 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
             c.tensor_cycles += op.flops / hw.mma_flops_per_clk(op.shape, op.dtype)
             c.mma_instructions += op.count
             c.math_instructions += op.count
+            if op.operands == "shared":
+                m, n, k = op.shape
+                operand_bytes = op.count * (m * k + k * n) * DTYPE_BYTES[op.dtype]
+                c.shared_load_wavefronts += operand_bytes / (banks * bank_w)
+                c.shared_load_ideal += operand_bytes / (banks * bank_w)
+                c.shared_load_bytes += operand_bytes
             if op.chain:
                 crit += op.chain * hw.pipe_latency_cycles("tensor")
         elif isinstance(op, Shuffle):

@@ -755,8 +755,13 @@ class Engine:
         wv = waves_of(p.launch.blocks, self.occ.blocks_per_sm, hw.sm_count)
         # the roofline of what was executed: its FLOPs, and the bytes the HBM carried during the
         # kernel at the rate of its read/write mix (output the L2 writes back later is not in it)
-        bound_s = roofline_time_s(p.flops, self.ch["hbm"].amount, hw,
-                                  hbm_bytes_per_s=self.ch["hbm"].rate_per_s).time_s
+        # (tensor-core FLOPs at the rates of the instructions that did them)
+        tensor_flops = sum(pl.cost.tensor_flops * pl.trips for pl in self.plans) * p.launch.blocks
+        tensor_s = v["tensor"] / (hw.sm_count * hw.sm_clock_hz)
+        bound_s = roofline_time_s(max(0.0, p.flops - tensor_flops), self.ch["hbm"].amount, hw,
+                                  hbm_bytes_per_s=self.ch["hbm"].rate_per_s,
+                                  tensor_flops=tensor_flops if tensor_s > 0 else None,
+                                  tensor_flops_per_s=tensor_flops / tensor_s if tensor_s > 0 else None).time_s
         return SimResult(
             kernel=p.name, hardware=hw.name, time_s=time_s, bound=bound, utilization=util,
             traffic=traffic, flops=p.flops, blocks=p.launch.blocks,

@@ -77,6 +77,7 @@ NVIDIA_FIELDS = {
     "ldgsts_wavefronts_per_conflict": "cp.async (LDGSTS)",
     "ldgsts_bypass_wavefronts": "cp.async (LDGSTS)",
     "tail_packing_by_slots": "measured CUDA block-dispatch packing",
+    "max_cluster_blocks": "CUDA thread-block clusters (compute capability 9.0)",
 }
 """NVIDIA-only fields, ``[nvidia.<name>]`` in a data file, with the feature they describe."""
 

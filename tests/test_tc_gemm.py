@@ -1,0 +1,138 @@
+"""The tensor-core GEMM family as stories: knobs rejected with one line, each rung lowered to a tile
+program whose costs follow from its layout, and the Hopper pieces (TMA bulk copies, wgmma reading
+shared memory, cluster multicast) changing what the engine charges."""
+
+from __future__ import annotations
+
+import pytest
+
+from tilesim.cost import step_cost
+from tilesim.hardware import load, with_overrides
+from tilesim.kernels import registry
+from tilesim.kernels.tc_gemm import TcGemmConfig, check_fits, lower
+from tilesim.program import GlobalLoad, Mma, Step, TileRef, lanes
+
+H200 = load("h200")
+A100 = load("a100_sxm4")
+# the cost stories below check counts (bytes, wavefronts, instructions); the tensor pipe's latency only
+# enters the critical path, so any value serves them
+H200_COUNTS = with_overrides(H200, **{"pipes.tensor.latency_cycles": 1.0})
+SQUARE = dict(m=4096, n=4096, k=4096)
+WGMMA = dict(instruction="wgmma", bm=128, bn=256, bk=64, wm=64, wn=256, consumers=2, stages=4)
+
+
+def _cost(cfg: TcGemmConfig, phase: int = 0):
+    prog = lower(cfg)
+    return step_cost(prog.phases[phase].step, H200_COUNTS, prog.launch.warps_per_block)
+
+
+# ----- bad input: one line naming the field, the value and the limit --------------------------------
+@pytest.mark.parametrize("knobs, field, limit", [
+    (dict(bm=128, wm=48), "wm", "must divide bm = 128"),
+    (dict(wm=40, bm=120), "wm", "fragment's m = 16"),
+    (dict(WGMMA, shape="m64n264k16"), "shape", "N a multiple of 8 from 8 to 256"),
+    (dict(WGMMA, shape="m128n256k16"), "shape", "m64nNk16"),
+    (dict(WGMMA, dtype="tf32", b_layout="col", shape="m64n256k16"), "shape", "m64nNk8"),
+    (dict(WGMMA, dtype="tf32"), "b_layout", "wgmma transposes only 16-bit types"),
+    (dict(instruction="mma_sync", shape="16x16x16"), "shape", "m16n8k16"),
+    (dict(stages=6), "stages", "1..5"),
+    (dict(cluster=3), "cluster", "power of two"),
+    (dict(instruction="mma_sync", consumers=2), "consumers", "wgmma knob"),
+    (dict(staging="global"), "staging", "wmma rung only"),
+    (dict(WGMMA, layout="padded"), "layout", "128-byte swizzled"),
+    (dict(m=1000, n=1000, k=1001), "k", "16-byte aligned rows of A"),
+    (dict(dtype="fp8"), "dtype", "fp16, bf16, tf32"),
+    (dict(bm=512, bn=256, wm=32, wn=32), "threads", "1024"),
+])
+def test_impossible_knobs_are_one_line_naming_field_value_and_limit(knobs, field, limit):
+    kw = dict(SQUARE) | knobs
+    with pytest.raises(ValueError) as err:
+        TcGemmConfig(**kw)
+    msg = str(err.value)
+    assert "\n" not in msg
+    assert f"TcGemmConfig.{field}" in msg and limit in msg
+
+
+def test_stages_that_do_not_fit_shared_memory_are_rejected_for_the_gpu():
+    cfg = TcGemmConfig(**SQUARE, **(WGMMA | {"stages": 5, "bk": 128}))
+    with pytest.raises(ValueError, match=r"TcGemmConfig.smem_bytes = \d+ .* exceeds smem_per_block_optin_bytes"):
+        check_fits(cfg, H200)
+
+
+def test_a_cluster_larger_than_the_gpu_allows_is_rejected():
+    with pytest.raises(ValueError, match="TcGemmConfig.cluster = 16: exceeds max_cluster_blocks = 8 on h200"):
+        check_fits(TcGemmConfig(**SQUARE, **(WGMMA | {"cluster": 16})), H200)
+
+
+def test_wgmma_on_a_gpu_without_it_names_the_instruction():
+    with pytest.raises(ValueError, match="TcGemmConfig.instruction = 'wgmma'.*a100_sxm4 has no such"):
+        check_fits(TcGemmConfig(**SQUARE, **WGMMA), A100)
+    check_fits(TcGemmConfig(**SQUARE), A100)  # mma.sync exists on the A100
+
+
+def test_the_family_is_registered_with_its_knobs():
+    fam = registry.get("tc_gemm")
+    names = [k.name for k in fam.knobs()]
+    for knob in ("dtype", "out_dtype", "b_layout", "instruction", "staging", "bm", "bn", "bk", "wm", "wn",
+                 "shape", "layout", "stages", "consumers", "cluster", "epilogue"):
+        assert knob in names
+    cfg = fam.make(m="4096", n="4096", k="4096", instruction="wgmma", bm="128", bn="256", bk="64", wm="64",
+                   wn="256", consumers="2", stages="4")
+    assert cfg.threads == 384 and cfg.mma_shape == (64, 256, 16)
+
+
+# ----- the lowering ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("knobs", [
+    dict(instruction="wmma", staging="global", stages=1, bm=64, bn=64, wm=32, wn=32),
+    dict(instruction="wmma", stages=1, layout="padded"),
+    dict(instruction="mma_sync", layout="naive"),
+    dict(instruction="mma_sync", dtype="tf32", b_layout="col"),
+    dict(instruction="mma_sync", dtype="bf16", out_dtype="input", epilogue="shared"),
+    WGMMA,
+    WGMMA | {"cluster": 2, "dtype": "tf32", "b_layout": "col"},
+])
+def test_every_rung_declares_exactly_the_flops_its_mmas_do(knobs):
+    cfg = TcGemmConfig(**SQUARE, **knobs)
+    prog = lower(cfg)
+    done = sum(op.flops * ph.trips for ph in prog.phases for op in ph.step.compute if isinstance(op, Mma))
+    assert done * prog.launch.blocks == pytest.approx(cfg.flops)
+
+
+def test_a_dense_shared_layout_conflicts_and_padding_or_swizzling_removes_it():
+    base = dict(SQUARE, instruction="mma_sync", bk=32)
+    waves = {lay: _cost(TcGemmConfig(**base, layout=lay)).shared_load_wavefronts for lay in ("naive", "padded", "swizzled")}
+    ideal = _cost(TcGemmConfig(**base, layout="swizzled")).shared_load_ideal
+    assert waves["swizzled"] == ideal and waves["padded"] == ideal
+    assert waves["naive"] >= 2 * ideal  # 64-byte rows: ldmatrix's 8 rows hit 2 banks groups 4 times
+
+
+def test_tma_copies_take_one_instruction_per_tile_and_no_l1():
+    cost = _cost(TcGemmConfig(**SQUARE, **WGMMA))
+    assert cost.load_instructions == 2 and cost.load_l1_cycles == 0
+    assert cost.load_l1_cacheable == [False, False]
+    assert cost.load_l2_bytes == (128 * 64 + 64 * 256) * 2  # whole tiles, every sector used
+
+
+def test_a_cluster_of_two_fetches_half_of_b_per_block():
+    one = _cost(TcGemmConfig(**SQUARE, **WGMMA)).load_l2_bytes_each
+    two = _cost(TcGemmConfig(**SQUARE, **(WGMMA | {"cluster": 2}))).load_l2_bytes_each
+    assert two[0] == one[0] and two[1] == one[1] / 2
+
+
+def test_wgmma_reads_its_operands_from_shared_memory_without_instructions():
+    cost = _cost(TcGemmConfig(**SQUARE, **WGMMA))
+    # two consumers x (64x64 A + 64x256 B) fp16 per k-step of 64, at 128 bytes per wavefront
+    assert cost.shared_load_bytes == 2 * (64 * 64 + 64 * 256) * 2
+    assert cost.shared_load_wavefronts == cost.shared_load_bytes / 128
+    assert cost.shared_load_instructions == 0
+
+
+def test_bulk_copies_and_shared_operands_exist_only_where_the_hardware_has_them():
+    step = Step(loads=(GlobalLoad(TileRef("A", ("by", "k"), 512), (lanes(16, shared_base=0),), dest="bulk"),))
+    with pytest.raises(ValueError, match="dest = 'bulk'.*no bulk tensor copy"):
+        step_cost(step, load("m5_max"), 4)
+    step = Step(compute=(Mma((8, 8, 8), "fp16", 4, operands="shared"),))
+    with pytest.raises(ValueError, match="Mma.operands = 'shared'"):
+        step_cost(step, load("m5_max"), 4)
+    with pytest.raises(ValueError, match="Mma.operands = 'tmem'"):
+        Mma((64, 256, 16), "fp16", 1, operands="tmem")

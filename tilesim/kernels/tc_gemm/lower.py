@@ -1,0 +1,293 @@
+"""The tensor-core GEMM family's lowering: a :class:`TcGemmConfig` as a :class:`TileProgram`: one k-loop
+phase and an epilogue phase.
+
+What one block does per k-step, by rung (the thread-to-data mappings are the CUDA kernels' in
+``validation/families/tc_gemm``):
+
+* **wmma from global memory** (``staging="global"``): a k-step is one fragment's k (16, or 8 for
+  tf32). Every warp loads its A and B fragments with ``load_matrix_sync`` straight from global
+  memory, four 4-byte loads per lane and fragment (the mma.sync register layout: rows ``g`` and
+  ``g + 8`` of the fragment, two elements per lane), then issues its MMAs. No barriers: warps progress
+  independently; the block's L1 merges the sectors its warps share within a step.
+* **staged** (wmma or mma_sync with ``staging="shared"``): a k-step is one ``bk`` slab. The block
+  copies the bm x bk A tile and the B tile in 16-byte chunks (through registers when ``stages`` is 1,
+  by cp.async into a ``stages``-deep ring otherwise) into the shared layout: dense rows, rows padded
+  by 16 bytes, or 16-byte chunks XOR-swizzled by row. Each k-slice of the slab, every warp loads its
+  fragments with ``ldmatrix.x4`` (8 lanes address the 8 rows of each 8x8 matrix, 16 bytes each; B
+  row-major with ``.trans``) and issues its MMAs; tf32 fragments are loaded with 4-byte shared loads
+  in the mma.sync m16n8k8 register layout. The engine's bank arithmetic finds the conflicts of each
+  layout from these addresses.
+* **wgmma** (Hopper): a k-step is one ``bk`` slab brought into a ``stages``-deep ring by two TMA bulk
+  tensor copies (``dest="bulk"``; with a cluster, each block fetches ``1/cluster`` of the B tile and
+  receives the rest by multicast). Each consumer warpgroup issues ``wm/64 x wn/N x bk/K`` wgmma
+  instructions that read A and B from shared memory (``Mma.operands="shared"``); the ring replaces
+  block-wide barriers with mbarrier waits.
+
+Epilogue: ``direct`` stores each lane's two adjacent accumulators per row of every 16x8 C fragment
+(8-byte fp32 or 4-byte 16-bit stores, rows ``g`` and ``g + 8``); ``shared`` writes them to shared memory,
+passes a barrier and stores 16-byte chunks of whole rows.
+
+Instruction counts that are not memory or MMA (addresses, loop, waits) are structural assumptions
+named below; the compile path (``--compile``) can replace the register count with the compiler's.
+Edge blocks are counted as full tiles (out-of-bounds chunks still take their instruction).
+"""
+
+from __future__ import annotations
+
+import math
+
+from tilesim.kernels.tc_gemm.config import PAD_BYTES, WARP, WARPGROUP_THREADS, TcGemmConfig
+from tilesim.program import (
+    Compute,
+    GlobalLoad,
+    GlobalStore,
+    Launch,
+    Mma,
+    Phase,
+    SharedAccess,
+    Step,
+    TileProgram,
+    TileRef,
+    WarpAccess,
+)
+
+CHUNK_BYTES = 16  # cp.async / ldmatrix row / TMA swizzle unit
+SWIZZLE_SPAN_BYTES = 128  # XOR swizzles permute the 16-byte chunks within 128 bytes of rows
+# Integer and control instructions per warp and k-step besides loads and MMAs (assumptions, stated
+# once: loop counter, stage pointers, one wait/commit; one address update per ldmatrix or cp.async).
+FIXED_PER_WARP_STEP = 12
+PER_MEMORY_INSTRUCTION = 1
+# wgmma consumers per warp and k-step: mbarrier wait, wgmma fence, commit, wait_group, the empty-slot
+# arrive and the loop (assumption: about 8 instructions).
+WGMMA_SYNC_PER_WARP_STEP = 8
+
+
+def lower(cfg: TcGemmConfig) -> TileProgram:
+    """What one block of this GEMM does per k-step, and its epilogue."""
+    if cfg.staging == "global":
+        step, trips, groups = _global_step(cfg)
+        depth = 1
+    elif cfg.instruction == "wgmma":
+        step, trips, groups = _wgmma_step(cfg)
+        depth = cfg.stages
+    else:
+        step, trips, groups = _staged_step(cfg)
+        depth = cfg.stages
+    return TileProgram(
+        name=f"tc_gemm_{cfg.label}",
+        launch=Launch(grid=cfg.grid, threads_per_block=cfg.threads, regs_per_thread=cfg.estimated_regs,
+                      smem_bytes_per_block=cfg.smem_bytes),
+        phases=(Phase("k-loop", trips, step, pipeline_depth=depth, warp_groups=groups),
+                Phase("epilogue", 1, _epilogue(cfg))),
+        flops=cfg.flops,
+        min_hbm_bytes=cfg.min_hbm_bytes,
+    )
+
+
+# ----- shared layouts -----------------------------------------------------------------------------
+def shared_address(cfg: TcGemmConfig, base: int, row: int, byte_in_row: int, row_elems: int) -> int:
+    """Byte address in shared memory of ``byte_in_row`` of ``row`` of a tile of ``row_elems`` per row."""
+    row_bytes = cfg.smem_row_bytes(row_elems)
+    if cfg.layout != "swizzled":
+        return base + row * row_bytes + byte_in_row
+    chunks = max(1, min(row_bytes, SWIZZLE_SPAN_BYTES) // CHUNK_BYTES)  # chunks the XOR permutes
+    rows_per_span = max(1, SWIZZLE_SPAN_BYTES // row_bytes)  # rows sharing one 128-byte span
+    chunk, within = divmod(byte_in_row, CHUNK_BYTES)
+    high, low = divmod(chunk, chunks)
+    low ^= (row // rows_per_span) % chunks
+    return base + row * row_bytes + (high * chunks + low) * CHUNK_BYTES + within
+
+
+def _tile_load(cfg: TcGemmConfig, tensor: str, coords, rows: int, row_elems: int, global_row_elems: int,
+               base: int, dest: str, fraction: int = 1) -> GlobalLoad:
+    """A rows x row_elems tile copied in 16-byte chunks by every thread, chunk ``i`` by thread
+    ``i % threads``; with ``fraction`` > 1 only the first ``1/fraction`` of the rows (a multicast share)."""
+    e, T = cfg.elem_bytes, cfg.threads
+    per_row = row_elems * e // CHUNK_BYTES
+    rows = max(1, rows // fraction)
+    n_chunks = rows * per_row
+    instrs = []
+    for r in range(math.ceil(n_chunks / T)):
+        for w in range(math.ceil(T / WARP)):
+            idx = [r * T + w * WARP + lane for lane in range(WARP)]
+            idx = [i for i in idx if i < n_chunks]
+            if not idx:
+                continue
+            offs = tuple((i // per_row) * global_row_elems * e + (i % per_row) * CHUNK_BYTES for i in idx)
+            smem = tuple(shared_address(cfg, base, i // per_row, (i % per_row) * CHUNK_BYTES, row_elems) for i in idx)
+            instrs.append(WarpAccess(offs, CHUNK_BYTES, smem))
+    return GlobalLoad(TileRef(tensor, coords, rows * row_elems * e), tuple(instrs), dest=dest)
+
+
+def _operand_loads(cfg: TcGemmConfig, dest: str, b_fraction: int = 1) -> tuple[GlobalLoad, GlobalLoad, int]:
+    """The A and B tile loads of one k-step and the B tile's shared base address."""
+    (ra, ca), (rb, cb) = cfg.smem_tile_shapes
+    b_base = ra * cfg.smem_row_bytes(ca)
+    la = _tile_load(cfg, "A", ("by", "k"), ra, ca, cfg.k, 0, dest)
+    if cfg.b_layout == "row":
+        lb = _tile_load(cfg, "B", ("k", "bx"), rb, cb, cfg.n, b_base, dest, b_fraction)
+    else:
+        lb = _tile_load(cfg, "B", ("bx", "k"), rb, cb, cfg.k, b_base, dest, b_fraction)
+    return la, lb, b_base
+
+
+# ----- fragment loads from shared memory (warp 0's, one k-slice) ---------------------------------
+def _ldmatrix_x4(cfg: TcGemmConfig, base: int, row_elems: int, rows: list[int], chunks: list[int]) -> WarpAccess:
+    """One ``ldmatrix.x4``: lane ``ln`` gives the address of row ``rows[ln]`` at 16-byte chunk ``chunks[ln]``."""
+    return WarpAccess(tuple(shared_address(cfg, base, r, c * CHUNK_BYTES, row_elems) for r, c in zip(rows, chunks,
+                                                                                                      strict=True)),
+                      CHUNK_BYTES)
+
+
+def _fragment_reads(cfg: TcGemmConfig, b_base: int, kk: int) -> list[WarpAccess]:
+    """Warp 0's shared loads of its A and B fragments for the k-slice starting at ``kk``."""
+    fm, fn, fk = cfg.mma_shape
+    e = cfg.elem_bytes
+    (_, ca), (_, cb) = cfg.smem_tile_shapes
+    lanes = range(WARP)
+    out: list[WarpAccess] = []
+    if e == 2:  # ldmatrix.x4: 16 rows x 16 k of A, or 16 k x 16 n of B
+        for i in range(cfg.wm // 16):
+            rows = [i * 16 + (ln % 16) for ln in lanes]
+            chunks = [kk // 8 + ln // 16 for ln in lanes]
+            out.append(_ldmatrix_x4(cfg, 0, ca, rows, chunks))
+        for j in range(cfg.wn // 16):
+            if cfg.b_layout == "row":  # [k][n], .trans
+                rows = [kk + (ln % 8) + 8 * ((ln // 8) % 2) for ln in lanes]
+                chunks = [(j * 16) // 8 + ln // 16 for ln in lanes]
+            else:  # [n][k]
+                rows = [j * 16 + (ln % 8) + 8 * (ln // 16) for ln in lanes]
+                chunks = [kk // 8 + (ln // 8) % 2 for ln in lanes]
+            out.append(_ldmatrix_x4(cfg, b_base, cb, rows, chunks))
+        return out
+    # tf32: 4-byte loads in the m16n8k8 register layout (g = lane / 4, t = lane % 4)
+    for i in range(cfg.wm // 16):
+        for j in range(4):
+            out.append(WarpAccess(tuple(shared_address(cfg, 0, i * 16 + ln // 4 + 8 * (j % 2),
+                                                       (kk + ln % 4 + 4 * (j // 2)) * e, ca) for ln in lanes), 4))
+    for jn in range(cfg.wn // 8):
+        for j in range(2):
+            if cfg.b_layout == "row":
+                addrs = [shared_address(cfg, b_base, kk + ln % 4 + 4 * j, (jn * 8 + ln // 4) * e, cb) for ln in lanes]
+            else:
+                addrs = [shared_address(cfg, b_base, jn * 8 + ln // 4, (kk + ln % 4 + 4 * j) * e, cb) for ln in lanes]
+            out.append(WarpAccess(tuple(addrs), 4))
+    return out
+
+
+def _mma(cfg: TcGemmConfig, k_elems: int, operands: str = "registers") -> Mma:
+    """The block's MMAs over ``k_elems`` of k, in hardware instructions, with the dependent chain of one
+    accumulator (one instruction per instruction-k)."""
+    (hm, hn, hk), per_op = cfg.hardware_mma
+    fm, fn, fk = cfg.mma_shape
+    count = (cfg.bm // fm) * (cfg.bn // fn) * (k_elems // fk) * per_op
+    if cfg.instruction == "wgmma":
+        count = cfg.consumers * (cfg.wm // fm) * (cfg.wn // fn) * (k_elems // fk)
+    return Mma((hm, hn, hk), cfg.dtype, count, chain=k_elems / fk, operands=operands)
+
+
+# ----- the k-loop, by rung ------------------------------------------------------------------------
+def _global_step(cfg: TcGemmConfig):
+    """wmma fragments loaded from global memory, one fragment-k per step."""
+    fm, fn, fk = cfg.mma_shape
+    e = cfg.elem_bytes
+    W = cfg.warps
+    g = [ln // 4 for ln in range(WARP)]
+    t = [ln % 4 for ln in range(WARP)]
+    pair = 4 // e  # elements per 4-byte load
+
+    def frag(row_stride, r0, c0, rows, cols) -> list[WarpAccess]:
+        """A rows x cols fragment's loads: lane (g, t) reads ``pair`` elements at row g (+8), column
+        t * pair (+ cols / 2)."""
+        out = []
+        for j in range(4):
+            r = [r0 + gi + 8 * (j % 2) for gi in g]
+            c = [c0 + ti * pair + (cols // 2) * (j // 2) for ti in t]
+            out.append(WarpAccess(tuple((ri * row_stride + ci) * e for ri, ci in zip(r, c, strict=True)), 4))
+        return out
+
+    a_instr, b_instr = [], []
+    for i in range(cfg.wm // fm):
+        a_instr += frag(cfg.k, i * fm, 0, fm, fk)
+    for j in range(cfg.wn // fn):
+        if cfg.b_layout == "row":
+            b_instr += frag(cfg.n, 0, j * fn, fk, fn)
+        else:
+            b_instr += frag(cfg.k, j * fn, 0, fn, fk)
+    loads = (
+        GlobalLoad(TileRef("A", ("by", "k"), cfg.bm * fk * e), tuple(a_instr), repeat=W),
+        GlobalLoad(TileRef("B", ("k", "bx") if cfg.b_layout == "row" else ("bx", "k"), fk * cfg.bn * e),
+                   tuple(b_instr), repeat=W),
+    )
+    mem = len(a_instr) + len(b_instr)
+    compute = (_mma(cfg, fk), Compute("int", W * (FIXED_PER_WARP_STEP + PER_MEMORY_INSTRUCTION * mem)))
+    return Step(loads=loads, compute=compute), math.ceil(cfg.k / fk), W
+
+
+def _staged_step(cfg: TcGemmConfig):
+    """wmma or mma_sync on block tiles staged in shared memory, one bk slab per step."""
+    fk = cfg.mma_shape[2]
+    W = cfg.warps
+    dest = "shared" if cfg.stages == 1 else "async"
+    la, lb, b_base = _operand_loads(cfg, dest)
+    slice_k = 16 if cfg.elem_bytes == 2 else 8  # ldmatrix.x4 covers k16; tf32 fragments k8
+    reads: list[WarpAccess] = []
+    for kk in range(0, cfg.bk, slice_k):
+        reads += _fragment_reads(cfg, b_base, kk)
+    copies = (len(la.instructions) + len(lb.instructions)) / W
+    other = W * (FIXED_PER_WARP_STEP + PER_MEMORY_INSTRUCTION * (len(reads) + copies))
+    del fk
+    step = Step(loads=(la, lb), barriers=2 if cfg.stages == 1 else 1,
+                shared_loads=(SharedAccess(tuple(reads), repeat=W),),
+                compute=(_mma(cfg, cfg.bk), Compute("int", other)), rounds=max(1, cfg.bk // slice_k))
+    return step, math.ceil(cfg.k / cfg.bk), 1
+
+
+def _wgmma_step(cfg: TcGemmConfig):
+    """TMA copies into the ring and wgmma from shared memory, one bk slab per step."""
+    la, lb, _ = _operand_loads(cfg, "bulk", b_fraction=cfg.cluster)
+    consumer_warps = cfg.consumers * WARPGROUP_THREADS // WARP
+    step = Step(loads=(la, lb),
+                compute=(_mma(cfg, cfg.bk, operands="shared"),
+                         Compute("issue", consumer_warps * WGMMA_SYNC_PER_WARP_STEP)))
+    return step, math.ceil(cfg.k / cfg.bk), 1
+
+
+# ----- the epilogue ------------------------------------------------------------------------------
+def _fragment_rows(cfg: TcGemmConfig) -> list[tuple[int, int]]:
+    """(row, first column) in the block's C tile of each 16x8 accumulator fragment of warp 0."""
+    if cfg.instruction == "wgmma":  # warp 0 of a consumer: rows 0..15 of each 64-row slice
+        return [(i * 64, j * 8) for i in range(cfg.wm // 64) for j in range(cfg.wn // 8)]
+    return [(i * 16, j * 8) for i in range(cfg.wm // 16) for j in range(cfg.wn // 8)]
+
+
+def _epilogue(cfg: TcGemmConfig) -> Step:
+    ob = cfg.out_bytes
+    W = cfg.consumers * WARPGROUP_THREADS // WARP if cfg.instruction == "wgmma" else cfg.warps
+    g = [ln // 4 for ln in range(WARP)]
+    t = [ln % 4 for ln in range(WARP)]
+    tile = TileRef("C", ("by", "bx"), cfg.bm * cfg.bn * ob)
+    frags = _fragment_rows(cfg)
+    if cfg.epilogue == "direct":
+        instrs = tuple(WarpAccess(tuple(((r0 + gi + 8 * h) * cfg.n + c0 + 2 * ti) * ob
+                                        for gi, ti in zip(g, t, strict=True)), 2 * ob)
+                       for r0, c0 in frags for h in range(2))
+        return Step(compute=(Compute("int", 2 * len(instrs) * W),), stores=(GlobalStore(tile, instrs, repeat=W),))
+    row_bytes = cfg.bn * ob + PAD_BYTES
+    smem = tuple(WarpAccess(tuple((r0 + gi + 8 * h) * row_bytes + (c0 + 2 * ti) * ob
+                                  for gi, ti in zip(g, t, strict=True)), 2 * ob)
+                 for r0, c0 in frags for h in range(2))
+    per_row = cfg.bn * ob // CHUNK_BYTES
+    chunks = cfg.bm * per_row
+    T = W * WARP
+    out_g, out_s = [], []
+    for r in range(math.ceil(chunks / T)):
+        idx = [r * T + lane for lane in range(WARP) if r * T + lane < chunks]
+        out_g.append(WarpAccess(tuple((i // per_row) * cfg.n * ob + (i % per_row) * CHUNK_BYTES for i in idx),
+                                CHUNK_BYTES))
+        out_s.append(WarpAccess(tuple((i // per_row) * row_bytes + (i % per_row) * CHUNK_BYTES for i in idx),
+                                CHUNK_BYTES))
+    return Step(shared_stores=(SharedAccess(smem, repeat=W),), barriers=1,
+                shared_loads=(SharedAccess(tuple(out_s), repeat=W),),
+                compute=(Compute("int", 2 * (len(smem) + len(out_g)) * W),),
+                stores=(GlobalStore(tile, tuple(out_g), repeat=W),))
