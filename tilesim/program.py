@@ -335,12 +335,18 @@ class Phase:
 
 @dataclass(frozen=True)
 class Launch:
-    """Launch geometry and per-block resources."""
+    """Launch geometry and per-block resources.
+
+    Blocks start in launch order. ``group_rows`` is the tile order a kernel maps its launch order to
+    (Triton's ``GROUP_M``, CUTLASS's threadblock swizzle): 1 (the default) walks ``bx`` fastest, then
+    ``by``; ``G`` > 1 walks ``G`` values of ``by`` for each ``bx`` before the next ``bx``, one group of
+    ``G`` rows at a time (see :meth:`block_indices`)."""
 
     grid: tuple[int, int, int]
     threads_per_block: int
     regs_per_thread: int
     smem_bytes_per_block: int
+    group_rows: int = 1
 
     def __post_init__(self) -> None:
         _require(len(self.grid) == 3 and all(isinstance(g, int) and g >= 1 for g in self.grid), "Launch", "grid",
@@ -349,6 +355,23 @@ class Launch:
         _require(self.regs_per_thread >= 1, "Launch", "regs_per_thread", self.regs_per_thread, "must be >= 1")
         _require(self.smem_bytes_per_block >= 0, "Launch", "smem_bytes_per_block", self.smem_bytes_per_block,
                  "must be >= 0")
+        _require(isinstance(self.group_rows, int) and self.group_rows >= 1, "Launch", "group_rows", self.group_rows,
+                 "must be an int >= 1")
+
+    def block_indices(self, block: int) -> tuple[int, int, int]:
+        """``(bx, by, bz)`` of the ``block``-th block to start (see ``group_rows``)."""
+        gx, gy, _ = self.grid
+        per_layer = gx * gy
+        bz, b = divmod(block, per_layer)
+        g = self.group_rows
+        if g == 1:
+            by, bx = divmod(b, gx)
+            return bx, by, bz
+        per_group = g * gx
+        first = (b // per_group) * g
+        rows = min(gy - first, g)
+        within = b % per_group
+        return within // rows, first + within % rows, bz
 
     @property
     def blocks(self) -> int:

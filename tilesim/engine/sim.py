@@ -252,20 +252,18 @@ class Engine:
         key = (tile.coords, tile.tensor, index, first, count)
         got = self._proj_cache.get(key)
         if got is None:
-            gx, gy, _ = self.p.launch.grid
+            where = self.p.launch.block_indices
             seen: dict = {}
             forms = _linear_forms(tile.coords, index)
             if forms is None:  # names other than the block and loop indices: the general path
                 for b in range(first, first + count):
-                    bx, rest = b % gx, b // gx
-                    by, bz = rest % gy, rest // gy
+                    bx, by, bz = where(b)
                     named = {"bx": bx, "by": by, "bz": bz}
                     proj = tuple(_project(c, named, index) for c in tile.coords)
                     seen[proj] = seen.get(proj, 0) + 1
             else:  # the same projections, from each coordinate's coefficients
                 for b in range(first, first + count):
-                    bx, rest = b % gx, b // gx
-                    by, bz = rest % gy, rest // gy
+                    bx, by, bz = where(b)
                     proj = tuple([f if cx is None else
                                   (cx * bx + cy * by + cz * bz + f if step is None else
                                    (LOOP, step, cx * bx + cy * by + cz * bz + f))

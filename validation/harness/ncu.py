@@ -40,7 +40,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tilesim.kernels import registry
-from validation.harness import suite
+from validation.harness import runners, suite
 
 #: metric -> unit of its column (values are converted to that unit); the column is ``<metric>_<unit>``
 METRICS = {
@@ -85,6 +85,13 @@ FINAL_STATUSES = suite.FINAL_STATUSES
 CHUNK = 32  # configurations per ncu process (a lost process costs at most one chunk's rows)
 EXIT_CONTEXT = 7  # the target's exit status when the CUDA context died
 MIN_CHUNK_S = 20.0  # with a time budget, no ncu process starts with less than this left
+
+
+def family_metrics(family: str, *, extra: bool = False) -> dict[str, str]:
+    """:data:`METRICS`, the family runner's own ``NCU_METRICS`` (e.g. tensor-pipe activity) and, with
+    ``extra``, :data:`EXTRA_METRICS`."""
+    own = getattr(runners.get_runner(family), "NCU_METRICS", {})
+    return {**METRICS, **own, **(EXTRA_METRICS if extra else {})}
 
 
 def metric_columns(metrics: dict[str, str]) -> tuple[str, ...]:
@@ -482,12 +489,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if shutil.which(args.ncu) is None:
         print(f"validation.harness.ncu: Nsight Compute executable {args.ncu!r} not found", file=sys.stderr)
         return 2
-    metrics = {**METRICS, **(EXTRA_METRICS if args.extra else {})}
     if (args.suite or args.out) and len(args.families) > 1:
         ap.error("--suite and --out need exactly one family")
     deadline = time.monotonic() + args.budget_s if args.budget_s is not None else None
     for family, configs in plans:
         budget = None if deadline is None else max(0.0, deadline - time.monotonic())
+        metrics = family_metrics(family, extra=args.extra)
         path = profile_family(family, configs, suite.out_dir(args, family), resume=not args.fresh, metrics=metrics,
                               ncu=args.ncu, chunk=args.chunk, budget_s=budget)
         print(f"wrote {path}", flush=True)

@@ -16,6 +16,8 @@ Optional hooks, with the default the harness uses when a runner leaves them out:
 * ``RATES``: ``{column: (counts key, scale)}``, the throughput columns of ``times.csv``: the
   family's analytic count (``KernelFamily.counts(config)[key]``) times ``scale`` over the median
   time. Default ``{"bytes_per_s": ("min_hbm_bytes", 1.0)}``.
+* ``NCU_METRICS``: ``{metric: unit}`` Nsight Compute metrics the family adds to
+  :data:`validation.harness.ncu.METRICS` (e.g. tensor-pipe activity). Default none.
 * ``TIMING``: keyword overrides of the suite's timing defaults (``warmup``, ``reps``, ``min_reps``,
   ``budget_s``).
 * ``reference_rows(configs) -> list[(row, prepare)]``: extra rows timed after the suite (e.g. a

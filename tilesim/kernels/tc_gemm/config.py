@@ -64,6 +64,10 @@ WGMMA_N_STEP, WGMMA_N_MAX = 8, 256
 #: 16x16x16 is two HMMA.16816 on sm_80+; 16x16x8 tf32 is two HMMA.1688): what the hardware file rates.
 WMMA_LOWERS_TO = {(16, 16, 16): ((16, 8, 16), 2), (32, 8, 16): ((16, 8, 16), 2), (8, 32, 16): ((16, 8, 16), 2),
                   (16, 16, 8): ((16, 8, 8), 2)}
+GROUP_TILE_ROWS = 2048  # rows of C per group of tiles in the wgmma kernels' tile order
+GLOBAL_SCRATCH_BYTES = 2048  # per warp, staging "global": edge A and B fragments (512 B each), one C fragment
+C_PAD_FLOATS = 8  # the wmma/mma_sync shared epilogue's fp32 row pad
+WGMMA_ALIGN_BYTES = 1024  # the 128-byte swizzle's atom (8 rows): tiles aligned to it; mbarriers in a static 1 KiB
 MAX_CLUSTER = 16  # the largest cluster any CUDA GPU allows (non-portable, sm_90); the GPU's own limit is in check_fits
 
 
@@ -242,6 +246,15 @@ class TcGemmConfig:
         by = math.ceil(by / self.cluster) * self.cluster
         return (math.ceil(self.n / self.bn), by, 1)
 
+    @property
+    def group_rows(self) -> int:
+        """The tile order (:attr:`tilesim.program.Launch.group_rows`): the wgmma kernels walk groups of
+        ``GROUP_TILE_ROWS / bm`` tile rows (even, so cluster pairs share their N tile) along N for L2
+        reuse; the others start blocks in plain launch order (blockIdx.x along N)."""
+        if self.instruction != "wgmma":
+            return 1
+        return max(2, GROUP_TILE_ROWS // self.bm // 2 * 2)
+
     def smem_row_bytes(self, cols: int) -> int:
         """Bytes of one shared row of ``cols`` elements in this layout."""
         return cols * self.elem_bytes + (PAD_BYTES if self.layout == "padded" else 0)
@@ -260,15 +273,26 @@ class TcGemmConfig:
 
     @property
     def smem_bytes(self) -> int:
-        """Shared memory per block: the operand ring (8 bytes of mbarriers per stage and direction for
-        wgmma), or the C tile of a shared epilogue when that is larger (it reuses the ring)."""
+        """Shared memory per block, as the validation kernels lay it out (validation/families/tc_gemm):
+
+        * staging "global": a 2 KiB scratch per warp (zero-filled edge fragments and one C fragment);
+        * wmma/mma_sync: the operand ring; a shared epilogue stages C as fp32 rows of bn + 8 floats
+          reusing the ring; the wmma direct epilogue passes each 16x16 fp32 fragment through 1 KiB
+          per warp (``store_matrix_sync`` to shared, then guarded stores);
+        * wgmma: the ring (or a shared epilogue's C tile, rows padded by 32 B for fp32 and 16 B for
+          16-bit outputs) plus 1 KiB of alignment slack for the 1024-byte swizzle atoms and 1 KiB of
+          static mbarriers."""
         if self.staging == "global":
-            return 0
+            return self.warps * GLOBAL_SCRATCH_BYTES
         ring = self.stages * self.stage_bytes
         if self.instruction == "wgmma":
-            ring += 2 * 8 * self.stages
+            if self.epilogue == "shared":
+                ring = max(ring, self.bm * (self.bn * self.out_bytes + (32 if self.out_bytes == 4 else 16)))
+            return ring + 2 * WGMMA_ALIGN_BYTES
         if self.epilogue == "shared":
-            ring = max(ring, self.bm * self.bn * self.out_bytes)
+            return max(ring, self.bm * (self.bn + C_PAD_FLOATS) * 4)
+        if self.instruction == "wmma":
+            return max(ring, self.warps * 16 * 16 * 4)
         return ring
 
     @property

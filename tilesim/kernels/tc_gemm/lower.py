@@ -76,7 +76,7 @@ def lower(cfg: TcGemmConfig) -> TileProgram:
     return TileProgram(
         name=f"tc_gemm_{cfg.label}",
         launch=Launch(grid=cfg.grid, threads_per_block=cfg.threads, regs_per_thread=cfg.estimated_regs,
-                      smem_bytes_per_block=cfg.smem_bytes),
+                      smem_bytes_per_block=cfg.smem_bytes, group_rows=cfg.group_rows),
         phases=(Phase("k-loop", trips, step, pipeline_depth=depth, warp_groups=groups),
                 Phase("epilogue", 1, _epilogue(cfg))),
         flops=cfg.flops,

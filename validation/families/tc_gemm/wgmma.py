@@ -61,7 +61,7 @@ PRODUCER_REGS, CONSUMER_REGS = 40, 232  # setmaxnreg in wgmma.cu
 #: registers the consumer code may use after setmaxnreg.inc, less what addressing needs: the cap on
 #: accumulators per thread (wm / 64 * bn / 2)
 MAX_ACCUMULATORS = 192
-GROUP_TILE_ROWS = 2048      # rows of C per group of tiles along M (GROUP_M = 2048 / bm, even)
+# (the tile order, GROUP_M, is TcGemmConfig.group_rows)
 
 _MODULES: dict[tuple[str, tuple[str, ...], str], Any] = {}
 _CONSTANT_OWNER: dict[int, int] = {}  # id(module) -> id of the Built whose tensor maps are in it
@@ -145,7 +145,7 @@ def check(cfg) -> None:
 
 def group_m(cfg) -> int:
     """Tiles along M per group of the tile order (even, so that cluster pairs share their N tile)."""
-    return max(2, GROUP_TILE_ROWS // int(cfg.bm) // 2 * 2)
+    return cfg.group_rows  # the model's tile order (tilesim.kernels.tc_gemm.config), one source
 
 
 def out_bytes(cfg) -> int:
