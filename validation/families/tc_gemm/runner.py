@@ -56,6 +56,16 @@ from validation.harness.source import KernelSource
 FAMILY = "tc_gemm"
 #: times.csv's throughput column: the family's analytic FLOP count over the median time
 RATES = {"flops_per_s": ("flops", 1.0)}
+#: Nsight Compute metrics this family adds (names from `ncu --query-metrics --chip gh100` on the H200):
+#: tensor-pipe activity and instructions (HMMA for wmma/mma.sync, GMMA for wgmma) and the shared-memory
+#: wavefronts wgmma reads its operands with
+NCU_METRICS = {
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active": "pct",
+    "sm__inst_executed_pipe_tensor_op_hmma.sum": "count",
+    "sm__inst_executed_pipe_tensor_op_gmma.sum": "count",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_gmma.sum": "count",
+    "smsp__issue_active.avg.pct_of_peak_sustained_active": "pct",
+}
 #: a slow suite kernel (WMMA from global memory at 4096^3, a naive shared layout at 8192^3) takes
 #: ~2-20 ms a launch; a 2 s budget with at least 5 repetitions bounds every configuration to a few
 #: seconds, the fast ones (~1-2 ms at 8192^3) still get 30 repetitions
