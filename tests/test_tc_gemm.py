@@ -136,3 +136,28 @@ def test_bulk_copies_and_shared_operands_exist_only_where_the_hardware_has_them(
         step_cost(step, load("m5_max"), 4)
     with pytest.raises(ValueError, match="Mma.operands = 'tmem'"):
         Mma((64, 256, 16), "fp16", 1, operands="tmem")
+
+
+def test_the_ladder_table_reads_the_recorded_suite_and_names_every_rung():
+    from validation.families.tc_gemm import ladder  # noqa: PLC0415
+
+    lad = ladder.ladder("h200", "4096x4096x4096")
+    rungs = [r["rung"] for r in lad["rows"]]
+    assert rungs[0].startswith("1 WMMA") and rungs[-1].startswith("5 wgmma")
+    assert lad["cublas_s"] > 0
+    table = ladder.markdown(lad)
+    assert table.count("\n") == len(rungs) + 3  # header, rule, rungs, cuBLAS, datasheet
+    best = min(lad["rows"], key=lambda r: r["measured_s"])
+    assert best["rung"].startswith("5 wgmma")  # measured: the Hopper rung is the fastest
+
+
+def test_bulk_copies_wait_for_the_measured_tma_latency():
+    from tilesim.engine.sim import Engine  # noqa: PLC0415
+
+    cfg = TcGemmConfig(**SQUARE, **WGMMA)
+    slow = with_overrides(H200_COUNTS, tma_latency_cycles=5000.0, tma_hbm_latency_cycles=9000.0)
+    assert Engine(lower(cfg), slow).bulk_l2_lat_s == pytest.approx(5000.0 / slow.sm_clock_hz)
+    two = TcGemmConfig(**SQUARE, **(WGMMA | {"stages": 2}))
+    import tilesim  # noqa: PLC0415
+
+    assert tilesim.simulate(two, slow).time_s > tilesim.simulate(two, H200_COUNTS).time_s

@@ -152,6 +152,7 @@ class _Plan:
         self.l1_loads = (tuple(zip(range(len(self.loads)), cost.load_l2_bytes_each, cost.load_l1_cacheable,
                                    strict=True)) if len(cost.load_l2_bytes_each) == len(self.loads) else ())
         self.in_loop = phase.trips > 1
+        self.bulk = bool(self.loads) and all(ld.dest == "bulk" for ld in self.loads)
         self.math_issue = cost.math_instructions
 
 
@@ -204,6 +205,13 @@ class Engine:
         self.l2_lat_s = hw.l2_latency_cycles / clk
         self.hbm_lat_s = hw.hbm_latency_cycles / clk
         self.smem_lat_s = hw.smem_latency_cycles / clk
+        # bulk tensor copies (TMA) complete on an mbarrier: their measured latency from issue to
+        # completion, from L2 and from HBM (validation/calibration/tensor_probe.py); a GPU without the
+        # measurement takes the load latencies
+        self.bulk_l2_lat_s = (hw.get("tma_latency_cycles") if hw.has("tma_latency_cycles")
+                              else hw.l2_latency_cycles) / clk
+        self.bulk_hbm_lat_s = (hw.get("tma_hbm_latency_cycles") if hw.has("tma_hbm_latency_cycles")
+                               else hw.hbm_latency_cycles) / clk
         out_bytes = program.launch.blocks * sum(pl.cost.store_useful_bytes * pl.trips for pl in self.plans)
         self.dirty_bytes = min(hw.l2_dirty_bytes, hw.l2_bytes)  # never more than the whole L2
         self.writeback_share = max(0.0, 1.0 - self.dirty_bytes / out_bytes) if out_bytes else 0.0
@@ -336,6 +344,8 @@ class Engine:
         v["hbm"] += missed
         v["hbm_read"] += missed
         v["l1"] += c.load_l1_cycles * share
+        if pl.bulk:
+            return done + (self.bulk_hbm_lat_s if missed else self.bulk_l2_lat_s)
         return done + (self.hbm_lat_s if missed else self.l1_lat_s if all_in_l1 else self.l2_lat_s)
 
     def _l1_lookup(self, pl: _Plan, k: int, first: int, lane: _Lane) -> tuple[float, set, float]:
