@@ -28,16 +28,24 @@ def _define(name: str) -> int:
 def test_the_python_constants_match_the_cuda_defines():
     for py, cu in (("REC", "TP_REC"), ("MMA_CHAINS", "MMA_CHAINS"), ("MMA_ROUNDS", "MMA_ROUNDS"),
                    ("LAT_STEPS", "LAT_STEPS"), ("WG_PER_GROUP", "WG_PER_GROUP"), ("WG_A_BYTES", "WG_A_BYTES"),
-                   ("LD_UNROLL", "LD_UNROLL"), ("CPA_UNROLL", "CPA_UNROLL"), ("CPA_STAGES", "CPA_STAGES"),
-                   ("MBAR_STEPS", "MBAR_STEPS")):
+                   ("LD_UNROLL", "LD_UNROLL"), ("LD_MATRIX_STRIDE", "LD_MATRIX_STRIDE"),
+                   ("LD_SMEM_BYTES", "LD_SMEM_BYTES"), ("CPA_UNROLL", "CPA_UNROLL"),
+                   ("TMA_TILES_X_SHIFT", "TMA_TILES_X_SHIFT"), ("MBAR_STEPS", "MBAR_STEPS"),
+                   ("CLK_CHAINS", "CLK_CHAINS"), ("CLK_STEPS", "CLK_STEPS"), ("GT_SAMPLES", "GT_SAMPLES")):
         assert getattr(tp, py) == _define(cu), py
 
 
 def test_every_kernel_the_probe_launches_is_in_the_source():
     names = {k.tp_kernel for k in (*tp.MMA_SYNC, *tp.WGMMA)} | {k.lat_kernel for k in (*tp.MMA_SYNC, *tp.WGMMA)}
-    names |= {k for k, _, _ in tp.LDMATRIX} | {"cpasync_tp", "tma_tp", "mbar_rt", "tp_spin"}
+    names |= {k for k, _, _ in tp.LDMATRIX} | {f"cpasync_g{g}" for g in tp.CPA_GROUPS}
+    names |= {"tma_tp", "mbar_rt", "tp_spin", "clk_ffma", "clk_spin", "clk_gtick"}
     for n in names:
         assert re.search(rf"(\b{n}\(|_KERNEL\({n},|WG_DEF\({n},)", CU), n
+    assert 1 << tp.TMA_TILES_X_SHIFT == tp.TMA_COLS // tp.TMA_BOX_COLS
+    # the ldmatrix address shifts stay inside a matrix's slot: rows up to 7 x 128 + 16 bytes, shifts up to
+    # (mask x LD_UNROLL + LD_UNROLL - 1) x 16
+    assert 7 * 128 + 16 + ((tp.LD_SHIFT_MASK + 1) * tp.LD_UNROLL - 1) * 16 <= tp.LD_MATRIX_STRIDE
+    assert 4 * tp.LD_MATRIX_STRIDE == tp.LD_SMEM_BYTES
 
 
 def test_profile_keys_are_keys_the_hardware_data_may_hold():
@@ -54,13 +62,27 @@ def test_profile_keys_are_keys_the_hardware_data_may_hold():
 
 # ----- offline compile (nvcc; skipped without it) --------------------------------------------------------
 def test_the_source_compiles_for_sm_90a_without_warnings(tmp_path):
+    """One nvcc call; where cuobjdump is on PATH too, every SASS-checked loop passes its check (the
+    ldmatrix loops keep all LD_UNROLL loads, the fp16-accumulating latency chain keeps its HMMA)."""
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not on PATH")
     cubin, log = tp.compile_cubin(tmp_path)
     assert cubin.stat().st_size > 0
     assert tp.ptxas_warnings(log) == [], log
+    assert "warning" not in log.lower(), log
     regs = [int(x) for x in re.findall(r"Used (\d+) registers", log)]
     assert regs and max(regs) <= 168  # 3 warpgroups (384 threads) of the N=256 wgmma fit 64 K registers
+    if shutil.which("cuobjdump") is None:
+        return
+    from validation.calibration.pipes_probe import disassemble
+
+    kernels = sorted({k.tp_kernel for k in (*tp.MMA_SYNC, *tp.WGMMA)} | {k.lat_kernel for k in tp.MMA_SYNC}
+                     | {k for k, _, _ in tp.LDMATRIX} | {f"cpasync_g{g}" for g in tp.CPA_GROUPS}
+                     | {"tma_tp", "clk_ffma"})
+    checks = tp.sass_checks(disassemble(cubin), kernels)
+    assert set(checks) == set(kernels)
+    bad = {k: c["problem"] for k, c in checks.items() if not c["ok"]}
+    assert not bad, bad
 
 
 # ----- pure parts ------------------------------------------------------------------------------------------
@@ -174,7 +196,209 @@ def test_the_probe_runs_quick_on_the_gpu(tmp_path):
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     res = json.loads((tmp_path / "tensor.json").read_text())
     assert not res["errors"]
-    for g in ("mma_sync", "wgmma", "ldmatrix", "cp_async", "tma"):
+    for g in tp.RATE_GROUPS:
         assert res[g], g
         for r in res[g].values():
             assert r["value"] > 0 and r["n"] == tp.QUICK_REPS
+            assert r.get("sass_ok") is not False, (g, r["kernel"])
+    assert res["clock"]["ffma_all_sms"]["value"] > 1e8 and res["clock"]["globaltimer_resolution"]["value"] > 0
+
+
+# ----- the new groups' pure parts (synthetic data, never measurements) --------------------------------------
+def test_ldmatrix_rows_carry_cycles_per_instruction_and_bytes():
+    runs = [{"rate_inside": 0.25}, {"rate_inside": 0.25}, {"rate_inside": 0.2}]
+    r = {**tp.summarize([x["rate_inside"] for x in runs]), "runs": runs}
+    row = tp.ldmatrix_row(r, mats=4, trans=False, ways=1, warps=32)
+    assert row["cycles_per_instr_per_sm"]["value"] == pytest.approx(4.0)  # median of 4, 4, 5 cycles
+    assert row["bytes_per_clk_per_sm"]["value"] == pytest.approx(128.0)  # 0.25 x 4 matrices x 128 bytes
+    assert row["ideal_wavefronts"] == 4
+
+
+def test_tma_walks_and_rings():
+    assert tp.tma_walk("l2_same", 2048, 132) == (15, 2048)
+    assert tp.tma_walk("l2_disjoint", 2048, 132) == (15, 15)
+    assert tp.tma_walk("l2_disjoint", 100, 132) == (1, 1)
+    with pytest.raises(ValueError, match="source"):
+        tp.tma_walk("hbm", 2048, 132)
+    assert tp.tma_ring_bytes(7, 256 * 128) <= tp.MAX_BLOCK_SMEM_BYTES < tp.tma_ring_bytes(8, 256 * 128)
+
+
+def test_cp_async_configurations_cover_warps_and_groups():
+    full = tp.cp_async_configs(False)
+    assert (0, 32, 4) in full and (0, 8, 8) in full and (1, 32, 4) in full
+    assert all(g in tp.CPA_GROUPS and w in tp.CPA_WARPS for _, w, g in full)
+
+
+def _smi_line(t: str, mhz: int, watts: str, reasons: str) -> str:
+    return f"2030/01/02 03:04:{t}, {mhz}, 1980, {watts}, {reasons}"
+
+
+def test_nvidia_smi_samples_parse_and_summarize():
+    text = "\n".join([
+        "some warning line",
+        _smi_line("05.000", 1980, "90.5", "0x0000000000000001"),
+        _smi_line("05.100", 1755, "650.0", "0x0000000000000004"),
+        _smi_line("05.150", 1770, "640.0", "0x0000000000000004"),
+        _smi_line("05.200", 1785, "[N/A]", "[N/A]"),
+        _smi_line("06.000", 1980, "100.0", "0x0000000000000001"),
+    ])
+    samples = tp.parse_smi_csv(text, tp.SMI_FIELDS)
+    assert len(samples) == 5 and samples[0]["sm_clock_hz"] == 1.98e9 and samples[3]["power_w"] is None
+    t0, t1 = samples[1]["t_s"] - 0.01, samples[3]["t_s"] + 0.01
+    d = tp.smi_summary(samples, t0, t1)
+    assert d["n"] == 3 and d["n_all"] == 5
+    assert d["sm_clock_hz"]["value"] == pytest.approx(1.77e9)
+    assert d["power_w"]["value"] == pytest.approx(645.0)
+    assert d["reasons_hex"] == ["0x4"] and d["reasons"] == ["sw_power_cap"]
+    assert tp.smi_summary(samples, 0.0, 1.0) == {"n": 0, "n_all": 5}
+
+
+def test_clock_rows_use_per_block_cycles_over_globaltimer():
+    raw = [396_000_000, 200_000_000, 0, 0, 360_000_000, 200_000_000, 1, 0]  # 1.98 and 1.80 GHz
+    rec = tp.parse_records(raw, 2)
+    row = tp.clock_row("ffma_all_sms", "clk_ffma", 2, 1024, 10, 0.2005, rec, 32.0, [], 0.0, 1.0, "synthetic")
+    assert row["min"] == pytest.approx(1.8e9) and row["max"] == pytest.approx(1.98e9)
+    assert row["globaltimer_rel_error_bound"] == pytest.approx(64 / 2e8)
+    assert row["nvidia_smi"]["during"] == {"n": 0, "n_all": 0}
+    assert "no samples" in tp.format_table({"clock": {"ffma_all_sms": row}})
+
+
+def test_only_parses_and_merges_over_a_recorded_file():
+    assert tp.parse_only(None) is None and tp.parse_only("tma, clock") == ("tma", "clock")
+    with pytest.raises(ValueError, match="unknown group"):
+        tp.parse_only("tma,nope")
+    old = {**_synthetic_results(), "ldmatrix": {"old": 1}, "errors": {"tma": "old failure"},
+           "meta": {"date_utc": "1999-01-01", "git_revision": "aaa"}, "compile": {}}
+    new = {"meta": {"date_utc": "2000-01-01", "git_revision": "bbb", "groups_run": ["tma", "ldmatrix"]},
+           "compile": {"x": 1}, "errors": {}, "tma": {"new": 2}, "ldmatrix": {"new": 3}}
+    m = tp.merge_results(old, new)
+    assert m["ldmatrix"] == {"new": 3} and m["tma"] == {"new": 2} and m["mma_sync"] == old["mma_sync"]
+    assert m["errors"] == {} and m["group_runs"]["tma"]["git_revision"] == "bbb"
+    assert m["group_runs"]["mma_sync"]["git_revision"] == "aaa"
+    assert tp.merge_results(None, new)["group_runs"] == {"tma": m["group_runs"]["tma"],
+                                                        "ldmatrix": m["group_runs"]["tma"]}
+
+
+def _kernel_params(name: str) -> int:
+    """Parameters of a kernel of tensor_probe.cu (a __global__ definition or a *_KERNEL macro)."""
+    m = re.search(rf"\b{name}\(([^)]*)\)\s*\{{", CU)
+    if m is None:  # macro-made: the macro's own signature
+        macro = re.search(rf"(\w+_KERNEL)\({name},", CU).group(1)
+        m = re.search(rf"#define {macro}\([^)]*\)[^\n]*\n?.*?NAME\(([^)]*)\)", CU, re.S)
+    return len([p for p in m.group(1).replace("\\", " ").split(",") if p.strip()])
+
+
+class _FakeArray:
+    """Enough of a CuPy array for run_tma / run_cp_async (numpy underneath; never a GPU)."""
+
+    def __init__(self, n: int, dtype):
+        import numpy
+
+        self.a = numpy.zeros(min(n, 1 << 16), dtype=dtype)  # the size is what matters, not the data
+        self.size = n
+        self.data = type("D", (), {"ptr": 1 << 20})()
+
+    def view(self, dtype):
+        return self
+
+    def sum(self):
+        return 0
+
+
+class _FakeDevice:
+    """Records every measure() call: kernel, grid, threads, smem, the argument tuple and the work."""
+
+    def __init__(self):
+        import numpy
+
+        cp = type("cp", (), {})()
+        cp.int32, cp.float16, cp.uint32 = numpy.int32, numpy.float16, numpy.uint32
+        cp.zeros = lambda n, dtype: _FakeArray(n, dtype)
+        cp.asarray = numpy.asarray
+        cp.get_default_memory_pool = lambda: type("P", (), {"free_all_blocks": lambda self: None})()
+        self.cp, self.sm_count, self.calls = cp, 132, []
+
+    def measure(self, kernel, grid, threads, smem, args, work, iters0=8, max_iters=tp.MAX_ITERS, fixed_iters=None):
+        it = min(fixed_iters or 1000, max_iters)
+        a = args(it, 0)
+        self.calls.append((kernel, grid, threads, smem, a, work(it)))
+        runs = [{"rate_inside": 64.0, "event_s": 1e-3}] * 3
+        return {"kernel": kernel, "iters": it, "runs": runs, "clock_hz": 1.98e9, **tp.summarize([64.0] * 3)}
+
+
+def test_the_copy_groups_launch_every_kernel_with_its_signature(monkeypatch):
+    monkeypatch.setattr(tp, "encode_tensor_map_2d", lambda *a, **k: bytes(tp.TENSOR_MAP_BYTES))
+    dev = _FakeDevice()
+    tma = tp.run_tma(dev, tp.HBM_TENSOR_BYTES, tp.TMA_BOX_ROWS, tp.TMA_STAGES)
+    cpa = tp.run_cp_async(dev, tp.cp_async_configs(False))
+    ld = tp.run_ldmatrix(dev, (1,), (4,))
+    for kernel, _grid, _threads, smem, a, _ in dev.calls:
+        assert 3 + len(a) == _kernel_params(kernel), kernel
+        assert tp.ONE_BLOCK_SMEM_BYTES <= smem <= tp.MAX_BLOCK_SMEM_BYTES or kernel == "mbar_rt", (kernel, smem)
+    # TMA: 3 boxes x (3 L2 walks + HBM) x stages that fit, on 132 SMs and 1, and the latency rows
+    assert "tma.box256x64.hbm.sms132.s7" in tma and "tma.box256x64.hbm.sms132.s8" not in tma
+    assert "tma.box64x64.l2_disjoint.sms132.s8" in tma and "tma.box64x64.l2.sms1.s1" in tma
+    assert "tma.box8x64.l2.sms1.s8" in tma and "tma.box8x64.l2_same.sms132.s8" in tma  # issue-bound reference
+    assert tma["tma.box64x64.l2.lat"]["value"] == pytest.approx(8192 / 64.0)  # cycles per box at stages 1
+    assert tma["tma.box64x64.hbm.sms132.s4"]["bytes_in_flight_per_sm"] == 4 * 8192
+    # HBM launches: block_stride == period == iters; their base tile moves from launch to launch
+    bases = [a[5] for k, g, _t, _s, a, _w in dev.calls if k == "tma_tp" and g == 132 and a[3] == a[4] == 1000]
+    assert len(set(int(b) for b in bases)) > 1  # the HBM cursor moves: fresh tiles every launch
+    assert "cp_async16.sms132.w32.g8" not in cpa and "cp_async16.sms132.w16.g8" in cpa
+    assert cpa["cp_async16.sms132.w32.g4"]["bytes_in_flight_per_sm"] == 4 * 1024 * 2 * 16
+    assert ld["ld_x1.ways1.w4"]["cycles_per_instr_per_sm"]["value"] == pytest.approx(1 / 64.0)
+
+
+class _HostArray:
+    """A numpy array with CuPy's .get() (the fake clock records)."""
+
+    def __init__(self, n: int):
+        import numpy
+
+        self.a = numpy.zeros(n, dtype=numpy.int64)
+
+    def get(self):
+        return self.a
+
+
+def test_the_clock_group_sizes_its_launches_and_builds_rows(monkeypatch):
+    monkeypatch.setattr(tp, "SMI_LEAD_S", 0.0)
+    monkeypatch.setattr(tp, "SMI_TAIL_S", 0.0)
+    monkeypatch.setattr(tp.shutil, "which", lambda name: None)  # no nvidia-smi: rows say so
+    import numpy
+
+    dev = _FakeDevice()
+    dev.cp.int64 = numpy.int64
+    dev.cp.zeros = lambda n, dtype: _HostArray(n)
+    dev.cp.cuda = type("cuda", (), {"Device": lambda: type("D", (), {"pci_bus_id": "0000:01:00.0"})()})
+    dev.out = None
+    launches = []
+
+    def gtick(grid, block, args):
+        args[2].a[:] = [32, 64, 100, 4000]
+
+    dev.mod = type("M", (), {"get_function": lambda self, name: gtick})()
+    dev.fn = lambda kernel, smem: kernel
+
+    def launch_timed(f, grid, threads, args, smem):  # 1.8 GHz for 1 us per iteration (SYNTHETIC)
+        iters = int(args[0])
+        rec = args[2].a.reshape(-1, tp.REC)
+        rec[:, 0], rec[:, 1], rec[:, 2] = 1800 * iters, 1000 * iters, numpy.arange(grid) % 132
+        launches.append((f, grid, threads, iters, int(args[1])))
+        return 1e-6 * iters
+
+    dev.launch_timed = launch_timed
+    res = tp.run_clock(dev, hold_s=0.2)
+    assert res["globaltimer_resolution"]["value"] == 32 and "nvidia-smi" in res["globaltimer_resolution"][
+        "nvidia_smi_problem"]
+    timed = {r["kernel"]: r for r in res.values() if "kernel" in r}
+    assert set(timed) == {"clk_spin", "clk_ffma", "mma_tp_f16_f32", "wg_f16_n128"}
+    for name, r in res.items():
+        if name == "globaltimer_resolution":
+            continue
+        assert r["value"] == pytest.approx(1.8e9), name
+        if name != "spin_like_clock_probe":
+            assert r["event_s"] >= 0.2 * 0.9, name  # sized to hold_s
+    assert res["spin_like_clock_probe"]["iters"] * 1024 == pytest.approx(tp.CLOCK_PROBE_SPIN_CYCLES, rel=1e-3)
+    assert res["wgmma_all_sms_random"]["grid"] == 132 and res["ffma_one_warp_one_sm"]["threads"] == 32
+    assert {(f, p) for f, _g, _t, _i, p in launches if f == "wg_f16_n128"} == {("wg_f16_n128", 0), ("wg_f16_n128", 2)}

@@ -1,17 +1,22 @@
 // Tensor-core and operand-staging microbenchmarks for the H200 (sm_90a): mma.sync, wgmma.mma_async,
-// ldmatrix, TMA (cp.async.bulk.tensor) with mbarriers, and cp.async. Driven by
+// ldmatrix, TMA (cp.async.bulk.tensor) with mbarriers, cp.async, and the SM clock under load. Driven by
 // validation/calibration/tensor_probe.py, which documents what each kernel measures, checks the SASS
 // of the loops and turns the per-block records into rates. Never the validation kernels themselves.
 //
 // Every kernel takes (int iters, int param, long long* clk, float* out, ...): `iters` timed loop
-// iterations, one kernel-specific integer, per-block records, and a sink for results that are never
-// written in practice (`if (acc == <impossible>) out[...] = acc`: nothing is dead code; the TMA and
-// mbarrier kernels set out[block] = 1 when an mbarrier wait times out, which the host reports). Each block
+// iterations, one kernel-specific integer, per-block records, and a sink for results that is never
+// written in practice: every result of the loop is folded (XOR of its bits) into one value that is
+// compared with a key the compiler cannot know (it depends on a kernel argument), so no load or MMA
+// is dead code (ptxas deletes instructions whose results are unused, and merges identical loads: the
+// first ldmatrix kernels lost 63 of every 64 loads that way). The TMA and mbarrier kernels set
+// out[block] = 1 when an mbarrier wait times out, which the host reports. Each block
 // writes one record of TP_REC longs: clock64 cycles and %globaltimer ns of its timed part (between two
 // __syncthreads, so every warp's work is inside), and its %smid. The host sizes the launch so that one
 // block runs per SM (the dynamic shared memory it asks for leaves room for one block only).
 //
-// Operand data do not matter for timing: operands are zeros (shared memory is zeroed first).
+// Operand data do not matter for the instruction rates: operands are zeros (shared memory is zeroed
+// first), except in the clock runs, where a nonzero `param` (mma.sync) or mode bit 1 (wgmma) fills the
+// operands with small random fp16 values (power, and so the clock, depends on the bits that toggle).
 // Instruction references: PTX ISA 9.x, sections "Warp Level Matrix Multiply-Accumulate Instructions"
 // (mma.sync, ldmatrix), "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions"
 // (wgmma.mma_async, the matrix-descriptor format), "Data Movement and Conversion Instructions:
@@ -24,9 +29,14 @@
 #define LAT_STEPS 32      // dependent mma.sync per iteration of a latency loop
 #define WG_PER_GROUP 4    // wgmma per commit group in a wgmma throughput loop (k-steps of one 128-byte row)
 #define WG_A_BYTES 8192   // A tile: 64 rows x 128 bytes (K-major, 128-byte swizzle)
-#define LD_UNROLL 8       // ldmatrix per warp per iteration (eight destination sets: eight in flight)
-#define CPA_UNROLL 2      // 16-byte cp.async per thread per iteration (one commit group)
-#define CPA_STAGES 4      // shared-memory stages of the cp.async ring (wait_group CPA_STAGES - 2)
+#define LD_UNROLL 8       // ldmatrix per warp per iteration, each at its own address, all results used
+#define LD_MATRIX_STRIDE 2048  // bytes between the four 8x8 matrices of an ldmatrix (room for the shifts)
+#define LD_SMEM_BYTES 8192     // 4 x LD_MATRIX_STRIDE: the shared memory the ldmatrix kernels read
+#define CPA_UNROLL 2      // 16-byte cp.async per thread per commit group
+#define TMA_TILES_X_SHIFT 6    // 64 boxes of 64 halves per 4096-half row of a TMA tensor (log2)
+#define CLK_CHAINS 8      // independent FFMA chains per thread in the clock kernel
+#define CLK_STEPS 16      // FFMA per chain per iteration of the clock kernel
+#define GT_SAMPLES 4096   // %globaltimer reads of the resolution kernel
 #define MBAR_STEPS 8      // arrive + wait pairs per iteration of the mbarrier round trip
 #define TP_WAIT_LIMIT_CYCLES 4000000000LL  // about 2 s at 1.98 GHz: an mbarrier wait gives up after this
 
@@ -78,6 +88,28 @@ __device__ __forceinline__ void zero_smem(unsigned char* p, int bytes) {
         *reinterpret_cast<uint4*>(p + i) = make_uint4(0u, 0u, 0u, 0u);
 }
 
+// small random fp16 pairs (|x| < 0.5, random signs) from a hash of i; 0 when `on` is 0
+__device__ __forceinline__ unsigned tp_noise(unsigned i, unsigned on) {
+    unsigned h = (i + 1u) * 0x9E3779B1u;
+    h ^= h >> 15;
+    h *= 0x85EBCA77u;
+    h ^= h >> 13;
+    return on ? (h & 0xB7FFB7FFu) : 0u;
+}
+
+// fill `bytes` (a multiple of 16) of shared memory: zeros, or tp_noise when `noise` is nonzero
+__device__ __forceinline__ void fill_smem(unsigned char* p, int bytes, unsigned noise) {
+    for (int i = threadIdx.x * 16; i < bytes; i += blockDim.x * 16)
+        *reinterpret_cast<uint4*>(p + i) = make_uint4(tp_noise(i, noise), tp_noise(i + 1, noise),
+                                                      tp_noise(i + 2, noise), tp_noise(i + 3, noise));
+}
+
+// the bits of a result, folded into the sink (never compared as floats: the compiler could prove a
+// float comparison impossible, as it did for a sum of unsigned-to-float conversions, and drop the loop)
+__device__ __forceinline__ unsigned tp_bits(float x) { return __float_as_uint(x); }
+__device__ __forceinline__ unsigned tp_bits(unsigned x) { return x; }
+#define TP_SINK_KEY(param) (0x9E3779B9u + (unsigned)(param))  // never the XOR of the results at run time
+
 extern "C" {
 
 // A one-thread spin of `cycles` clocks: the host queues it before each timed launch so that the launch is
@@ -115,43 +147,46 @@ __device__ __forceinline__ void mma_f16_f16(unsigned (&d)[2], const unsigned (&a
 }
 
 // Throughput: MMA_CHAINS independent accumulators per warp, MMA_CHAINS * MMA_ROUNDS mma per iteration.
-// `zero` is 0 at run time (the compiler cannot know it): the operands are zeros.
+// `zero` is 0 at run time for the rates (the compiler cannot know it): the operands are zeros; the clock
+// runs pass 1 (small random fp16 operands).
 #define MMA_TP_KERNEL(NAME, ACC_T, NACC, STEP)                                                        \
 __global__ void __launch_bounds__(1024, 1) NAME(int iters, int zero, long long* clk, float* out) {    \
     unsigned a[4], b[2];                                                                              \
-    _Pragma("unroll") for (int i = 0; i < 4; ++i) a[i] = (unsigned)zero * (threadIdx.x + i);           \
-    b[0] = (unsigned)zero * 3u; b[1] = (unsigned)zero * 5u;                                           \
+    _Pragma("unroll") for (int i = 0; i < 4; ++i) a[i] = tp_noise(threadIdx.x * 8u + i, (unsigned)zero);  \
+    b[0] = tp_noise(threadIdx.x * 8u + 4u, (unsigned)zero);                                           \
+    b[1] = tp_noise(threadIdx.x * 8u + 5u, (unsigned)zero);                                           \
     ACC_T d[MMA_CHAINS][NACC];                                                                        \
     _Pragma("unroll") for (int c = 0; c < MMA_CHAINS; ++c)                                            \
-        _Pragma("unroll") for (int i = 0; i < NACC; ++i) d[c][i] = (ACC_T)zero;                       \
+        _Pragma("unroll") for (int i = 0; i < NACC; ++i) d[c][i] = (ACC_T)0;                          \
     TpClock t = tp_begin();                                                                           \
     for (int it = 0; it < iters; ++it) {                                                              \
         _Pragma("unroll") for (int r = 0; r < MMA_ROUNDS; ++r)                                        \
             _Pragma("unroll") for (int c = 0; c < MMA_CHAINS; ++c) STEP(d[c], a, b);                  \
     }                                                                                                 \
     tp_end(t, clk);                                                                                   \
-    float acc = 0.f;                                                                                  \
+    unsigned bits = 0u;                                                                               \
     _Pragma("unroll") for (int c = 0; c < MMA_CHAINS; ++c)                                            \
-        _Pragma("unroll") for (int i = 0; i < NACC; ++i) acc += (float)d[c][i];                       \
-    if (acc == -12345.f) out[blockIdx.x * blockDim.x + threadIdx.x] = acc;                            \
+        _Pragma("unroll") for (int i = 0; i < NACC; ++i) bits ^= tp_bits(d[c][i]);                    \
+    if (bits == TP_SINK_KEY(zero)) out[blockIdx.x * blockDim.x + threadIdx.x] = (float)bits;          \
 }
 
 // Latency: one dependent chain (the accumulator), LAT_STEPS mma per iteration; run by one warp.
 #define MMA_LAT_KERNEL(NAME, ACC_T, NACC, STEP)                                                       \
 __global__ void __launch_bounds__(1024, 1) NAME(int iters, int zero, long long* clk, float* out) {    \
     unsigned a[4], b[2];                                                                              \
-    _Pragma("unroll") for (int i = 0; i < 4; ++i) a[i] = (unsigned)zero * (threadIdx.x + i);           \
-    b[0] = (unsigned)zero * 3u; b[1] = (unsigned)zero * 5u;                                           \
+    _Pragma("unroll") for (int i = 0; i < 4; ++i) a[i] = tp_noise(threadIdx.x * 8u + i, (unsigned)zero);  \
+    b[0] = tp_noise(threadIdx.x * 8u + 4u, (unsigned)zero);                                           \
+    b[1] = tp_noise(threadIdx.x * 8u + 5u, (unsigned)zero);                                           \
     ACC_T d[NACC];                                                                                    \
-    _Pragma("unroll") for (int i = 0; i < NACC; ++i) d[i] = (ACC_T)zero;                              \
+    _Pragma("unroll") for (int i = 0; i < NACC; ++i) d[i] = (ACC_T)0;                                 \
     TpClock t = tp_begin();                                                                           \
     for (int it = 0; it < iters; ++it) {                                                              \
         _Pragma("unroll") for (int s = 0; s < LAT_STEPS; ++s) STEP(d, a, b);                          \
     }                                                                                                 \
     tp_end(t, clk);                                                                                   \
-    float acc = 0.f;                                                                                  \
-    _Pragma("unroll") for (int i = 0; i < NACC; ++i) acc += (float)d[i];                              \
-    if (acc == -12345.f) out[blockIdx.x * blockDim.x + threadIdx.x] = acc;                            \
+    unsigned bits = 0u;                                                                               \
+    _Pragma("unroll") for (int i = 0; i < NACC; ++i) bits ^= tp_bits(d[i]);                           \
+    if (bits == TP_SINK_KEY(zero)) out[blockIdx.x * blockDim.x + threadIdx.x] = (float)bits;          \
 }
 
 MMA_TP_KERNEL(mma_tp_f16_f32, float, 4, mma_f16_f32)
@@ -180,7 +215,8 @@ __device__ __forceinline__ unsigned long long wg_desc(unsigned smem_addr) {
 // One kernel per (instruction, N): blocks of 128 x warpgroups threads, every warpgroup running the same
 // loop on the same shared tiles. mode 0 (throughput): WG_PER_GROUP wgmma (the four k-steps of a 128-byte
 // row) per commit group, wait_group 1 after each commit (up to two groups in flight); mode 1 (latency):
-// one wgmma per group, wait_group 0 after each. The accumulators live only inside the PTX block (no C++
+// one wgmma per group, wait_group 0 after each; mode bit 1: operands are small random fp16 values
+// instead of zeros (the clock runs). The accumulators live only inside the PTX block (no C++
 // code touches them between wgmma, so ptxas has nothing to serialize); a first wgmma with scale-d false
 // zeroes them. A0..A3: the A operand of the four k-steps (descriptors, or registers for the RS form).
 #define WG_KERNEL(NAME, INSTR, NACC, ACC, A0, A1, A2, A3, TAIL, N)                                    \
@@ -188,7 +224,7 @@ __global__ void __launch_bounds__(384, 1) NAME(int iters, int mode, long long* c
     extern __shared__ __align__(16) unsigned char tp_dyn[];                                          \
     unsigned base = smem_u32(tp_dyn);                                                                 \
     unsigned pad = ((base + 1023u) & ~1023u) - base;                                                  \
-    zero_smem(tp_dyn + pad, WG_A_BYTES + (N) * 128);                                                  \
+    fill_smem(tp_dyn + pad, WG_A_BYTES + (N) * 128, (unsigned)mode & 2u);                             \
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");                                      \
     unsigned long long da = wg_desc(base + pad), db = wg_desc(base + pad + WG_A_BYTES);               \
     TpClock t = tp_begin();                                                                           \
@@ -234,7 +270,7 @@ __global__ void __launch_bounds__(384, 1) NAME(int iters, int mode, long long* c
         "setp.eq.f32 pl, c0, 0f7F7FFFFF;\n"                                                           \
         "@pl st.global.f32 [%4], c1;\n"                                                               \
         "}\n"                                                                                         \
-        :: "l"(da), "l"(db), "r"(iters), "r"(mode), "l"(out) : "memory");                             \
+        :: "l"(da), "l"(db), "r"(iters), "r"(mode & 1), "l"(out) : "memory");                         \
     tp_end(t, clk);                                                                                   \
 }
 
@@ -258,68 +294,92 @@ WG_DEF(wg_f16_rs_n128, "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", "6
 
 // ================================ ldmatrix ==========================================================
 // Lane L gives the address of row (L & 7) of matrix (L >> 3). Row r of a matrix sits at
-// (r % (8 / ways)) * 16 + (r / (8 / ways)) * 128 bytes, matrix m at m * 1024: ways = 1 puts the eight
-// 16-byte rows of a matrix on the 32 banks once (conflict-free); ways = 2, 4, 8 put 2, 4, 8 rows on the
-// same four banks (128 bytes apart). LD_UNROLL destination sets per warp: up to LD_UNROLL in flight.
-#define LD_KERNEL(NAME, SHAPE, NREG, OUTS, ...)                                                       \
-__global__ void __launch_bounds__(1024, 1) NAME(int iters, int ways, long long* clk, float* out) {    \
+// (r % (8 / ways)) * 16 + (r / (8 / ways)) * 128 bytes, matrix m at m * LD_MATRIX_STRIDE: ways = 1 puts
+// the eight 16-byte rows of a matrix on the 32 banks once (conflict-free); ways = 2, 4, 8 put 2, 4, 8
+// rows on the same four banks (128 bytes apart). Every load of an iteration has its own address and
+// every iteration its own set: load u of iteration `it` adds ((it & shift_mask) * LD_UNROLL + u) * 16
+// bytes to every lane's address. A shift common to all lanes moves every row by the same number of
+// banks, so the conflict pattern stays; shift_mask is a kernel argument (7 from the host), so the
+// compiler cannot prove two loads the same and merge them. Every destination register is XORed into
+// `acc` (the sink), so no load is dead. LD_UNROLL independent loads per warp per iteration.
+#define LD_KERNEL(NAME, SHAPE, NREG, OUTS, FOLD, ...)                                                 \
+__global__ void __launch_bounds__(1024, 1) NAME(int iters, int ways, long long* clk, float* out,      \
+                                                int shift_mask) {                                     \
     extern __shared__ __align__(16) unsigned char tp_dyn[];                                          \
-    zero_smem(tp_dyn, 4096);                                                                          \
+    zero_smem(tp_dyn, LD_SMEM_BYTES);                                                                 \
     unsigned lane = threadIdx.x & 31u, r = lane & 7u, m = lane >> 3;                                  \
     unsigned per = 8u / (unsigned)ways;                                                               \
-    unsigned addr = smem_u32(tp_dyn) + (r % per) * 16u + (r / per) * 128u + m * 1024u;                \
-    unsigned v[LD_UNROLL][4];                                                                         \
-    _Pragma("unroll") for (int u = 0; u < LD_UNROLL; ++u)                                             \
-        _Pragma("unroll") for (int i = 0; i < 4; ++i) v[u][i] = 0u;                                   \
+    unsigned lane_addr = smem_u32(tp_dyn) + (r % per) * 16u + (r / per) * 128u + m * LD_MATRIX_STRIDE; \
+    unsigned acc = 0u;                                                                                \
     TpClock t = tp_begin();                                                                           \
     for (int it = 0; it < iters; ++it) {                                                              \
-        _Pragma("unroll") for (int u = 0; u < LD_UNROLL; ++u)                                         \
+        unsigned base = lane_addr + ((unsigned)it & (unsigned)shift_mask) * (LD_UNROLL * 16u);        \
+        _Pragma("unroll") for (int u = 0; u < LD_UNROLL; ++u) {                                       \
+            unsigned v[4] = {0u, 0u, 0u, 0u};                                                         \
             asm volatile("ldmatrix.sync.aligned.m8n8" SHAPE ".shared.b16 " OUTS ", [%" NREG "];"      \
-                         : __VA_ARGS__ : "r"(addr));                                                  \
+                         : __VA_ARGS__ : "r"(base + 16u * u));                                        \
+            acc ^= FOLD;                                                                              \
+        }                                                                                             \
     }                                                                                                 \
     tp_end(t, clk);                                                                                   \
-    unsigned acc = 0;                                                                                 \
-    _Pragma("unroll") for (int u = 0; u < LD_UNROLL; ++u)                                             \
-        _Pragma("unroll") for (int i = 0; i < 4; ++i) acc ^= v[u][i];                                 \
-    if (acc == 0xDEADBEEFu) out[blockIdx.x * blockDim.x + threadIdx.x] = (float)acc;                  \
+    if (acc == TP_SINK_KEY(ways)) out[blockIdx.x * blockDim.x + threadIdx.x] = (float)acc;           \
 }
 
-LD_KERNEL(ld_x1, ".x1", "1", "{%0}", "=r"(v[u][0]))
-LD_KERNEL(ld_x2, ".x2", "2", "{%0, %1}", "=r"(v[u][0]), "=r"(v[u][1]))
-LD_KERNEL(ld_x4, ".x4", "4", "{%0, %1, %2, %3}", "=r"(v[u][0]), "=r"(v[u][1]), "=r"(v[u][2]), "=r"(v[u][3]))
-LD_KERNEL(ld_x1_trans, ".x1.trans", "1", "{%0}", "=r"(v[u][0]))
-LD_KERNEL(ld_x2_trans, ".x2.trans", "2", "{%0, %1}", "=r"(v[u][0]), "=r"(v[u][1]))
-LD_KERNEL(ld_x4_trans, ".x4.trans", "4", "{%0, %1, %2, %3}", "=r"(v[u][0]), "=r"(v[u][1]), "=r"(v[u][2]),
-          "=r"(v[u][3]))
+#define LD_FOLD1 v[0]
+#define LD_FOLD2 (v[0] ^ v[1])
+#define LD_FOLD4 (v[0] ^ v[1] ^ v[2] ^ v[3])
+LD_KERNEL(ld_x1, ".x1", "1", "{%0}", LD_FOLD1, "=r"(v[0]))
+LD_KERNEL(ld_x2, ".x2", "2", "{%0, %1}", LD_FOLD2, "=r"(v[0]), "=r"(v[1]))
+LD_KERNEL(ld_x4, ".x4", "4", "{%0, %1, %2, %3}", LD_FOLD4, "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3]))
+LD_KERNEL(ld_x1_trans, ".x1.trans", "1", "{%0}", LD_FOLD1, "=r"(v[0]))
+LD_KERNEL(ld_x2_trans, ".x2.trans", "2", "{%0, %1}", LD_FOLD2, "=r"(v[0]), "=r"(v[1]))
+LD_KERNEL(ld_x4_trans, ".x4.trans", "4", "{%0, %1, %2, %3}", LD_FOLD4, "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3]))
 
 // ================================ cp.async (16 bytes, .cg) ==========================================
 // Each iteration every thread copies CPA_UNROLL 16-byte chunks (consecutive threads: consecutive chunks,
-// whole 128-byte lines) from an L2-resident buffer into stage (it % CPA_STAGES) of a shared ring, commits
-// one group and waits until at most CPA_STAGES - 2 groups are pending. `mask16`: chunks in the buffer
-// minus one (a power of two); blocks and iterations walk through it.
-__global__ void __launch_bounds__(1024, 1) cpasync_tp(int iters, int mask16, long long* clk, float* out,
-                                                      const uint4* src) {
-    extern __shared__ __align__(16) unsigned char tp_dyn[];
-    unsigned sbase = smem_u32(tp_dyn);
+// whole 128-byte lines) from an L2-resident buffer into stage (it % G) of a G-stage shared ring, commits
+// one group and waits until at most G - 1 groups are pending (cp.async.wait_group G - 1): G groups are
+// in flight right after each commit, G x blockDim.x x CPA_UNROLL x 16 bytes per SM. A stage is
+// rewritten only after the group that wrote it last has completed (G stages, G - 1 pending at most).
+// `mask16`: 16-byte chunks in the buffer minus one (a power of two); blocks and iterations walk it.
+}  // extern "C" (a template cannot have C linkage)
+
+template <int G>
+__device__ __forceinline__ void cpasync_body(int iters, unsigned mask16, long long* clk, const uint4* src,
+                                             unsigned sbase) {
     unsigned per_stage = blockDim.x * CPA_UNROLL;
+    unsigned stage = 0;
     TpClock t = tp_begin();
     for (int it = 0; it < iters; ++it) {
-        unsigned stage = (unsigned)it & (CPA_STAGES - 1);
         unsigned first = ((unsigned)it * gridDim.x + blockIdx.x) * per_stage;
 #pragma unroll
         for (int u = 0; u < CPA_UNROLL; ++u) {
             unsigned slot = u * blockDim.x + threadIdx.x;
-            const uint4* g = src + ((first + slot) & (unsigned)mask16);
+            const uint4* g = src + ((first + slot) & mask16);
             unsigned s = sbase + (stage * per_stage + slot) * 16u;
             asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(s), "l"(g) : "memory");
         }
         asm volatile("cp.async.commit_group;" ::: "memory");
-        asm volatile("cp.async.wait_group %0;" :: "n"(CPA_STAGES - 2) : "memory");
+        asm volatile("cp.async.wait_group %0;" :: "n"(G - 1) : "memory");
+        stage = (stage + 1u == (unsigned)G) ? 0u : stage + 1u;
     }
     asm volatile("cp.async.wait_all;" ::: "memory");
     tp_end(t, clk);
-    if (iters < 0) out[threadIdx.x] = 0.f;
 }
+
+#define CPA_KERNEL(NAME, G)                                                                           \
+__global__ void __launch_bounds__(1024, 1) NAME(int iters, int mask16, long long* clk, float* out,    \
+                                                const uint4* src) {                                   \
+    extern __shared__ __align__(16) unsigned char tp_dyn[];                                          \
+    cpasync_body<G>(iters, (unsigned)mask16, clk, src, smem_u32(tp_dyn));                             \
+    if (iters < 0) out[threadIdx.x] = 0.f;                                                            \
+}
+
+extern "C" {
+CPA_KERNEL(cpasync_g1, 1)
+CPA_KERNEL(cpasync_g2, 2)
+CPA_KERNEL(cpasync_g4, 4)
+CPA_KERNEL(cpasync_g8, 8)
 
 // ================================ TMA and mbarrier ==================================================
 __device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
@@ -343,6 +403,7 @@ __device__ __forceinline__ bool mbar_try(unsigned bar, unsigned parity) {
 // Wait for the phase of parity `parity`; false (and the caller stops) when it has not completed within
 // TP_WAIT_LIMIT_CYCLES (a TMA that never lands must not hang the probe: the host reports it).
 __device__ __forceinline__ bool mbar_wait(unsigned bar, unsigned parity) {
+    if (mbar_try(bar, parity)) return true;
     long long start = clock64();
     while (!mbar_try(bar, parity)) {
         if (clock64() - start > TP_WAIT_LIMIT_CYCLES) return false;
@@ -354,18 +415,32 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const void* tmap, int 
                  :: "r"(dst), "l"(tmap), "r"(x), "r"(y), "r"(bar) : "memory");
 }
 
+// The tiles one block walks: tile k of block b is (start + k % period) mod total, start = (base + b *
+// block_stride) mod total; tile t is box column t & 63 and box row t >> 6 of the tensor (4096 halves,
+// 64 boxes of 64 halves, per row). Incremental (no division in the issuing loop: one thread issues, and
+// a 64x64 box at 128 B/clk lasts 64 cycles).
+struct TmaWalk {
+    unsigned start, pos, period, total;
+    __device__ __forceinline__ unsigned next() {
+        unsigned t = start + pos;
+        if (t >= total) t -= total;
+        pos = (pos + 1u == period) ? 0u : pos + 1u;
+        return t;
+    }
+};
+
 // One thread of the block loads `iters` boxes of `box_bytes` (box_rows x 64 halves, 128-byte swizzle)
 // through a ring of `stages` shared buffers, each with its mbarrier (expect_tx, then the TMA's
-// complete_tx): it waits for box i, then issues box i + stages into the freed buffer. stages = 1 gives
-// one load in flight: cycles per iteration = the TMA's latency (issue to mbarrier completion). Box i of
-// block b is tile (t0 + i * gridDim.x + b) % total_tiles, tiles_x tiles per row of the tensor. The tensor
-// map is in global memory (128 bytes, written by the host before the launch).
+// complete_tx): it waits for box i, then issues box i + stages into the freed buffer, so `stages` boxes
+// are in flight all the time (nothing consumes the data: the pure load rate of a GEMM's producer).
+// stages = 1 gives one load in flight: cycles per box = the TMA's latency (issue to mbarrier
+// completion). The tensor map is in global memory (128 bytes, written by the host before the launch).
 __global__ void __launch_bounds__(32, 1) tma_tp(int iters, int stages, long long* clk, float* out,
-                                                const void* tmap, int tiles_x, int total_tiles, int box_rows,
-                                                int box_bytes, int t0) {
+                                                const void* tmap, int total_tiles, int block_stride, int period,
+                                                int base, int box_rows, int box_bytes) {
     extern __shared__ __align__(16) unsigned char tp_dyn[];
-    unsigned base = smem_u32(tp_dyn);
-    unsigned tiles = (base + 1023u) & ~1023u;
+    unsigned sbase = smem_u32(tp_dyn);
+    unsigned tiles = (sbase + 1023u) & ~1023u;
     unsigned bars = tiles + (unsigned)(stages * box_bytes);
     if (threadIdx.x == 0) {
         asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" :: "l"(tmap) : "memory");
@@ -374,26 +449,39 @@ __global__ void __launch_bounds__(32, 1) tma_tp(int iters, int stages, long long
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     }
+    TmaWalk w;
+    w.total = (unsigned)total_tiles;
+    w.period = (unsigned)period;
+    w.pos = 0u;
+    w.start = (unsigned)(((unsigned long long)(unsigned)base + (unsigned long long)blockIdx.x * (unsigned)block_stride)
+                         % (unsigned long long)(unsigned)total_tiles);
     TpClock t = tp_begin();
     if (threadIdx.x == 0) {
         for (int i = 0; i < stages && i < iters; ++i) {
-            int tile = (int)(((long long)t0 + (long long)i * gridDim.x + blockIdx.x) % total_tiles);
+            unsigned tile = w.next();
             mbar_expect_tx(bars + 8u * i, (unsigned)box_bytes);
-            tma_load_2d(tiles + (unsigned)(i * box_bytes), tmap, (tile % tiles_x) * 64, (tile / tiles_x) * box_rows,
-                        bars + 8u * i);
+            tma_load_2d(tiles + (unsigned)(i * box_bytes), tmap, (int)(tile & 63u) * 64,
+                        (int)(tile >> TMA_TILES_X_SHIFT) * box_rows, bars + 8u * i);
         }
+        unsigned s = 0, phase = 0, bar = bars, dst = tiles;
         for (int i = 0; i < iters; ++i) {
-            int s = i % stages;
-            if (!mbar_wait(bars + 8u * s, (unsigned)((i / stages) & 1))) {
+            if (!mbar_wait(bar, phase)) {
                 out[blockIdx.x] = 1.f;  // timed out: the host reports the probe as failed
                 break;
             }
-            int next = i + stages;
-            if (next < iters) {
-                int tile = (int)(((long long)t0 + (long long)next * gridDim.x + blockIdx.x) % total_tiles);
-                mbar_expect_tx(bars + 8u * s, (unsigned)box_bytes);
-                tma_load_2d(tiles + (unsigned)(s * box_bytes), tmap, (tile % tiles_x) * 64,
-                            (tile / tiles_x) * box_rows, bars + 8u * s);
+            if (i + stages < iters) {
+                unsigned tile = w.next();
+                mbar_expect_tx(bar, (unsigned)box_bytes);
+                tma_load_2d(dst, tmap, (int)(tile & 63u) * 64, (int)(tile >> TMA_TILES_X_SHIFT) * box_rows, bar);
+            }
+            if (++s == (unsigned)stages) {
+                s = 0;
+                phase ^= 1u;
+                bar = bars;
+                dst = tiles;
+            } else {
+                bar += 8u;
+                dst += (unsigned)box_bytes;
             }
         }
     }
@@ -423,6 +511,68 @@ __global__ void __launch_bounds__(32, 1) mbar_rt(int iters, int unused, long lon
     }
     tp_end(t, clk);
     if (parity == 7u + (unsigned)unused) out[1] = 0.f;
+}
+
+// ================================ the SM clock under load ===========================================
+// clock64 cycles over %globaltimer ns of each block (tp_begin/tp_end records), over launches of a few
+// hundred milliseconds (the host sizes `iters`); the host samples nvidia-smi beside them.
+
+// Pure FFMA: CLK_CHAINS independent chains per thread, CLK_STEPS FFMA per chain per iteration,
+// x <- x * m + c with m = -(1 - 2^-24) (all mantissa bits set) and c = 0.3 (plus `zero`, 0 at run time):
+// x alternates between about x0 and 0.3 - x0, so sign and mantissa bits change at every step, and the
+// amplitude shrinks by only 2^-24 per step (|m| < 1: it cannot grow, whatever the rounding). Nonzero,
+// toggling data: power, and so the clock, depends on the bits that toggle.
+__global__ void __launch_bounds__(1024, 1) clk_ffma(int iters, int zero, long long* clk, float* out) {
+    float x[CLK_CHAINS];
+#pragma unroll
+    for (int i = 0; i < CLK_CHAINS; ++i) x[i] = 1.0f + 1e-3f * (float)(threadIdx.x + i);
+    float m = -0.99999994f + (float)zero, c = 0.3f + (float)zero;
+    TpClock t = tp_begin();
+    for (int it = 0; it < iters; ++it) {
+#pragma unroll
+        for (int s = 0; s < CLK_STEPS; ++s) {
+#pragma unroll
+            for (int i = 0; i < CLK_CHAINS; ++i) x[i] = fmaf(x[i], m, c);
+        }
+    }
+    tp_end(t, clk);
+    unsigned bits = 0u;
+#pragma unroll
+    for (int i = 0; i < CLK_CHAINS; ++i) bits ^= tp_bits(x[i]);
+    if (bits == TP_SINK_KEY(zero)) out[blockIdx.x * blockDim.x + threadIdx.x] = (float)bits;
+}
+
+// Spin on clock64 for `iters` x 1024 cycles (what calibrate.py's clock_probe does: no other work).
+__global__ void clk_spin(int iters, int unused, long long* clk, float* out) {
+    TpClock t = tp_begin();
+    long long c0 = clock64(), n = (long long)iters * 1024;
+    while (clock64() - c0 < n) {
+    }
+    tp_end(t, clk);
+    if (unused == 12345 && iters < 0) out[0] = 0.f;
+}
+
+// The %globaltimer resolution: one thread reads it GT_SAMPLES times back to back and writes the
+// smallest and largest nonzero step, the number of steps and the ns covered (clk[0..3]).
+__global__ void clk_gtick(int iters, int unused, long long* clk, float* out) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    unsigned long long first = tp_global_ns(), prev = first;
+    long long lo = 1LL << 62, hi = 0, steps = 0;
+    for (int i = 0; i < GT_SAMPLES; ++i) {
+        unsigned long long g = tp_global_ns();
+        long long d = (long long)(g - prev);
+        if (d > 0) {
+            lo = d < lo ? d : lo;
+            hi = d > hi ? d : hi;
+            ++steps;
+        }
+        prev = g;
+    }
+    clk[0] = steps ? lo : 0;
+    clk[1] = hi;
+    clk[2] = steps;
+    clk[3] = (long long)(prev - first);
+    if (iters < 0 && unused == 12345) out[0] = 0.f;
 }
 
 }  // extern "C"

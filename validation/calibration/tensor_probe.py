@@ -1,9 +1,11 @@
-"""Microbenchmarks of the H200's tensor cores and of the paths that feed them (sm_90a).
+"""Microbenchmarks of the H200's tensor cores, the paths that feed them and the SM clock under load (sm_90a).
 
-``python -m validation.calibration.tensor_probe [--out DIR] [--quick]`` runs them on the current GPU
-(CuPy), prints a summary and writes ``<DIR>/tensor.json`` (default DIR:
-``validation/results/<gpu>/calibration``). Without a GPU it says so in one line and exits 2. The whole
-probe takes well under 90 s on an H200 (``--quick``: a few seconds, for tests).
+``python -m validation.calibration.tensor_probe [--out DIR] [--quick] [--only GROUP[,GROUP]]`` runs
+them on the current GPU (CuPy), prints a summary and writes ``<DIR>/tensor.json`` (default DIR:
+``validation/results/<gpu>/calibration``). With ``--only`` the groups run replace theirs in an existing
+tensor.json and the others stay (``group_runs`` says which run each group comes from:
+:func:`merge_results`). Without a GPU it says so in one line and exits 2. The whole probe is meant to
+take under about 120 s on an H200 (``--quick``: a few seconds, for tests).
 
 The kernels are in ``tensor_probe.cu``, compiled by nvcc to an ``sm_90a`` cubin (wgmma needs the
 ``a`` target) and loaded by ``cupy.RawModule``; without nvcc, NVRTC through CuPy with
@@ -18,10 +20,19 @@ launches (CUDA events around each, the launch queued behind a spin so the host's
 after a sizing launch that scales ``iters`` to about ``target_s`` per launch. A rate "inside" is the
 block's work over its clock64 cycles (median over blocks), one "outside" the whole grid's work over
 the event time times the clock rate read from the device (clock64 / globaltimer); both are kept, with
-median, p10, p90, min and max over the reps. ``value`` is the inside rate's median.
+median, p10, p90, min and max over the reps. ``value`` is the inside rate's median; ``clock_hz`` the
+rows' clock64 / globaltimer clock.
 
 Groups (``results[group][name]``):
 
+* ``clock``: the SM clock under load, by clock64 / %globaltimer per block over launches of about
+  ``CLOCK_HOLD_S`` and by nvidia-smi sampled every 50 ms in the background (``nvidia_smi``: every sample,
+  and a summary of those stamped during the launch: clock, power, clock-limit reasons). Rows:
+  ``spin_like_clock_probe`` (calibrate.py's clock_probe repeated: 5 ms of clock64 spinning),
+  ``spin_all_sms`` (the same held long), ``ffma_all_sms``, ``ffma_one_warp_one_sm``,
+  ``mma_sync_all_sms`` (full-rate mma.sync, random operands), ``wgmma_all_sms_zeros`` and
+  ``wgmma_all_sms_random`` (full-rate wgmma m64n128k16), and ``globaltimer_resolution`` (ns per tick).
+  ``clock_methods`` (top level) says what each method measures.
 * ``mma_sync``: ``mma.sync.aligned`` m16n8k16 fp16 and bf16 with fp32 accumulation, m16n8k16 fp16
   with fp16 accumulation, m16n8k8 tf32; throughput with 1..32 warps per SM (``MMA_CHAINS`` independent
   accumulators per warp, ``MMA_CHAINS * MMA_ROUNDS`` mma per warp per iteration): FLOP/clk/SM and
@@ -32,18 +43,27 @@ Groups (``results[group][name]``):
   (``WG_PER_GROUP`` wgmma per commit group, ``wait_group 1``: up to two groups in flight): FLOP/clk/SM;
   latency (one warpgroup, ``wait_group 0`` after each wgmma): cycles per wgmma.
 * ``ldmatrix``: ``.x1/.x2/.x4`` and their ``.trans``, rows conflict-free or 2-, 4-, 8-way conflicted
-  (rows of a matrix 128 bytes apart on the same banks), 1..32 warps per SM: warp instructions per clock
-  per SM and cycles per instruction per SM, which at one shared-memory wavefront per clock
-  (tilesim.hardware.spec.SMEM_WAVEFRONTS_PER_CLK) is the wavefronts an instruction costs once enough
-  warps saturate the pipe (``ideal_wavefronts``: matrices x ways).
-* ``cp_async``: 16-byte ``cp.async.cg`` into a shared ring from a 16 MiB (L2-resident) buffer, 8, 16,
-  32 warps, one SM alone and every SM: bytes/clk/SM (and bytes/s of the chip).
-* ``tma``: ``cp.async.bulk.tensor.2d`` with mbarrier ``complete_tx``, boxes 64x64 and 64x128 fp16
-  with 128-byte swizzle, from a 16 MiB tensor (L2-resident after a warm-up) and from a 2 GiB one
-  (HBM: fresh boxes every launch), one SM alone and every SM: bytes/clk/SM and bytes/s of the chip;
-  latency: one box in flight (issue to mbarrier completion), cycles per load. The tensor maps come
+  (rows of a matrix 128 bytes apart on the same banks), 1..32 warps per SM, ``LD_UNROLL`` loads per warp
+  per iteration, each at its own address (a shift common to all lanes, varied per iteration) and every
+  result XORed into a sink: warp instructions per clock per SM, ``cycles_per_instr_per_sm`` (at one
+  shared-memory wavefront per clock, tilesim.hardware.spec.SMEM_WAVEFRONTS_PER_CLK, the wavefronts an
+  instruction costs once enough warps saturate the pipe; ``ideal_wavefronts``: matrices x ways) and
+  ``bytes_per_clk_per_sm`` (128 bytes per matrix).
+* ``cp_async``: 16-byte ``cp.async.cg`` into a G-stage shared ring from a 16 MiB (L2-resident) buffer,
+  8, 16, 32 warps per SM x G = 1, 2, 4, 8 commit groups in flight per thread (``bytes_in_flight_per_sm``;
+  configurations over the shared memory a block may have are skipped), every SM, and 1 SM with G = 4:
+  bytes/clk/SM and ``chip_bytes_per_s``.
+* ``tma``: ``cp.async.bulk.tensor.2d`` with mbarrier ``complete_tx``, one thread issuing through a ring
+  of ``stages`` = 1..8 boxes in flight per SM (an mbarrier and expect_tx per stage; rings over the shared
+  memory a block may have are skipped), boxes 64x64, 64x128 and 64x256 fp16 (rows x 64 halves) with
+  128-byte swizzle, one block per SM: ``l2_same`` (every SM walks the whole 16 MiB L2-resident tensor,
+  starts spread), ``l2_disjoint`` (each SM cycles through its own 1/132 of it), ``l2`` (one SM), ``hbm``
+  (a 4 GiB tensor, every box read once: fresh tiles each launch), on every SM (``sms132``) and on one
+  (``sms1``): bytes/clk/SM, ``cycles_per_box``, ``chip_bytes_per_s`` and ``clock_hz`` per row; ``.lat``
+  rows: one SM, one box in flight (cycles per load, issue to mbarrier completion); ``box8x64`` rows
+  (1 KiB boxes, 8 in flight): the issuing loop's own limit, to compare ``cycles_per_box`` with. The tensor maps come
   from ``cuTensorMapEncodeTiled`` (libcuda.so.1 through ctypes: :func:`encode_tensor_map_2d`).
-* ``mbarrier``: one thread's ``mbarrier.arrive`` + ``try_wait.parity`` round trip, cycles per pair.
+  ``mbarrier.round_trip``: one thread's ``mbarrier.arrive`` + ``try_wait.parity``, cycles per pair.
 
 :func:`fields` maps the results onto the calibrated profile's keys (``mma.<shape>.<dtype>`` FLOP/clk/SM
 and ``pipes.tensor.latency_cycles``); validation/calibration/calibrate.py merges them
@@ -81,11 +101,17 @@ LAT_STEPS = 32
 WG_PER_GROUP = 4
 WG_A_BYTES = 8192
 LD_UNROLL = 8
+LD_MATRIX_STRIDE = 2048
+LD_SMEM_BYTES = 8192
 CPA_UNROLL = 2
-CPA_STAGES = 4
+TMA_TILES_X_SHIFT = 6
 MBAR_STEPS = 8
+CLK_CHAINS = 8
+CLK_STEPS = 16
+GT_SAMPLES = 4096
 
 ONE_BLOCK_SMEM_BYTES = 120 * 1024  # > half of the 228 KiB an SM has (H100 whitepaper): one block per SM
+MAX_BLOCK_SMEM_BYTES = 227 * 1024  # the most dynamic shared memory one block may opt in to (CUDA C++ guide, cc 9.0)
 SMEM_ALIGN_PAD_BYTES = 1024  # the wgmma and TMA kernels align their tiles to 1024 bytes (128-byte swizzle)
 GATE_SPIN_CYCLES = 200_000  # about 100 us at 2 GHz: covers the host's enqueueing of the timed launch
 REPS = 10
@@ -100,16 +126,34 @@ QUICK_WARPS = (4, 32)
 WARPGROUPS = (1, 2, 3)
 LD_WAYS = (1, 2, 4, 8)
 QUICK_LD_WAYS = (1, 8)
+LD_SHIFT_MASK = 7  # ldmatrix address sets per warp: (it & 7) x LD_UNROLL x 16 bytes (tensor_probe.cu)
 CPA_WARPS = (8, 16, 32)
+CPA_GROUPS = (1, 2, 4, 8)  # commit groups in flight per thread (kernels cpasync_g<G>)
+QUICK_CPA = ((8, 4), (32, 4))  # (warps, groups) in --quick
 
 L2_BUFFER_BYTES = 16 << 20  # well inside the ~45 MiB the H200's L2 keeps (validation/calibration/README.md)
-HBM_TENSOR_BYTES = 2 << 30
+HBM_TENSOR_BYTES = 4 << 30
 QUICK_HBM_TENSOR_BYTES = 256 << 20
-TMA_COLS = 4096  # halves per row of the TMA tensors (8 KiB rows)
+TMA_COLS = 4096  # halves per row of the TMA tensors (8 KiB rows; 1 << TMA_TILES_X_SHIFT boxes per row)
 TMA_BOX_COLS = 64  # 64 halves = 128 bytes: the widest box a 128-byte swizzle allows (cuda.h, cuTensorMapEncodeTiled)
-TMA_BOX_ROWS = (64, 128)
-TMA_INFLIGHT_BYTES = 128 * 1024  # the throughput ring: stages = this / box bytes
-TMA_LAT_ITERS = 512
+TMA_BOX_ROWS = (64, 128, 256)  # 256: the largest box dimension cuTensorMapEncodeTiled accepts
+QUICK_TMA_BOX_ROWS = (64, 256)
+TMA_STAGES = (1, 2, 3, 4, 5, 6, 7, 8)  # boxes in flight per SM (those whose ring fits in shared memory)
+QUICK_TMA_STAGES = (1, 4)
+TMA_ISSUE_BOX_ROWS = 8  # 64x8 boxes (1 KiB): the issue-bound reference rows
+TMA_ISSUE_STAGES = 8
+
+# the clock group (run_clock)
+CLOCK_HOLD_S = 0.25  # each loaded launch lasts about this long (>= 200 ms: many nvidia-smi samples)
+QUICK_CLOCK_HOLD_S = 0.05
+CLOCK_PROBE_SPIN_CYCLES = 10_000_000  # calibrate.py bench_clock: clock_probe spins this long (about 5 ms)
+CLOCK_PROBE_BLOCKS_PER_SM = 4  # and launches 4 blocks of 128 threads per SM
+NOMINAL_CLOCK_HZ = 1.98e9  # only to size the spin launches (the device's max SM clock, H200)
+SMI_PERIOD_MS = 50
+SMI_LEAD_S = 0.6  # nvidia-smi starts (NVML init) and samples the idle GPU this long before the launch
+SMI_TAIL_S = 0.15
+SMI_FIELDS = ("timestamp", "clocks.sm", "clocks.max.sm", "power.draw", "clocks_throttle_reasons.active")
+SMI_FIELDS_NEW = ("timestamp", "clocks.sm", "clocks.max.sm", "power.draw", "clocks_event_reasons.active")
 
 # cuda.h (CUDA 13.0) enum values for cuTensorMapEncodeTiled
 CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6
@@ -167,9 +211,12 @@ SASS_KEYS = {  # kernel prefix -> (SASS mnemonic prefix, source instructions of 
     "mma_lat_": ("HMMA", LAT_STEPS),
     "wg_": ("HGMMA", WG_PER_GROUP),
     "ld_": ("LDSM", LD_UNROLL),
-    "cpasync_tp": ("LDGSTS", CPA_UNROLL),
+    "cpasync_g": ("LDGSTS", CPA_UNROLL),
     "tma_tp": ("UTMALDG", 1),
+    "clk_ffma": ("FFMA", CLK_CHAINS * CLK_STEPS),
 }
+GROUPS = ("clock", "mma_sync", "wgmma", "ldmatrix", "cp_async", "tma")
+RATE_GROUPS = GROUPS[1:]  # rows made by _Device.measure (SASS-checked)
 
 DATASHEET_NOTE = "datasheet"
 
@@ -458,121 +505,425 @@ def run_ldmatrix(dev: _Device, ways_list: Sequence[int], warps_list: Sequence[in
         for ways in ways_list:
             for w in warps_list:
                 r = dev.measure(kernel, dev.sm_count, 32 * w, ONE_BLOCK_SMEM_BYTES,
-                                lambda it, rep, ways=ways: (ways,),
+                                lambda it, rep, ways=ways: (ways, dev.cp.int32(LD_SHIFT_MASK)),
                                 lambda it, w=w: float(w * it * LD_UNROLL))
-                cyc = [1.0 / run["rate_inside"] for run in r["runs"]]
-                r.update(matrices=mats, trans=trans, conflict_ways=ways, warps_per_sm=w, unit="warp instr/clk/SM",
-                         ideal_wavefronts=mats * ways,
-                         cycles_per_instr_per_sm={"unit": "cycles (= wavefronts at one per clock)", **summarize(cyc)})
+                r.update(ldmatrix_row(r, mats, trans, ways, w))
                 out[f"{kernel}.ways{ways}.w{w}"] = r
     return out
 
 
-def run_cp_async(dev: _Device, warps_list: Sequence[int]) -> dict:
+def ldmatrix_row(r: dict, mats: int, trans: bool, ways: int, warps: int) -> dict:
+    """The derived views of an ldmatrix rate row (warp instructions per clock per SM): cycles per
+    instruction per SM (= shared-memory wavefronts per instruction once the pipe is saturated, at one
+    wavefront per clock) and bytes per clock per SM (128 bytes per 8x8 b16 matrix)."""
+    cyc = [1.0 / run["rate_inside"] for run in r["runs"]]
+    return {"matrices": mats, "trans": trans, "conflict_ways": ways, "warps_per_sm": warps,
+            "unit": "warp instr/clk/SM", "ideal_wavefronts": mats * ways, "loads_per_warp_per_iter": LD_UNROLL,
+            "cycles_per_instr_per_sm": {"unit": "cycles (= wavefronts at one per clock)", **summarize(cyc)},
+            "bytes_per_clk_per_sm": _scaled(r, 128.0 * mats, "bytes/clk/SM", "matrix bytes delivered per clock")}
+
+
+def run_cp_async(dev: _Device, configs: Sequence[tuple[int, int, int]]) -> dict:
+    """``configs``: (sms, warps per SM, commit groups in flight per thread)."""
     cp = dev.cp
-    src = cp.zeros(L2_BUFFER_BYTES // 16 * 4, dtype=cp.uint32)  # 16 MiB of uint4
+    src = cp.zeros(L2_BUFFER_BYTES // 4, dtype=cp.uint32)  # 16 MiB, read as uint4
     mask16 = L2_BUFFER_BYTES // 16 - 1
+    int(src.sum())  # read once: L2-resident before the first timed launch
     out: dict = {}
-    for grid in (1, dev.sm_count):
-        for w in warps_list:
-            threads = 32 * w
-            smem = max(ONE_BLOCK_SMEM_BYTES, CPA_STAGES * threads * CPA_UNROLL * 16)
-            r = dev.measure("cpasync_tp", grid, threads, smem,
-                            lambda it, rep: (mask16, src),
-                            lambda it, threads=threads: float(threads * it * CPA_UNROLL * 16))
-            r.update(warps_per_sm=w, sms=grid, bytes_per_instr=16, stages=CPA_STAGES, unit="bytes/clk/SM",
-                     source_bytes=L2_BUFFER_BYTES,
-                     chip_bytes_per_s=_chip_rate(r, threads * r["iters"] * CPA_UNROLL * 16 * grid))
-            out[f"cp_async16.sms{grid}.w{w}"] = r
+    for grid, w, groups in configs:
+        threads = 32 * w
+        ring = groups * threads * CPA_UNROLL * 16
+        if ring > MAX_BLOCK_SMEM_BYTES:
+            continue
+        grid = dev.sm_count if grid == 0 else grid
+        r = dev.measure(f"cpasync_g{groups}", grid, threads, max(ONE_BLOCK_SMEM_BYTES, ring),
+                        lambda it, rep: (mask16, src),
+                        lambda it, threads=threads: float(threads * it * CPA_UNROLL * 16))
+        r.update(warps_per_sm=w, sms=grid, bytes_per_instr=16, groups_in_flight=groups,
+                 bytes_in_flight_per_sm=ring, unit="bytes/clk/SM", source="l2", source_bytes=L2_BUFFER_BYTES,
+                 chip_bytes_per_s=_chip_rate(r, threads * r["iters"] * CPA_UNROLL * 16 * grid))
+        out[f"cp_async16.sms{grid}.w{w}.g{groups}"] = r
     return out
+
+
+def cp_async_configs(quick: bool) -> list[tuple[int, int, int]]:
+    """(sms, warps, groups) of the cp.async group; sms 0 means every SM."""
+    if quick:
+        return [(0, w, g) for w, g in QUICK_CPA] + [(1, 32, 4)]
+    return [(0, w, g) for w in CPA_WARPS for g in CPA_GROUPS] + [(1, w, 4) for w in CPA_WARPS]
 
 
 def _chip_rate(r: dict, bytes_per_launch: float) -> dict:
     return {"unit": "bytes/s", **summarize([bytes_per_launch / run["event_s"] for run in r["runs"]])}
 
 
-def run_tma(dev: _Device, hbm_bytes: int) -> dict:
+def tma_walk(source: str, total_tiles: int, grid: int) -> tuple[int, int]:
+    """(block_stride, period) of the tiles each block walks (tensor_probe.cu, TmaWalk): ``l2_same``:
+    every block walks the whole tensor, the blocks' starts spread evenly; ``l2_disjoint``: block b
+    cycles through its own 1/grid of the tensor; ``hbm`` is sized per launch by run_tma (fresh tiles)."""
+    share = max(1, total_tiles // grid)
+    if source == "l2_same":
+        return share, total_tiles
+    if source == "l2_disjoint":
+        return share, share
+    raise ValueError(f"source = {source!r}: expected l2_same or l2_disjoint")
+
+
+def tma_ring_bytes(stages: int, box_bytes: int) -> int:
+    """Dynamic shared memory of tma_tp: the ring, the 1024-byte alignment pad, one mbarrier per stage."""
+    return stages * box_bytes + SMEM_ALIGN_PAD_BYTES + 8 * stages
+
+
+def _tma_map(dev: _Device, t, box_rows: int) -> tuple:
+    """(the tensor map of ``t`` in global memory, tiles of ``box_rows`` x 64 halves in ``t``)."""
     import numpy  # noqa: PLC0415
 
+    rows = t.size // TMA_COLS
+    tmap_bytes = encode_tensor_map_2d(t.data.ptr, TMA_COLS, rows, TMA_BOX_COLS, box_rows)
+    return dev.cp.asarray(numpy.frombuffer(tmap_bytes, dtype=numpy.uint8)), (TMA_COLS // TMA_BOX_COLS) * (rows // box_rows)
+
+
+def _tma_row(dev: _Device, t, tmap, total: int, box_rows: int, source: str, grid: int, stages: int,
+             hbm_cursor: dict) -> dict:
+    """One TMA configuration through _Device.measure, with its derived views."""
+    cp = dev.cp
+    box_bytes = TMA_BOX_COLS * box_rows * 2
+    smem = max(ONE_BLOCK_SMEM_BYTES, tma_ring_bytes(stages, box_bytes))
+    if source == "hbm":
+        def args(it, rep):
+            base = hbm_cursor["base"]  # block b reads tiles base + b * it + [0, it): each once, fresh
+            hbm_cursor["base"] = (base + it * grid) % total
+            return (stages, tmap, cp.int32(total), cp.int32(it), cp.int32(max(it, 1)), cp.int32(base),
+                    cp.int32(box_rows), cp.int32(box_bytes))
+        cap = max(stages, total // grid)
+    else:
+        int(t.view(cp.uint32).sum())  # every line read once: L2-resident again
+        stride, period = tma_walk("l2_same" if source == "l2" else source, total, grid)
+
+        def args(it, rep):
+            return (stages, tmap, cp.int32(total), cp.int32(stride), cp.int32(period), cp.int32(0),
+                    cp.int32(box_rows), cp.int32(box_bytes))
+        cap = MAX_ITERS
+    r = dev.measure("tma_tp", grid, 32, smem, args, lambda it: float(it * box_bytes), iters0=4 * stages, max_iters=cap)
+    cyc = [box_bytes / run["rate_inside"] for run in r["runs"]]
+    r.update(box=[box_rows, TMA_BOX_COLS], box_bytes=box_bytes, dtype="fp16", swizzle="128B", source=source,
+             source_bytes=t.size * 2, stages=stages, bytes_in_flight_per_sm=stages * box_bytes, sms=grid,
+             unit="bytes/clk/SM",
+             cycles_per_box={"unit": "cycles per box per SM (stages 1: the latency)", **summarize(cyc)},
+             chip_bytes_per_s=_chip_rate(r, r["iters"] * box_bytes * grid))
+    return r
+
+
+def run_tma(dev: _Device, hbm_bytes: int, box_rows_list: Sequence[int], stages_list: Sequence[int]) -> dict:
     cp = dev.cp
     out: dict = {}
     tensors = {"l2": cp.zeros(L2_BUFFER_BYTES // 2, dtype=cp.float16),
                "hbm": cp.zeros(hbm_bytes // 2, dtype=cp.float16)}
-    for box_rows in TMA_BOX_ROWS:
+    hbm_cursor = {"base": 0}  # fresh HBM tiles for every launch (the cursor runs through the tensor)
+    for box_rows in box_rows_list:
         box_bytes = TMA_BOX_COLS * box_rows * 2
-        for src_name, t in tensors.items():
-            rows = t.size // TMA_COLS
-            tmap_bytes = encode_tensor_map_2d(t.data.ptr, TMA_COLS, rows, TMA_BOX_COLS, box_rows)
-            tmap = cp.asarray(numpy.frombuffer(tmap_bytes, dtype=numpy.uint8))  # the map in global memory
-            tiles_x = TMA_COLS // TMA_BOX_COLS
-            total = tiles_x * (rows // box_rows)
-            cursor = {"t0": 0}
-
-            def args(it, rep, stages, grid, cursor=cursor, tmap=tmap, box_rows=box_rows, box_bytes=box_bytes,
-                     total=total, tiles_x=tiles_x, src_name=src_name):
-                t0 = 0
-                if src_name == "hbm":  # fresh boxes every launch: never re-read from L2
-                    t0 = cursor["t0"]
-                    cursor["t0"] = (t0 + it * grid) % total
-                return (stages, tmap, cp.int32(tiles_x), cp.int32(total), cp.int32(box_rows), cp.int32(box_bytes),
-                        cp.int32(t0))
-
-            stages = max(1, TMA_INFLIGHT_BYTES // box_bytes)
-            smem = max(ONE_BLOCK_SMEM_BYTES, stages * box_bytes + SMEM_ALIGN_PAD_BYTES + 8 * stages)
-            for grid in (1, dev.sm_count):
-                cap = max(stages, total // (2 * grid)) if src_name == "hbm" else MAX_ITERS
-                r = dev.measure("tma_tp", grid, 32, smem,
-                                lambda it, rep, stages=stages, grid=grid, args=args: args(it, rep, stages, grid),
-                                lambda it, box_bytes=box_bytes: float(it * box_bytes), iters0=stages,
-                                max_iters=cap)
-                r.update(box=[box_rows, TMA_BOX_COLS], box_bytes=box_bytes, dtype="fp16", swizzle="128B",
-                         source=src_name, source_bytes=t.size * 2, stages=stages, sms=grid, unit="bytes/clk/SM",
-                         chip_bytes_per_s=_chip_rate(r, r["iters"] * box_bytes * grid))
-                out[f"tma.box{box_rows}x{TMA_BOX_COLS}.{src_name}.sms{grid}"] = r
-            lat_iters = min(TMA_LAT_ITERS, total // 2)
-            r = dev.measure("tma_tp", 1, 32, smem, lambda it, rep, args=args: args(it, rep, 1, 1),
-                            lambda it: float(it), fixed_iters=lat_iters)
-            lat = _latency(r, "cycles per TMA load, one in flight (issue to mbarrier completion)")
-            lat.update(box=[box_rows, TMA_BOX_COLS], box_bytes=box_bytes, source=src_name, stages=1)
-            out[f"tma.box{box_rows}x{TMA_BOX_COLS}.{src_name}.lat"] = lat
+        for tname, t in tensors.items():
+            tmap, total = _tma_map(dev, t, box_rows)
+            runs = ([(dev.sm_count, "l2_same"), (dev.sm_count, "l2_disjoint"), (1, "l2")] if tname == "l2"
+                    else [(dev.sm_count, "hbm"), (1, "hbm")])
+            for grid, source in runs:
+                for stages in stages_list:
+                    if tma_ring_bytes(stages, box_bytes) > MAX_BLOCK_SMEM_BYTES:
+                        continue
+                    r = _tma_row(dev, t, tmap, total, box_rows, source, grid, stages, hbm_cursor)
+                    out[f"tma.box{box_rows}x{TMA_BOX_COLS}.{source}.sms{grid}.s{stages}"] = r
+                    if grid == 1 and stages == 1:
+                        lat = _latency({**r, "runs": [{**x, "rate_inside": x["rate_inside"] / box_bytes}
+                                                      for x in r["runs"]]},
+                                       "cycles per TMA load, one in flight (issue to mbarrier completion)")
+                        lat.update(box=[box_rows, TMA_BOX_COLS], box_bytes=box_bytes, source=source, stages=1)
+                        out[f"tma.box{box_rows}x{TMA_BOX_COLS}.{source}.lat"] = lat
+    # the issuing loop's own limit: boxes so small (1 KiB) that no memory path limits them
+    t = tensors["l2"]
+    tmap, total = _tma_map(dev, t, TMA_ISSUE_BOX_ROWS)
+    for grid, source in ((1, "l2"), (dev.sm_count, "l2_same")):
+        r = _tma_row(dev, t, tmap, total, TMA_ISSUE_BOX_ROWS, source, grid, TMA_ISSUE_STAGES, hbm_cursor)
+        r["what"] = ("issue-bound reference: cycles_per_box is the one-thread issuing loop's (and the TMA "
+                     "unit's per-box) cost; a box row whose cycles_per_box is near it is issue-bound")
+        out[f"tma.box{TMA_ISSUE_BOX_ROWS}x{TMA_BOX_COLS}.{source}.sms{grid}.s{TMA_ISSUE_STAGES}"] = r
+    del tensors
+    dev.cp.get_default_memory_pool().free_all_blocks()
     r = dev.measure("mbar_rt", 1, 32, 0, lambda it, rep: (0,),
                     lambda it: float(it * MBAR_STEPS))
     out["mbarrier.round_trip"] = _latency(r, "cycles per mbarrier.arrive + try_wait.parity (one thread)")
     return out
 
 
-def run_probes(quick: bool = False) -> dict:
-    """Every probe on the current GPU (JSON-ready): ``meta``, ``compile``, the groups, ``errors``."""
+# ----- the SM clock under load ---------------------------------------------------------------------------
+CLOCK_METHODS = {
+    "clock64_over_globaltimer": (
+        "Per block: clock64 cycles / %globaltimer ns between two __syncthreads around the timed loop of a "
+        "launch of about CLOCK_HOLD_S. clock64 counts the SM's own clock cycles; %globaltimer is the GPU's "
+        "ns timer (its resolution: globaltimer_resolution). So the ratio is the SM clock averaged over that "
+        "window while that work runs, on that SM."),
+    "nvidia_smi": (
+        "nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,power.draw,<throttle/event reasons> -lms 50 in a "
+        "background process: the driver's view (NVML) of the graphics/SM clock at each sample, the board "
+        "power and the active clock-limit reasons (bit mask, nvml.h nvmlClocksEventReason*); 'during' keeps "
+        "the samples stamped between the launch and its end."),
+    "calibrate_clock_probe": (
+        "validation/calibration/calibrate.py bench_clock: kernel clock_probe (microbench.cu), "
+        "4 blocks of 128 threads per SM spinning on clock64 for 10M cycles (about 5 ms), per-block "
+        "cycles / %globaltimer ns, median over blocks; one NVML clock reading right after each launch. "
+        "It measures the SM clock of a short, nearly powerless load (no arithmetic, no memory): the row "
+        "spin_like_clock_probe repeats it here, spin_all_sms holds it for CLOCK_HOLD_S."),
+}
+
+
+def parse_smi_csv(text: str, fields: Sequence[str]) -> list[dict]:
+    """nvidia-smi ``--format=csv,noheader,nounits`` lines -> samples: ``t_s`` (epoch seconds, from the
+    local-time stamp), ``sm_clock_hz``, ``max_sm_clock_hz``, ``power_w``, ``reasons`` (int mask, None when
+    not reported). Lines that do not parse are skipped (nvidia-smi may print a warning line)."""
+    import datetime  # noqa: PLC0415
+
+    out = []
+    for line in text.splitlines():
+        parts = [x.strip() for x in line.split(",")]
+        if len(parts) != len(fields):
+            continue
+        rec = dict(zip(fields, parts, strict=True))
+        try:
+            ts = datetime.datetime.strptime(rec["timestamp"], "%Y/%m/%d %H:%M:%S.%f").timestamp()
+            sample = {"t_s": ts, "sm_clock_hz": float(rec["clocks.sm"]) * 1e6,
+                      "max_sm_clock_hz": float(rec["clocks.max.sm"]) * 1e6}
+        except ValueError:
+            continue
+        try:
+            sample["power_w"] = float(rec["power.draw"])
+        except ValueError:
+            sample["power_w"] = None
+        reason = rec.get(fields[-1], "")
+        try:
+            sample["reasons"] = int(reason, 16)
+        except ValueError:
+            sample["reasons"] = None
+        out.append(sample)
+    return out
+
+
+#: clock event reason bits (nvml.h, nvmlClocksEventReason*)
+SMI_REASON_BITS = {0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap", 0x8: "hw_slowdown",
+                   0x10: "sync_boost", 0x20: "sw_thermal_slowdown", 0x40: "hw_thermal_slowdown",
+                   0x80: "hw_power_brake_slowdown", 0x100: "display_clock_setting"}
+
+
+def smi_summary(samples: Sequence[dict], t0_s: float, t1_s: float) -> dict:
+    """The samples stamped within [t0_s, t1_s] (the launch): count, SM clock and power summaries, the
+    reason masks seen (hex) and their names."""
+    during = [s for s in samples if t0_s <= s["t_s"] <= t1_s]
+    out: dict = {"n": len(during), "n_all": len(samples)}
+    if not during:
+        return out
+    out["sm_clock_hz"] = summarize([s["sm_clock_hz"] for s in during])
+    out["max_sm_clock_hz"] = during[0]["max_sm_clock_hz"]
+    power = [s["power_w"] for s in during if s.get("power_w") is not None]
+    if power:
+        out["power_w"] = summarize(power)
+    masks = sorted({s["reasons"] for s in during if s.get("reasons") is not None})
+    out["reasons_hex"] = [f"0x{m:x}" for m in masks]
+    out["reasons"] = sorted({name for m in masks for bit, name in SMI_REASON_BITS.items() if m & bit})
+    return out
+
+
+class _SmiSampler:
+    """nvidia-smi -lms in the background for one launch (``start`` / ``stop`` -> samples)."""
+
+    def __init__(self, pci_bus_id: str | None):
+        self.exe = shutil.which("nvidia-smi")
+        self.dev = ["-i", pci_bus_id] if pci_bus_id else []
+        self.fields: tuple[str, ...] = SMI_FIELDS
+        self.problem = "" if self.exe else "nvidia-smi is not on PATH"
+        if self.exe:  # the older field name first (drivers that dropped it take the new one); the GPU
+            # by PCI bus id, else nvidia-smi's default (the only GPU of the device machine)
+            tries = [(d, f) for d in (self.dev, []) for f in (SMI_FIELDS, SMI_FIELDS_NEW)]
+            for d, f in tries:
+                p = subprocess.run([self.exe, *d, f"--query-gpu={','.join(f)}", "--format=csv,noheader,nounits"],
+                                   capture_output=True, text=True, timeout=30)
+                if p.returncode == 0 and parse_smi_csv(p.stdout, f):
+                    self.dev, self.fields = d, f
+                    break
+            else:
+                self.problem = f"nvidia-smi query failed: {(p.stderr or p.stdout).strip()[-300:]}"
+        self.proc: subprocess.Popen | None = None
+        self._out = None
+
+    def start(self) -> None:
+        if self.problem:
+            return
+        self._out = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen([self.exe, *self.dev, f"--query-gpu={','.join(self.fields)}",
+                                      "--format=csv,noheader,nounits", "-lms", str(SMI_PERIOD_MS)],
+                                     stdout=self._out, stderr=subprocess.DEVNULL, text=True)
+
+    def stop(self) -> list[dict]:
+        if self.proc is None:
+            return []
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._out.seek(0)
+        text = self._out.read()
+        self._out.close()
+        self.proc = None
+        return parse_smi_csv(text, self.fields)
+
+
+def clock_row(name: str, kernel: str, grid: int, threads: int, iters: int, event_s: float, rec: dict,
+              tick_ns: float | None, samples: list[dict], t0_s: float, t1_s: float, what: str) -> dict:
+    """One clock row: per-block clock64 / globaltimer (``value``: median over blocks, Hz), the window,
+    the globaltimer's share of the error, the whole launch's cycles over the event time, nvidia-smi."""
+    hz = [c / (ns * 1e-9) for c, ns in zip(rec["cycles"], rec["ns"], strict=True)]
+    window_ns = _percentile(sorted(rec["ns"]), 50)
+    return {"kernel": kernel, "grid": grid, "threads": threads, "iters": iters, "what": what, "unit": "Hz",
+            **summarize(hz), "distinct_sms": rec["distinct_sms"], "event_s": event_s,
+            "window_ns_median": window_ns,
+            "globaltimer_rel_error_bound": (2.0 * tick_ns / window_ns) if tick_ns else None,
+            "event_clock_hz": rec["cycles_median"] / event_s,  # includes launch and drain: a lower bound
+            "nvidia_smi": {"during": smi_summary(samples, t0_s, t1_s), "samples": samples,
+                           "launch_t_s": [t0_s, t1_s]}}
+
+
+def run_clock(dev: _Device, hold_s: float) -> dict:
+    """The SM clock under several loads (CLOCK_METHODS says what each method measures)."""
+    cp = dev.cp
+    out: dict = {}
+    gt = cp.zeros(REC, dtype=cp.int64)
+    dev.mod.get_function("clk_gtick")((1,), (32,), (cp.int32(0), cp.int32(0), gt, dev.out))
+    lo, hi, steps, span = (int(v) for v in gt.get())
+    tick = float(lo) if lo > 0 else None
+    out["globaltimer_resolution"] = {"value": float(lo), "unit": "ns", "p10": float(lo), "p90": float(hi),
+                                     "min": float(lo), "max": float(hi), "n": steps, "reads": GT_SAMPLES,
+                                     "span_ns": span, "what": "smallest (value) and largest nonzero step of "
+                                     "%globaltimer over back-to-back reads by one thread"}
+    try:
+        pci = cp.cuda.Device().pci_bus_id
+    except Exception:  # noqa: BLE001
+        pci = None
+    smi = _SmiSampler(pci)
+    wg = next(k for k in WGMMA if k.tp_kernel == "wg_f16_n128")
+    wg_smem = max(ONE_BLOCK_SMEM_BYTES, WG_A_BYTES + 128 * 128 + SMEM_ALIGN_PAD_BYTES)
+    spin_blocks = CLOCK_PROBE_BLOCKS_PER_SM * dev.sm_count
+    # name, kernel, grid, threads, smem, param, what, fixed iters (None: sized to hold_s)
+    runs = (
+        ("spin_like_clock_probe", "clk_spin", spin_blocks, 128, 0, 0,
+         "clock64 spin, 4 blocks x 128 threads per SM, 10M cycles: calibrate.py's clock_probe",
+         max(1, CLOCK_PROBE_SPIN_CYCLES // 1024)),
+        ("spin_all_sms", "clk_spin", spin_blocks, 128, 0, 0, "clock64 spin as clock_probe, held for hold_s",
+         max(1, int(hold_s * NOMINAL_CLOCK_HZ / 1024))),
+        ("ffma_all_sms", "clk_ffma", dev.sm_count, 1024, ONE_BLOCK_SMEM_BYTES, 0,
+         "FFMA only, 32 warps per SM x 8 chains, every SM", None),
+        ("ffma_one_warp_one_sm", "clk_ffma", 1, 32, ONE_BLOCK_SMEM_BYTES, 0, "FFMA only, one warp on one SM", None),
+        ("mma_sync_all_sms", "mma_tp_f16_f32", dev.sm_count, 256, ONE_BLOCK_SMEM_BYTES, 1,
+         "mma.sync m16n8k16 fp16->fp32, 8 warps per SM x 8 chains (full rate), random operands, every SM", None),
+        ("wgmma_all_sms_zeros", wg.tp_kernel, dev.sm_count, 256, wg_smem, 0,
+         "wgmma m64n128k16 fp16->fp32, 2 warpgroups per SM (full rate), zero operands (as the rate rows), every SM",
+         None),
+        ("wgmma_all_sms_random", wg.tp_kernel, dev.sm_count, 256, wg_smem, 2,
+         "wgmma m64n128k16 fp16->fp32, 2 warpgroups per SM (full rate), random operands, every SM", None),
+    )
+    for name, kernel, grid, threads, smem, param, what, fixed in runs:
+        f = dev.fn(kernel, smem)
+        clk = cp.zeros(REC * grid, dtype=cp.int64)
+
+        def call(iters, f=f, grid=grid, threads=threads, smem=smem, param=param, clk=clk):
+            return dev.launch_timed(f, grid, threads, (cp.int32(iters), cp.int32(param), clk, dev.out), smem)
+
+        iters = fixed
+        if iters is None:  # size to hold_s from a ~5 ms launch
+            iters = 64
+            for _ in range(6):
+                t = call(iters)
+                if t >= 4e-3:
+                    break
+                iters *= 4
+            iters = int(min(2**31 - 1, max(1, iters * hold_s / t)))
+        smi.start()
+        time.sleep(SMI_LEAD_S)
+        t0 = time.time()
+        event_s = call(iters)
+        t1 = time.time()
+        time.sleep(SMI_TAIL_S)
+        samples = smi.stop()
+        rec = parse_records(clk.get(), grid)
+        out[name] = clock_row(name, kernel, grid, threads, iters, event_s, rec, tick, samples, t0, t1, what)
+    if smi.problem:
+        out["globaltimer_resolution"]["nvidia_smi_problem"] = smi.problem
+    return out
+
+
+def run_probes(quick: bool = False, only: Sequence[str] | None = None) -> dict:
+    """The probe groups ``only`` (default: all of GROUPS) on the current GPU (JSON-ready): ``meta``,
+    ``compile``, the groups, ``errors``, ``group_wall_s``, ``clock_methods``."""
     t0 = time.perf_counter()
+    only = tuple(only or GROUPS)
+    bad = [g for g in only if g not in GROUPS]
+    if bad:
+        raise ValueError(f"only = {bad}: groups are {', '.join(GROUPS)}")
     meta = _metadata()  # first: a failing probe below may leave the CUDA context unusable
     dev = _Device(QUICK_REPS if quick else REPS, QUICK_TARGET_S if quick else TARGET_S)
     warps = QUICK_WARPS if quick else WARPS
-    res: dict = {"meta": meta, "compile": dev.compile, "errors": {}}
-    groups = (("mma_sync", lambda: run_mma_sync(dev, warps)),
-              ("wgmma", lambda: run_wgmma(dev, (1, 3) if quick else WARPGROUPS)),
-              ("ldmatrix", lambda: run_ldmatrix(dev, QUICK_LD_WAYS if quick else LD_WAYS, warps)),
-              ("cp_async", lambda: run_cp_async(dev, (8, 32) if quick else CPA_WARPS)),
-              ("tma", lambda: run_tma(dev, QUICK_HBM_TENSOR_BYTES if quick else HBM_TENSOR_BYTES)))
-    for name, run in groups:  # TMA last: a fault there cannot spoil the others
+    res: dict = {"meta": meta, "compile": dev.compile, "errors": {}, "clock_methods": CLOCK_METHODS}
+    runners = {
+        "clock": lambda: run_clock(dev, QUICK_CLOCK_HOLD_S if quick else CLOCK_HOLD_S),
+        "mma_sync": lambda: run_mma_sync(dev, warps),
+        "wgmma": lambda: run_wgmma(dev, (1, 3) if quick else WARPGROUPS),
+        "ldmatrix": lambda: run_ldmatrix(dev, QUICK_LD_WAYS if quick else LD_WAYS, warps),
+        "cp_async": lambda: run_cp_async(dev, cp_async_configs(quick)),
+        "tma": lambda: run_tma(dev, QUICK_HBM_TENSOR_BYTES if quick else HBM_TENSOR_BYTES,
+                               QUICK_TMA_BOX_ROWS if quick else TMA_BOX_ROWS,
+                               QUICK_TMA_STAGES if quick else TMA_STAGES),
+    }
+    for name in GROUPS:  # TMA last: a fault there cannot spoil the others
+        if name not in only:
+            continue
         g0 = time.perf_counter()
         try:
-            res[name] = run()
+            res[name] = runners[name]()
         except Exception as exc:  # noqa: BLE001  (recorded, the other groups still run)
             res[name] = {}
             res["errors"][name] = f"{type(exc).__name__}: {exc}"
         res.setdefault("group_wall_s", {})[name] = time.perf_counter() - g0
     if dev.sass:
-        kernels = sorted({r["kernel"] for g in ("mma_sync", "wgmma", "ldmatrix", "cp_async", "tma")
-                          for r in res[g].values()})
+        ran = [g for g in RATE_GROUPS if g in res]
+        kernels = sorted({r["kernel"] for g in ran for r in res[g].values()}
+                         | ({r["kernel"] for r in res.get("clock", {}).values() if "kernel" in r}))
         checks = sass_checks(dev.sass, kernels)
         res["compile"]["sass_checks"] = checks
-        for g in ("mma_sync", "wgmma", "ldmatrix", "cp_async", "tma"):
+        for g in (*ran, *(["clock"] if "clock" in res else [])):
             for r in res[g].values():
-                c = checks.get(r["kernel"])
+                c = checks.get(r.get("kernel", ""))
                 r["sass_ok"] = None if c is None else c["ok"]
     res["meta"].update({"probe_wall_s": time.perf_counter() - t0, "reps": dev.reps, "quick": quick,
-                        "target_kernel_s": dev.target_s, "sm_count": dev.sm_count})
+                        "target_kernel_s": dev.target_s, "sm_count": dev.sm_count, "groups_run": list(only)})
     return res
+
+
+def merge_results(old: dict | None, new: dict) -> dict:
+    """``new`` (a run of some groups) over ``old`` (a recorded tensor.json): the groups ``new`` ran replace
+    old ones (with their errors and wall times), the others stay; ``group_runs`` says which run (date,
+    revision) each group comes from; meta and compile are the new run's."""
+    ran = new["meta"].get("groups_run") or [g for g in GROUPS if g in new]
+    stamp = {k: new["meta"].get(k) for k in ("date_utc", "git_revision", "quick")}
+    if not old:
+        return {**new, "group_runs": {g: stamp for g in ran}}
+    out = {**old, "meta": new["meta"], "compile": new["compile"], "clock_methods": new.get("clock_methods")}
+    out["errors"] = {g: e for g, e in old.get("errors", {}).items() if g not in ran} | new.get("errors", {})
+    out["group_wall_s"] = {**old.get("group_wall_s", {}), **new.get("group_wall_s", {})}
+    runs = dict(old.get("group_runs") or {g: {k: old.get("meta", {}).get(k) for k in stamp}
+                                          for g in GROUPS if g in old})
+    for g in ran:
+        out[g] = new.get(g, {})
+        runs[g] = stamp
+    out["group_runs"] = runs
+    return out
 
 
 def _metadata() -> dict:
@@ -629,14 +980,31 @@ def fields(results: dict, datasheet: dict | None = None, result_path: str = RESU
     return out
 
 
+def _extra(g: str, r: dict) -> str:
+    """The second view a row carries, for the table: cycles per ldmatrix, chip bytes/s and clock of the
+    copies, nvidia-smi's clock, power and reasons beside the clock rows."""
+    if g == "ldmatrix" and "cycles_per_instr_per_sm" in r:
+        return f"  {r['cycles_per_instr_per_sm']['value']:.3g} cyc/instr/SM"
+    if g in ("cp_async", "tma") and "chip_bytes_per_s" in r:
+        return f"  chip {r['chip_bytes_per_s']['value'] / 1e12:.3g} TB/s @ {r.get('clock_hz', 0) / 1e9:.3g} GHz"
+    if g == "clock" and "nvidia_smi" in r:
+        d = r["nvidia_smi"]["during"]
+        if not d.get("n"):
+            return f"  nvidia-smi: no samples during ({d.get('n_all', 0)} in all)"
+        pw = f", {d['power_w']['value']:.0f} W" if "power_w" in d else ""
+        return (f"  nvidia-smi {d['sm_clock_hz']['value'] / 1e9:.3g} GHz ({d['n']} samples{pw}, "
+                f"reasons {','.join(d['reasons']) or 'none'})")
+    return ""
+
+
 def format_table(results: dict) -> str:
-    """One line per measurement: group, name, median, unit, p10..p90."""
+    """One line per measurement: group, name, median, unit, p10..p90, a second view."""
     lines = [f"{'group':9s} {'measurement':44s} {'value':>11s} {'unit':22s} {'p10..p90':>23s}"]
-    for g in ("mma_sync", "wgmma", "ldmatrix", "cp_async", "tma"):
+    for g in GROUPS:
         for k, r in results.get(g, {}).items():
             ok = "" if r.get("sass_ok") is not False else "  SASS CHECK FAILED"
             lines.append(f"{g:9s} {k:44s} {r['value']:11.5g} {r['unit']:22s} "
-                         f"{r['p10']:11.5g}..{r['p90']:<11.5g}{ok}")
+                         f"{r['p10']:11.5g}..{r['p90']:<11.5g}{_extra(g, r)}{ok}")
     for g, e in results.get("errors", {}).items():
         lines.append(f"{g:9s} FAILED: {e}")
     return "\n".join(lines)
@@ -648,28 +1016,45 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", default=None,
                     help="directory for tensor.json (default: validation/results/<gpu>/calibration)")
     ap.add_argument("--quick", action="store_true", help="few reps, short launches, fewer configurations")
+    ap.add_argument("--only", default=None,
+                    help=f"comma-separated groups to run ({','.join(GROUPS)}); the others in an existing "
+                         "tensor.json are kept")
     args = ap.parse_args(argv)
+    only = parse_only(args.only)
     why = _gpu_missing()
     if why:
         print(f"tensor_probe: needs CuPy and an NVIDIA GPU: {why}", file=sys.stderr)
         return 2
-    results = run_probes(quick=args.quick)
+    new = run_probes(quick=args.quick, only=only)
     from validation.harness.metadata import gpu_slug  # noqa: PLC0415
 
-    slug = gpu_slug(results["meta"].get("device_name") or "unknown")
-    results["fields"] = fields(results, datasheet=datasheet_values(slug))
+    slug = gpu_slug(new["meta"].get("device_name") or "unknown")
     out = Path(args.out) if args.out else RESULTS_ROOT / slug / "calibration"
     out.mkdir(parents=True, exist_ok=True)
     path = out / RESULT_FILE
+    old = json.loads(path.read_text()) if (only and path.exists()) else None
+    results = merge_results(old, new)
+    results["fields"] = fields(results, datasheet=datasheet_values(slug))
     path.write_text(json.dumps(results, indent=2, default=str) + "\n")
-    print(format_table(results))
+    print(format_table(new))
     for k, e in results["fields"].items():
         print(f"field {k} = {e['value']:.6g} {e['unit']}" + (f" (datasheet {e[DATASHEET_NOTE]:g})"
                                                            if e.get(DATASHEET_NOTE) is not None else ""))
     if results["compile"].get("ptxas_warnings"):
         print("ptxas warnings:\n  " + "\n  ".join(results["compile"]["ptxas_warnings"]))
     print(f"wrote {path} in {results['meta']['probe_wall_s']:.1f} s")
-    return 1 if results["errors"] else 0
+    return 1 if new["errors"] else 0
+
+
+def parse_only(text: str | None) -> tuple[str, ...] | None:
+    """``--only`` text -> group names (None: every group); ValueError naming an unknown group."""
+    if not text:
+        return None
+    names = tuple(x.strip() for x in text.split(",") if x.strip())
+    bad = [x for x in names if x not in GROUPS]
+    if bad or not names:
+        raise ValueError(f"--only = {text!r}: unknown group(s) {bad}; groups are {', '.join(GROUPS)}")
+    return names
 
 
 def datasheet_values(gpu: str) -> dict:
