@@ -11,8 +11,9 @@ program (never in the engine's event loop):
   :func:`~tilesim.cost.access.ldgsts_wavefronts` (a scattered copy is one 4-byte cp.async per piece);
 * bulk tensor copies (``dest="bulk"``, Hopper's TMA): one instruction per tile (a single thread
   issues it), no L1 (the copy engine moves L2 data straight into shared memory), the tile's
-  distinct sectors from L2, and shared memory written at full width on arrival (the tile's bytes
-  over the banks' row; the 128-byte swizzle the copies use is conflict-free by design);
+  distinct sectors from L2, and no wavefronts of the shared-memory (LSU) data pipe: Nsight Compute
+  counts none for TMA fills (the wgmma GEMMs' l1tex__data_pipe_lsu_wavefronts_mem_shared is their
+  GMMA operand reads plus the epilogue, validation/results/h200/tc_gemm/counters.csv);
 * shared loads and stores: bank wavefronts by :func:`~tilesim.cost.access.smem_wavefronts`; an
   instruction whose lanes are all predicated off still takes one wavefront (Nsight Compute's shared
   wavefronts of the reduction trees count them: validation/studies/reduction_fidelity.md);
@@ -160,7 +161,6 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
                     st_ideal += ideal_wavefronts(sum(1 for s in sa if s is not None), width, banks, bank_w)
         if ld.dest == "bulk":
             instr = 1.0
-            st_wave = st_ideal = useful_bytes(ld.instructions) / (banks * bank_w)
         c.load_instructions += instr * r
         c.load_l1_cycles += l1 * r
         c.load_l2_bytes += len(sectors) * sector * r
