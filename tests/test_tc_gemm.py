@@ -161,3 +161,49 @@ def test_bulk_copies_wait_for_the_measured_tma_latency():
     import tilesim  # noqa: PLC0415
 
     assert tilesim.simulate(two, slow).time_s > tilesim.simulate(two, H200_COUNTS).time_s
+
+
+# ----- what the recorded H200 suite shows (validation/results/h200/tc_gemm) -------------------------------
+def _recorded(name: str) -> list[dict]:
+    import csv  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    path = Path(__file__).resolve().parents[1] / "validation" / "results" / "h200" / "tc_gemm" / name
+    return list(csv.DictReader(path.open()))
+
+
+def test_the_recorded_suite_covers_the_issue_shapes_dtypes_and_rungs():
+    rows = [r for r in _recorded("times.csv") if not r["label"].startswith("cublas")]
+    assert len(rows) >= 80 and all(r["status"] == "ok" and float(r["rel_err"]) >= 0 for r in rows)
+    shapes = {(int(r["m"]), int(r["n"]), int(r["k"])) for r in rows}
+    assert len(shapes) >= 3
+    assert any(m % 128 or n % 128 or k % 64 for m, n, k in shapes)  # non-divisible
+    assert any(m >= 16 * n for m, n, _ in shapes)  # tall-skinny
+    assert any(m * n * k >= 8192 ** 3 for m, n, k in shapes)  # large enough to be compute-bound
+    assert {r["dtype"] for r in rows} == {"fp16", "bf16", "tf32"}
+    assert {r["instruction"] for r in rows} == {"wmma", "mma_sync", "wgmma"}
+    counted = {(r["label"], r["m"], r["n"], r["k"]) for r in _recorded("counters.csv") if r["status"] == "ok"}
+    assert {(r["label"], r["m"], r["n"], r["k"]) for r in rows} <= counted  # Nsight Compute for every one
+
+
+def test_the_best_fp16_kernel_reaches_the_issue_share_of_cublas():
+    rows = _recorded("times.csv")
+    for size, share in (("8192", 0.70), ("4096", 0.60)):
+        at = [r for r in rows if r["m"] == r["n"] == r["k"] == size and r["dtype"] == "fp16" and r["status"] == "ok"]
+        cublas = min(float(r["median_s"]) for r in at if r["label"] == "cublas_fp16")
+        ours = min(float(r["median_s"]) for r in at if not r["label"].startswith("cublas"))
+        assert cublas / ours >= share, f"{size}^3: {cublas / ours:.2f} of cuBLAS"
+
+
+def test_the_sm_clock_falls_under_tensor_load_as_measured():
+    """The calibrated curve (clock_load_probe) gives the FFMA clock without tensor work and a lower clock
+    the busier the tensor cores; a program without MMAs keeps the GPU's clock."""
+    assert H200.sm_clock_hz_at_tensor_activity(0.0) == pytest.approx(H200.sm_clock_hz, rel=0.01)
+    assert H200.sm_clock_hz_at_tensor_activity(1.0) < 0.8 * H200.sm_clock_hz
+    import tilesim  # noqa: PLC0415
+
+    busy = tilesim.simulate(TcGemmConfig(**SQUARE, **WGMMA), H200)
+    assert busy.sm_clock_hz < 0.95 * H200.sm_clock_hz
+    from tilesim.kernels.gemm import GemmConfig  # noqa: PLC0415
+
+    assert tilesim.simulate(GemmConfig(m=1024, n=1024, k=1024), H200).sm_clock_hz == H200.sm_clock_hz

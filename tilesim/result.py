@@ -67,6 +67,7 @@ class SimResult:
     waves: float
     roofline_s: float  # analytic lower bound (compulsory HBM bytes, FP32 peak)
     events: int  # simulated k-steps and epilogues (a measure of the engine's work)
+    sm_clock_hz: float = 0.0  # the SM clock the kernel ran at (lower than the GPU's under tensor load)
     timeline: tuple[Interval, ...] | None = field(default=None, compare=False)
 
     @property

@@ -55,8 +55,8 @@ from tilesim.analytic.waves import waves as waves_of
 from tilesim.cost import StepCost, step_cost
 from tilesim.engine.channel import Channel
 from tilesim.engine.l2 import L2Cache
-from tilesim.hardware import HardwareSpec
-from tilesim.program import Affine, GlobalLoad, Phase, TileProgram, TileRef
+from tilesim.hardware import HardwareSpec, with_overrides
+from tilesim.program import Affine, GlobalLoad, Mma, Phase, TileProgram, TileRef
 from tilesim.result import Interval, SimResult, Traffic
 
 STEADY_TOL = 0.01  # relative difference of two step windows that counts as settled
@@ -775,7 +775,7 @@ class Engine:
             traffic=traffic, flops=p.flops, blocks=p.launch.blocks,
             blocks_per_sm=self.occ.blocks_per_sm, occupancy=self.occ.occupancy,
             occupancy_limiter=self.occ.limiter, waves=wv.waves, roofline_s=bound_s,
-            events=self.events, timeline=tuple(self.timeline) if self.want_timeline else None,
+            events=self.events, sm_clock_hz=hw.sm_clock_hz, timeline=tuple(self.timeline) if self.want_timeline else None,
         )
 
 
@@ -832,6 +832,37 @@ def simulate_program(program: TileProgram, hw: HardwareSpec, *, timeline: bool =
     """
     check_program(program, hw)
     result = Engine(program, hw, timeline=timeline, steady_state=steady_state).run()
+    result = _settle_clock(program, hw, result, timeline=timeline, steady_state=steady_state)
     check_not_faster_than_roofline(result)
+    return result
+
+
+CLOCK_ITERATIONS = 4  # runs at most to settle the SM clock under tensor load (each a full simulation)
+CLOCK_TOLERANCE = 0.005  # a clock within 0.5% of the last run's is settled
+
+
+def _settle_clock(program: TileProgram, hw: HardwareSpec, result: SimResult, **run) -> SimResult:
+    """Run again at the SM clock the GPU holds under the kernel's tensor load, until it settles.
+
+    Under sustained tensor-core work the H200 lowers its SM clock (power limiting: 1.98 GHz with FFMA,
+    1.81 GHz with mma.sync at its full rate, 1.53 GHz with wgmma at its full rate on random operands;
+    validation/calibration/clock_load_probe.py). The kernel's tensor activity (its tensor FLOP per
+    clock per SM over the fp16 dense rate) depends on the clock it runs at, so the clock is found by
+    fixed-point iteration. Kernels without MMAs, and GPUs without the measured curve, keep
+    ``sm_clock_hz``."""
+    tensor_flops = program.launch.blocks * sum(op.flops * ph.trips for ph in program.phases
+                                               for op in ph.step.compute if isinstance(op, Mma))
+    if not tensor_flops or not hw.has("sm_clock_hz_by_tensor_activity"):
+        return result
+    peak = hw.tensor_peak_flops_per_clk() * hw.sm_count
+    clock = hw.sm_clock_hz
+    for _ in range(CLOCK_ITERATIONS):
+        busy_s = max(result.time_s - hw.launch_overhead_s, 1e-12)
+        activity = tensor_flops / (busy_s * clock * peak)
+        settled = hw.sm_clock_hz_at_tensor_activity(activity)
+        if abs(settled - clock) <= CLOCK_TOLERANCE * clock:
+            break
+        clock = settled
+        result = Engine(program, with_overrides(hw, sm_clock_hz=clock), **run).run()
     return result
 

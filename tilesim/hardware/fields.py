@@ -111,7 +111,8 @@ CORE_FIELDS = ("sm_count", "sm_clock_hz", "warp_size", "fp32_lanes_per_sm", "max
 REQUIRED_FIELDS = {"nvidia": DATA_FIELDS, "apple": CORE_FIELDS}
 
 TABLE_FIELDS = ("warp_issue_by_code_bytes", "ffma_rate_by_warps", "tail_packing_by_slots",
-                "barrier_latency_cycles_by_warps", "block_launch_per_clk_per_sm_by_threads")
+                "barrier_latency_cycles_by_warps", "block_launch_per_clk_per_sm_by_threads",
+                "sm_clock_hz_by_tensor_activity")
 """Fields whose value is a table of points ``((x > 0, y >= 0), ...)``."""
 
 # --- compute pipes ------------------------------------------------------------------------------

@@ -68,8 +68,8 @@ class HardwareSpec:
         object.__setattr__(self, "_index", dict(self.values))
         for key, v in self.values:
             if key in F.TABLE_FIELDS:
-                if not v or not all(len(p) == 2 and p[0] > 0 and p[1] >= 0 for p in v):
-                    raise ValueError(f"hardware {self.name!r}: field {key} must be ((x > 0, y >= 0), ...), got {v!r}")
+                if not v or not all(len(p) == 2 and p[0] >= 0 and p[1] >= 0 for p in v):
+                    raise ValueError(f"hardware {self.name!r}: field {key} must be ((x >= 0, y >= 0), ...), got {v!r}")
             elif isinstance(v, bool) or (isinstance(v, (int, float)) and not v > 0):
                 raise ValueError(f"hardware {self.name!r}: field {key} must be > 0, got {v!r}")
             elif not isinstance(v, (int, float, str)):
@@ -282,6 +282,22 @@ class HardwareSpec:
         if self.has("barrier_latency_cycles_by_warps"):
             return _interp(sorted(self.barrier_latency_cycles_by_warps), warps)
         return self.pipe_latency_cycles("barrier")
+
+    def sm_clock_hz_at_tensor_activity(self, activity: float) -> float:
+        """The SM clock while the tensor cores run at ``activity`` (tensor FLOP per clock per SM over
+        the fp16 dense rate): the measured curve ``sm_clock_hz_by_tensor_activity`` (power limiting,
+        validation/calibration/clock_load_probe.py) where calibrated, else ``sm_clock_hz``."""
+        if self.has("sm_clock_hz_by_tensor_activity"):
+            return _interp(sorted(self.get("sm_clock_hz_by_tensor_activity")), activity)
+        return self.sm_clock_hz
+
+    def tensor_peak_flops_per_clk(self) -> float:
+        """The dense fp16 tensor rate per clock per SM: the fastest fp16 matrix instruction in the data
+        (the reference for tensor activity)."""
+        rates = [float(self.get(f"mma.{key}.{dt}")) for key, dt in self.mma_shapes() if dt == "fp16"]
+        if not rates:
+            raise F.MissingHardwareValue(f"{self.name}: no fp16 matrix instruction in its data")
+        return max(rates)
 
     # --- matrix instructions ------------------------------------------------------------------
     def mma_shapes(self) -> tuple[tuple[str, str], ...]:

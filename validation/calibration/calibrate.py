@@ -65,13 +65,22 @@ PIPE_FIELDS = ("sfu_warp_instr_per_clk_per_sm", "shuffle_warp_instr_per_clk_per_
 #: merged by --from-json): mma.<shape>.<dtype> in FLOP/clk/SM and the dependent-MMA latency
 TENSOR_FIELDS = ("mma.m16n8k16.fp16", "mma.m16n8k16.bf16", "mma.m16n8k8.tf32", "mma.m64nNk16.fp16",
                  "mma.m64nNk16.bf16", "mma.m64nNk8.tf32", "pipes.tensor.latency_cycles")
+#: from the same record's TMA rows and from clock_load_probe (clock_load.json, beside it)
+TMA_FIELDS = ("tma_latency_cycles", "tma_hbm_latency_cycles")
+CLOCK_LOAD_FIELDS = ("sm_clock_hz_by_tensor_activity",)
+#: the clock_load_probe loads that give the SM clock against tensor activity (random operands, as the
+#: GEMMs run, where the probe has them): no tensor work, mma.sync at its full rate, wgmma at 25% duty
+#: (zero operands: the probe has no random-operand duty run), wgmma at its full rate
+CLOCK_LOADS = ("ffma", "wgmma_duty25", "mma_sync_rand", "wgmma_rand")
+#: the TMA box the wgmma GEMMs load (128 rows of 64 fp16): its one-in-flight latency rows
+TMA_LATENCY_ROWS = {"tma_latency_cycles": "tma.box128x64.l2.lat", "tma_hbm_latency_cycles": "tma.box128x64.hbm.lat"}
 PROFILE_FIELDS = ("sm_clock_hz", "hbm_bytes_per_s", "hbm_latency_cycles", "l2_bytes_per_s",
                   "l2_latency_cycles", "l1_bytes_per_clk_per_sm", "l1_latency_cycles",
                   "smem_latency_cycles", "fp32_lanes_per_sm", "issue_warp_instr_per_clk_per_sm",
                   "launch_overhead_s", "ffma_rate_by_warps", "warp_issue_per_clk", "warp_issue_by_code_bytes",
                   "tail_packing_by_slots", "ldgsts_wavefronts_per_line", "ldgsts_wavefronts_per_conflict",
                   "ldgsts_bypass_wavefronts", "l2_bytes", "l2_dirty_bytes", "l1_lines_per_clk_per_sm",
-                  *PIPE_FIELDS, *TENSOR_FIELDS)
+                  *PIPE_FIELDS, *TENSOR_FIELDS, *TMA_FIELDS, *CLOCK_LOAD_FIELDS)
 
 
 def summarize(values: Sequence[float]) -> dict:
@@ -891,6 +900,43 @@ def tensor_fields(rec: dict, gpu: str, result_path: str = "tensor.json") -> dict
     return {k: {**v, "date": day} for k, v in got.items() if k in TENSOR_FIELDS}
 
 
+def tma_fields(rec: dict, result_path: str = "tensor.json") -> dict:
+    """``tma_latency_cycles`` and ``tma_hbm_latency_cycles``: one 128x64 fp16 box in flight on one SM,
+    issue to mbarrier completion, from L2-resident and from HBM data (tensor_probe's TMA rows)."""
+    out = {}
+    day = rec.get("meta", {}).get("date_utc")
+    for field, row in TMA_LATENCY_ROWS.items():
+        r = rec.get("tma", {}).get(row)
+        if not r or not r.get("value"):
+            continue
+        out[field] = {"value": float(r["value"]), "benchmark": f"tensor_probe {row} ({result_path})",
+                      "n": int(r.get("n", 1)), "p10": float(r.get("p10", r["value"])),
+                      "p90": float(r.get("p90", r["value"])), "date": day}
+    return out
+
+
+def clock_load_fields(rec: dict, result_path: str = "clock_load.json") -> dict:
+    """``sm_clock_hz_by_tensor_activity``: [tensor activity, SM clock Hz] pairs, activity being the
+    tensor FLOP per clock per SM over the fp16 dense rate (4096), from the clock_load_probe loads in
+    :data:`CLOCK_LOADS` (clock64 over %globaltimer, per-block median over 0.5 s on all SMs)."""
+    loads = rec.get("loads", {})
+    pts, used = [], []
+    for name in CLOCK_LOADS:
+        ld = loads.get(name)
+        if not ld:
+            continue
+        pts.append([round(float(ld["tensor_duty"]), 4), float(ld["clock_hz"]["value"])])
+        used.append(f"{name} {pts[-1][0]:.3f} -> {pts[-1][1] / 1e9:.3f} GHz")
+    if len(pts) < 2:
+        return {}
+    pts.sort()
+    clocks = [p[1] for p in pts]
+    return {"sm_clock_hz_by_tensor_activity": {
+        "value": pts, "benchmark": f"clock_load_probe ({result_path}: {'; '.join(used)})", "n": len(pts),
+        "p10": min(clocks), "p90": max(clocks), "how": "one point per load",
+        "date": rec.get("meta", {}).get("date_utc")}}
+
+
 def source_text(entry: dict, date: str) -> str:
     """``calibration: <benchmark>, <date>, median of N runs (p10..p90)``."""
     how = entry.get("how") or f"median of {entry['n']} runs"
@@ -1003,7 +1049,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         tensor = Path(args.from_json).with_name("tensor.json")
         if tensor.exists():  # validation/calibration/tensor_probe.py, recorded beside
             rel = tensor.resolve().relative_to(REPO_ROOT) if tensor.resolve().is_relative_to(REPO_ROOT) else tensor
-            results["fields"].update(tensor_fields(json.loads(tensor.read_text()), gpu, str(rel)))
+            record = json.loads(tensor.read_text())
+            results["fields"].update(tensor_fields(record, gpu, str(rel)))
+            results["fields"].update(tma_fields(record, str(rel)))
+        clock_load = Path(args.from_json).with_name("clock_load.json")
+        if clock_load.exists():  # validation/calibration/clock_load_probe.py, recorded beside
+            rel = (clock_load.resolve().relative_to(REPO_ROOT) if clock_load.resolve().is_relative_to(REPO_ROOT)
+                   else clock_load)
+            results["fields"].update(clock_load_fields(json.loads(clock_load.read_text()), str(rel)))
         profile = args.profile or PROFILES_DIR / f"{gpu}.toml"
         print(f"wrote {write_profile(results, profile)} from {args.from_json}")
         return 0
