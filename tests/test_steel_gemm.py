@@ -107,3 +107,113 @@ def test_spill_slowdown_within_a_factor_1_5():
 
 def test_spill_is_slower_at_all():
     assert P.spill_slowdown() > 2.0
+
+
+# --- the naive and threadgroup-tiled Metal GEMMs (variant knob) -------------------------------------
+def _flops_of(p):
+    """FLOPs the program's FMAs and MMAs do over the whole grid (FMA: 2 per lane of 32)."""
+    from tilesim.program import Compute  # noqa: PLC0415
+
+    total = 0.0
+    for ph in p.phases:
+        for op in ph.step.compute:
+            if isinstance(op, Mma):
+                total += op.flops * ph.trips * p.launch.blocks
+            elif isinstance(op, Compute) and op.pipe == "fma":
+                total += op.count * 32 * 2 * ph.trips * p.launch.blocks
+    return total
+
+
+def test_variant_knob_defaults_to_steel_and_keeps_its_label():
+    fam = registry.get("steel_gemm")
+    knob = {k.name: k for k in fam.knobs()}["variant"]
+    assert knob.default == "steel" and knob.choices == ("naive", "threadgroup", "steel")
+    assert SteelGemmConfig(1024, 1024, 1024).label == "steel_64x64x16_w2x2_p32x32_pad4_sync_aligned_fp32"
+    assert fam.make(m="64", n="64", k="64", variant="naive", bm="8", bn="8").variant == "naive"
+
+
+def test_naive_lowering_reads_device_memory_only():
+    cfg = SteelGemmConfig(1024, 1024, 1024, variant="naive", bm=16, bn=16)
+    p = lower(cfg)
+    assert cfg.threads == 256 and cfg.tg_bytes == 0 and p.launch.smem_bytes_per_block == 0
+    step = p.phases[0].step
+    assert step.barriers == 0 and not step.shared_loads and all(ld.dest == "register" for ld in step.loads)
+    assert not any(isinstance(op, Mma) for op in step.compute)
+    assert p.phases[0].warp_groups == cfg.simdgroups == 8
+    assert _flops_of(p) == pytest.approx(cfg.flops)
+
+
+@pytest.mark.parametrize("copy, barriers, depth", [("sync", 2, 1), ("double_buffer", 1, 2)])
+def test_threadgroup_lowering_stages_slabs(copy, barriers, depth):
+    cfg = SteelGemmConfig(1024, 1024, 1024, variant="threadgroup", bm=16, bn=16, bk=16, copy=copy)
+    p = lower(cfg)
+    step = p.phases[0].step
+    assert cfg.tg_bytes == cfg.buffers * (16 * (16 + 4) + 16 * (16 + 4)) * 4 == p.launch.smem_bytes_per_block
+    assert all(ld.dest == "shared" for ld in step.loads) and step.shared_loads
+    assert step.barriers == barriers and p.phases[0].pipeline_depth == depth
+    assert not any(isinstance(op, Mma) for op in step.compute)
+    assert _flops_of(p) == pytest.approx(cfg.flops)
+
+
+@pytest.mark.parametrize("kwargs, hw, match", [
+    (dict(variant="naive", bm=4, bn=4), None, r"SteelGemmConfig\.bm = 4: .*bm \* bn = 16 must be a multiple of 32"),
+    (dict(variant="naive", bm=16, bn=16, copy="double_buffer"), None, r"SteelGemmConfig\.copy = 'double_buffer'"),
+    (dict(variant="threadgroup", bm=64, bn=32), M1, r"SteelGemmConfig\.threads = 2048 .*exceeds 1024"),
+    (dict(variant="threadgroup", bm=32, bn=32, bk=64, copy="double_buffer"), M1,
+     r"SteelGemmConfig\.tg_bytes = 35840 .*exceeds 32768"),
+    (dict(variant="threadgroup", bm=16, bn=16, copy="cp_async"), M1, r"SteelGemmConfig\.copy = 'cp_async'"),
+    (dict(variant="tiled"), None, r"SteelGemmConfig\.variant = 'tiled': must be one of naive, threadgroup, steel"),
+])
+def test_variant_bad_input_is_one_line(kwargs, hw, match):
+    with pytest.raises(ValueError, match=match) as e:
+        api_lower(SteelGemmConfig(1024, 1024, 1024, **kwargs), hw)
+    assert "\n" not in str(e.value)
+
+
+def test_naive_needs_no_k_alignment_threadgroup_does():
+    SteelGemmConfig(1024, 1024, 1000, variant="naive", bm=16, bn=16, bk=16)
+    with pytest.raises(ValueError, match=r"SteelGemmConfig\.k = 1000: edge = 'aligned'"):
+        SteelGemmConfig(1024, 1024, 1000, variant="threadgroup", bm=16, bn=16, bk=16)
+    SteelGemmConfig(1024, 1024, 1000, variant="threadgroup", bm=16, bn=16, bk=16, edge="ragged")
+
+
+def test_the_pyramid_ranks_naive_threadgroup_steel_on_the_m5_max():
+    hw = P.assumed_spec()
+    naive = simulate(SteelGemmConfig(4096, 4096, 4096, variant="naive", bm=16, bn=16), hw)
+    tg = simulate(SteelGemmConfig(4096, 4096, 4096, variant="threadgroup", bm=16, bn=16, bk=16), hw)
+    steel = simulate(SteelGemmConfig(4096, 4096, 4096), hw)
+    assert naive.time_s > tg.time_s > steel.time_s
+    assert naive.traffic.l2_bytes > tg.traffic.l2_bytes > steel.traffic.l2_bytes
+
+
+def test_naive_and_threadgroup_metal_source():
+    from validation.families.steel_gemm import metal, runner  # noqa: PLC0415
+
+    naive = metal.generate(SteelGemmConfig(1024, 1024, 1024, variant="naive", bm=16, bn=16))
+    assert "threadgroup elem_t" not in naive.body and "simdgroup" not in naive.body
+    assert "threadgroup_barrier" not in naive.body
+    assert "acc = fma(float(A[r * K + k]), float(B[k * N + c]), acc);" in naive.body
+    assert naive.threadgroup == (256, 1, 1) and naive.grid == (64 * 256, 64, 1)
+    assert "max_total_threads_per_threadgroup(256)" in naive.full
+    assert "rows_left &&" not in naive.body and "r >= rows_left" not in naive.body  # aligned: no check
+    guarded = metal.generate(SteelGemmConfig(1000, 1000, 1000, variant="naive", bm=16, bn=16, edge="guards"))
+    assert "r >= rows_left || c >= cols_left" in guarded.body
+    for copy, barriers in (("sync", 2), ("double_buffer", 2)):  # db: one before the loop, one per step
+        cfg = SteelGemmConfig(1024, 1024, 1024, variant="threadgroup", bm=16, bn=16, bk=16, copy=copy)
+        s = metal.generate(cfg)
+        assert f"TILE_CONST int BUFFERS = {cfg.buffers};" in s.header
+        assert "threadgroup elem_t As[BUFFERS * A_SLAB];" in s.body and "simdgroup" not in s.body
+        assert s.body.count("threadgroup_barrier(") == barriers
+        assert "acc = fma(float(As_cur[r * LDA_TG + kk]), float(Bs_cur[kk * LDB_TG + c]), acc);" in s.body
+        assert ("elem_t sa[A_ITERS];" in s.body) == (copy == "double_buffer")
+        assert "< K" not in s.body and "rows_left &&" not in s.body  # aligned: no bounds check
+        assert s.full.count("{") == s.full.count("}") and s.full.count("(") == s.full.count(")")
+    ragged = metal.generate(SteelGemmConfig(1000, 1000, 1000, variant="threadgroup", bm=16, bn=16, bk=16,
+                                            edge="ragged"))
+    assert ragged.function_constants == ("align_M", "align_N", "align_K", "align_ld")
+    assert "constant bool align_K [[function_constant(202)]];" in ragged.full
+    assert "const bool edge_tile = !align_K" in ragged.body
+    assert metal.kernel_name(SteelGemmConfig(64, 64, 64, variant="naive", bm=8, bn=8)) != metal.kernel_name(
+        SteelGemmConfig(64, 64, 64, variant="threadgroup", bm=8, bn=8, bk=8))
+    cfg = runner.config_from_args(["--variant", "threadgroup", "--bm", "16", "--bn", "16", "--size", "256"])
+    assert cfg.variant == "threadgroup" and metal.generate(cfg).name.startswith("tg_gemm_")

@@ -1,5 +1,18 @@
 """The steel-style GEMM family's knobs (MLX's steel GEMM and the m5-gemm kernels, Metal).
 
+Three kernels (``variant``), the rungs of the Metal reuse pyramid:
+
+=============== ==========================================================================
+``naive``        one output of C per thread, A and B read straight from device memory (no
+                 threadgroup memory, no simdgroup_matrix); a threadgroup is ``bm x bn``
+                 threads. Reads: bm, bn, edge, dtype (bk, wm, wn, tg_pad are not used).
+``threadgroup``  threadgroup-memory tiled, one output per thread: each k-step the ``bm x bn``
+                 threads copy a ``bm x bk`` slab of A and a ``bk x bn`` slab of B (rows padded
+                 by ``tg_pad``) into threadgroup memory, then each thread runs ``bk`` FMAs.
+                 Reads: bm, bn, bk, tg_pad, copy, edge, dtype (wm, wn are not used).
+``steel``        (default) the simdgroup_matrix kernel described below; reads every knob.
+=============== ==========================================================================
+
 C = A @ B, row-major; A is M x K, B is K x N. A threadgroup computes a ``bm x bn`` tile of C with
 ``wm x wn`` SIMD-groups (32 threads each); each SIMD-group owns a ``bm/wm x bn/wn`` *simdgroup
 patch* built of 8x8 ``simdgroup_matrix`` fragments held in registers. The k-loop stages ``bk``-deep
@@ -24,6 +37,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+VARIANTS = ("naive", "threadgroup", "steel")
 COPIES = ("sync", "double_buffer", "cp_async")
 CUDA_ONLY_COPIES = ("cp_async",)
 EDGES = ("aligned", "ragged", "guards")
@@ -63,6 +77,9 @@ class SteelGemmConfig:
     dtype: str = _doc("fp32", "element type of A, B and the simdgroup_matrix fragments", tuple(DTYPE_BYTES))
     reg_limit: int = _doc(128, "registers a thread holds before the compiler spills (Apple G13 ISA: 128 "
                                "32-bit GPRs); checked against the chip's max_regs_per_thread where known")
+    variant: str = _doc("steel", "naive (one output per thread, straight from device memory; a bm x bn "
+                                 "threadgroup), threadgroup (threadgroup-memory slabs, one output per thread), "
+                                 "steel (simdgroup_matrix patches); see the module docstring", VARIANTS)
 
     def __post_init__(self) -> None:
         for name in ("m", "n", "k", "bm", "bn", "bk", "wm", "wn", "tg_pad", "reg_limit"):
@@ -77,20 +94,36 @@ class SteelGemmConfig:
             _fail("edge", self.edge, f"must be one of {', '.join(EDGES)}")
         if self.dtype not in DTYPE_BYTES:
             _fail("dtype", self.dtype, f"must be one of {', '.join(DTYPE_BYTES)}")
-        if self.bm % self.wm or self.bn % self.wn:
-            _fail("wm" if self.bm % self.wm else "wn", self.wm if self.bm % self.wm else self.wn,
-                  f"must divide the tile (bm = {self.bm}, bn = {self.bn})")
-        pm, pn = self.patch
-        if pm % FRAG or pn % FRAG:
-            _fail("patch", f"{pm}x{pn}", f"the simdgroup patch (bm/wm x bn/wn) must be built of {FRAG}x{FRAG} "
-                                         f"fragments: {pm} and {pn} must be multiples of {FRAG}")
-        if self.bk % FRAG:
-            _fail("bk", self.bk, f"must be a multiple of {FRAG} (the fragments' k)")
-        if self.edge == "aligned":
-            for dim, tile in (("m", self.bm), ("n", self.bn), ("k", self.bk)):
-                if getattr(self, dim) % tile:
-                    _fail(dim, getattr(self, dim), f"edge = 'aligned' needs a multiple of the tile ({tile}); "
-                                                    "use edge = 'ragged' or 'guards'")
+        if self.variant not in VARIANTS:
+            _fail("variant", self.variant, f"must be one of {', '.join(VARIANTS)}")
+        if self.variant == "steel":
+            if self.bm % self.wm or self.bn % self.wn:
+                _fail("wm" if self.bm % self.wm else "wn", self.wm if self.bm % self.wm else self.wn,
+                      f"must divide the tile (bm = {self.bm}, bn = {self.bn})")
+            pm, pn = self.patch
+            if pm % FRAG or pn % FRAG:
+                _fail("patch", f"{pm}x{pn}", f"the simdgroup patch (bm/wm x bn/wn) must be built of {FRAG}x{FRAG} "
+                                             f"fragments: {pm} and {pn} must be multiples of {FRAG}")
+            if self.bk % FRAG:
+                _fail("bk", self.bk, f"must be a multiple of {FRAG} (the fragments' k)")
+            if self.edge == "aligned":
+                for dim, tile in (("m", self.bm), ("n", self.bn), ("k", self.bk)):
+                    if getattr(self, dim) % tile:
+                        _fail(dim, getattr(self, dim), f"edge = 'aligned' needs a multiple of the tile ({tile}); "
+                                                        "use edge = 'ragged' or 'guards'")
+        else:
+            if self.bm * self.bn % SIMD:
+                _fail("bm", self.bm, f"variant {self.variant!r} runs bm x bn threads: bm * bn = "
+                                     f"{self.bm * self.bn} must be a multiple of {SIMD} (whole SIMD-groups)")
+            if self.variant == "naive" and self.copy != "sync":
+                _fail("copy", self.copy, "variant 'naive' stages nothing in threadgroup memory; use 'sync'")
+            tiled = ("m", "n") if self.variant == "naive" else ("m", "n", "k")
+            if self.edge == "aligned":
+                for dim in tiled:
+                    tile = {"m": self.bm, "n": self.bn, "k": self.bk}[dim]
+                    if getattr(self, dim) % tile:
+                        _fail(dim, getattr(self, dim), f"edge = 'aligned' needs a multiple of the tile ({tile}); "
+                                                        "use edge = 'ragged' or 'guards'")
         if self.tg_pad * self.elem_bytes % 4:
             _fail("tg_pad", self.tg_pad, "padding must keep rows 4-byte aligned")
 
@@ -111,11 +144,14 @@ class SteelGemmConfig:
 
     @property
     def threads(self) -> int:
+        """Threads per threadgroup: wm x wn SIMD-groups (steel), bm x bn (naive, threadgroup)."""
+        if self.variant != "steel":
+            return self.bm * self.bn
         return self.wm * self.wn * SIMD
 
     @property
     def simdgroups(self) -> int:
-        return self.wm * self.wn
+        return self.threads // SIMD
 
     @property
     def buffers(self) -> int:
@@ -124,6 +160,8 @@ class SteelGemmConfig:
     @property
     def tg_bytes(self) -> int:
         """Threadgroup memory: the A slab (bm x (bk+pad)) and B slab (bk x (bn+pad)), per buffer."""
+        if self.variant == "naive":
+            return 0
         e = self.elem_bytes
         return self.buffers * (self.bm * (self.bk + self.tg_pad) + self.bk * (self.bn + self.tg_pad)) * e
 
@@ -143,7 +181,14 @@ class SteelGemmConfig:
     @property
     def estimated_regs(self) -> int:
         """32-bit registers a thread needs: the patch's accumulators (2 per fragment and thread, fp32),
-        one k-step's A and B fragments, the copy's staging registers, :data:`REG_OVERHEAD`."""
+        one k-step's A and B fragments, the copy's staging registers, :data:`REG_OVERHEAD`. The naive
+        and threadgroup kernels hold one accumulator, one A and one B value, the double-buffered copy's
+        staged elements and :data:`REG_OVERHEAD`."""
+        if self.variant != "steel":
+            staged = 0
+            if self.variant == "threadgroup" and self.copy == "double_buffer":
+                staged = math.ceil((self.bm * self.bk + self.bk * self.bn) / self.threads * self.elem_bytes / 4)
+            return 3 + staged + REG_OVERHEAD
         fm, fn = self.frags
         acc = fm * fn * 2
         ab = (fm + fn) * 2 * self.elem_bytes // 4 if self.elem_bytes == 4 else (fm + fn)
@@ -156,7 +201,21 @@ class SteelGemmConfig:
         return max(0, self.estimated_regs - self.reg_limit)
 
     @property
+    def spill_bytes(self) -> float:
+        """Device-memory bytes the spilled registers move over the whole kernel (each k-substep
+        reloads and stores every spilled register of every thread: see the lowering)."""
+        if not self.spilled_regs:
+            return 0.0
+        gx, gy, _ = self.grid
+        steps = math.ceil(self.k / self.bk) * (self.bk // FRAG)
+        return 2.0 * self.spilled_regs * 4 * self.threads * steps * gx * gy
+
+    @property
     def label(self) -> str:
+        if self.variant == "naive":
+            return f"naive_{self.bm}x{self.bn}_{self.edge}_{self.dtype}"
+        if self.variant == "threadgroup":
+            return f"tgtile_{self.bm}x{self.bn}x{self.bk}_pad{self.tg_pad}_{self.copy}_{self.edge}_{self.dtype}"
         pm, pn = self.patch
         return (f"steel_{self.bm}x{self.bn}x{self.bk}_w{self.wm}x{self.wn}_p{pm}x{pn}_pad{self.tg_pad}"
                 f"_{self.copy}_{self.edge}_{self.dtype}")
@@ -173,6 +232,11 @@ def check_fits(cfg: SteelGemmConfig, hw) -> None:
     if cfg.threads > hw.max_threads_per_block:
         raise ValueError(f"SteelGemmConfig.threads = {cfg.threads} (wm x wn x 32) exceeds "
                          f"{hw.max_threads_per_block} threads per threadgroup on {hw.name}")
+    if cfg.variant != "steel":  # FP32 FMAs on the ALUs: no simdgroup_matrix rate needed
+        if hw.has("max_regs_per_thread") and cfg.reg_limit > hw.max_regs_per_thread:
+            raise ValueError(f"SteelGemmConfig.reg_limit = {cfg.reg_limit} exceeds max_regs_per_thread = "
+                             f"{hw.max_regs_per_thread} on {hw.name}")
+        return
     have = {d for _, d in hw.mma_shapes()} if hw.mma_shapes() else set()
     mma_dtype = cfg.dtype
     if hw.mma_shapes() and mma_dtype not in have:

@@ -1,6 +1,11 @@
 """The steel-style GEMM as a tile program: a k-loop phase (slabs of A and B through threadgroup
 memory, simdgroup_matrix multiply-accumulates) and an epilogue (the patch stored to C).
 
+The ``naive`` and ``threadgroup`` variants lower to the same two phases (see :func:`_naive_step`
+and :func:`_threadgroup_step`), with FP32 FMAs on the ALUs instead of simdgroup_matrix, the way
+the CUDA ``gemm`` family lowers its ``naive`` and ``smem`` rungs (thread ``t`` of the threadgroup
+owns C element (t // bn, t % bn)).
+
 Per threadgroup and k-step:
 
 * global loads of the ``bm x bk`` slab of A and the ``bk x bn`` slab of B, 16-byte vectors, threads
@@ -45,6 +50,10 @@ from tilesim.program import (
 INT_PER_STEP = 8
 INT_PER_LOAD = 2
 INT_PER_GUARD = 2
+NAIVE_KSTEP_BYTES = 32
+"""The naive kernel's k-step: 32 bytes of k per row of A (8 fp32 values), as the CUDA gemm family's
+naive lowering: the core's L1 is assumed to keep what a step touched, so a row of A is fetched
+from the next level once per step, not once per k (an assumption, as there)."""
 
 
 def _frag_lane(t: int) -> tuple[int, int]:
@@ -74,6 +83,8 @@ def _slab_load(cfg: SteelGemmConfig, tensor: str, coords, rows: int, cols: int, 
 
 def lower(cfg: SteelGemmConfig) -> TileProgram:
     """What every threadgroup of this GEMM does (see the module docstring)."""
+    if cfg.variant != "steel":
+        return _lower_scalar(cfg)
     e, W = cfg.elem_bytes, cfg.simdgroups
     fm, fn = cfg.frags
     sub = cfg.bk // FRAG
@@ -135,3 +146,96 @@ def _edge_share(cfg: SteelGemmConfig) -> float:
     if cfg.k % cfg.bk:
         return 1.0
     return 1.0 - inner_x * inner_y / (gx * gy)
+
+
+# ----- the naive and threadgroup-tiled kernels (one output per thread, FP32 FMAs) -----------------------
+def _guard_share(cfg: SteelGemmConfig) -> float:
+    return {"aligned": 0.0, "guards": 1.0, "ragged": _edge_share(cfg)}[cfg.edge]
+
+
+def _naive_step(cfg: SteelGemmConfig) -> tuple[Step, int, int]:
+    """One k-step of ``NAIVE_KSTEP_BYTES / e`` values of k: every SIMD-group reads its A and B
+    element at each k straight from device memory (one instruction each), one FMA chain per thread;
+    no barriers, so the SIMD-groups progress independently."""
+    e, T, W = cfg.elem_bytes, cfg.threads, cfg.simdgroups
+    kstep = max(1, NAIVE_KSTEP_BYTES // e)
+    a_instr, b_instr = [], []
+    for w in range(W):
+        rc = [(t // cfg.bn, t % cfg.bn) for t in range(w * SIMD, min((w + 1) * SIMD, T))]
+        for kk in range(kstep):
+            a_instr.append(WarpAccess(tuple((r * cfg.k + kk) * e for r, _ in rc), e))
+            b_instr.append(WarpAccess(tuple((kk * cfg.n + c) * e for _, c in rc), e))
+    loads = (GlobalLoad(TileRef("A", ("by", "k"), cfg.bm * kstep * e), tuple(a_instr), chain=kstep / 8),
+             GlobalLoad(TileRef("B", ("k", "bx"), kstep * cfg.bn * e), tuple(b_instr), chain=kstep / 8))
+    ints = W * kstep * (1 + INT_PER_GUARD * _guard_share(cfg) / 2)
+    step = Step(loads=loads, compute=(Compute("fma", W * kstep, chain=kstep), Compute("int", ints)))
+    return step, math.ceil(cfg.k / kstep), W
+
+
+def _merge_width(run: int, stride: int) -> int:
+    """Elements per threadgroup load when the unrolled k-loop reads ``run`` consecutive elements of
+    rows ``stride`` elements apart: 4 or 2 when both allow it (16 / 8-byte loads), else 1."""
+    for w in (4, 2):
+        if run % w == 0 and stride % w == 0:
+            return w
+    return 1
+
+
+def _threadgroup_step(cfg: SteelGemmConfig) -> tuple[Step, int, int]:
+    """One k-step: the bm x bk slab of A and bk x bn slab of B copied element by element (thread
+    ``t`` takes elements t, t + T, ...) into padded threadgroup rows; then each thread reads its
+    row of the A slab (consecutive k merged into wider loads when the padded stride allows) and its
+    column of the B slab, and runs ``bk`` dependent FMAs."""
+    e, T, W = cfg.elem_bytes, cfg.threads, cfg.simdgroups
+    a_stride, b_stride = cfg.bk + cfg.tg_pad, cfg.bn + cfg.tg_pad
+    b_base = cfg.bm * a_stride * e
+
+    def slab(tensor, coords, rows, cols, row_stride, tg_base, tg_stride):
+        n = rows * cols
+        instrs = []
+        for r in range(math.ceil(n / T)):
+            for w in range(W):
+                idx = [r * T + t for t in range(w * SIMD, (w + 1) * SIMD) if r * T + t < n]
+                if not idx:
+                    continue
+                g = tuple(((i // cols) * max(row_stride, cols) + i % cols) * e for i in idx)
+                sh = tuple(tg_base + ((i // cols) * tg_stride + i % cols) * e for i in idx)
+                instrs.append(WarpAccess(g, e, sh))
+        return GlobalLoad(TileRef(tensor, coords, n * e), tuple(instrs), dest="shared")
+
+    la = slab("A", ("by", "k"), cfg.bm, cfg.bk, cfg.k, 0, a_stride)
+    lb = slab("B", ("k", "bx"), cfg.bk, cfg.bn, cfg.n, b_base, b_stride)
+    rc = [(t // cfg.bn, t % cfg.bn) for t in range(min(SIMD, T))]
+    kw = _merge_width(cfg.bk, a_stride)
+    reads = [WarpAccess(tuple((r * a_stride + k0) * e for r, _ in rc), kw * e) for k0 in range(0, cfg.bk, kw)]
+    reads += [WarpAccess(tuple(b_base + (kk * b_stride + c) * e for _, c in rc), e) for kk in range(cfg.bk)]
+    load_instr = len(la.instructions) + len(lb.instructions)
+    ints = W * INT_PER_STEP + load_instr * (INT_PER_LOAD + INT_PER_GUARD * _guard_share(cfg))
+    step = Step(loads=(la, lb), barriers=2 if cfg.copy == "sync" else 1,
+                shared_loads=(SharedAccess(tuple(reads), repeat=W),),
+                compute=(Compute("fma", W * cfg.bk, chain=cfg.bk), Compute("int", ints)), rounds=cfg.bk)
+    return step, math.ceil(cfg.k / cfg.bk), 1
+
+
+def _lower_scalar(cfg: SteelGemmConfig) -> TileProgram:
+    """The naive or threadgroup-tiled kernel: its k-loop and an epilogue of one store per thread."""
+    e, W = cfg.elem_bytes, cfg.simdgroups
+    if cfg.variant == "naive":
+        step, trips, groups = _naive_step(cfg)
+        depth = 1
+    else:
+        step, trips, groups = _threadgroup_step(cfg)
+        depth = cfg.buffers
+    kloop = Phase("k-loop", trips, step, pipeline_depth=depth, warp_groups=groups)
+    rc = [(t // cfg.bn, t % cfg.bn) for t in range(min(SIMD, cfg.threads))]
+    out = (WarpAccess(tuple((r * cfg.n + c) * e for r, c in rc), e),)
+    c_tile = TileRef("C", ("by", "bx"), cfg.bm * cfg.bn * e)
+    epi = Step(compute=(Compute("int", 2 * W),), stores=(GlobalStore(c_tile, out, repeat=W),))
+    return TileProgram(
+        name=f"steel_gemm_{cfg.label}",
+        launch=Launch(grid=cfg.grid, threads_per_block=cfg.threads,
+                      regs_per_thread=min(cfg.estimated_regs, cfg.reg_limit), smem_bytes_per_block=cfg.tg_bytes),
+        phases=(kloop, Phase("epilogue", 1, epi)),
+        flops=cfg.flops,
+        min_hbm_bytes=float((cfg.m * cfg.k + cfg.k * cfg.n + cfg.m * cfg.n) * e),
+    )

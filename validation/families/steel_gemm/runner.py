@@ -266,6 +266,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--mnk", type=int, nargs=3, metavar=("M", "N", "K"), help="one problem, instead of --size")
     for knob, default in (("bm", 64), ("bn", 64), ("bk", 16), ("wm", 2), ("wn", 2), ("tg-pad", 4)):
         p.add_argument(f"--{knob}", type=int, default=default)
+    p.add_argument("--variant", default="steel", choices=("naive", "threadgroup", "steel"),
+                   help="naive (device memory), threadgroup (threadgroup-memory slabs) or steel (simdgroup_matrix)")
     p.add_argument("--copy", default="sync", choices=("sync", "double_buffer"))
     p.add_argument("--edge", default="aligned", choices=("aligned", "ragged", "guards"))
     p.add_argument("--dtype", default="fp32", choices=tuple(MLX_DTYPES))
@@ -280,7 +282,7 @@ def configs_from_args(argv) -> tuple[list[SteelGemmConfig], argparse.Namespace]:
     args = _parser().parse_args(argv)
     shapes = [tuple(args.mnk)] if args.mnk else [(s, s, s) for s in args.size]
     knobs = dict(bm=args.bm, bn=args.bn, bk=args.bk, wm=args.wm, wn=args.wn, tg_pad=args.tg_pad, copy=args.copy,
-                 edge=args.edge, dtype=args.dtype)
+                 edge=args.edge, dtype=args.dtype, variant=args.variant)
     return [SteelGemmConfig(m, n, k, **knobs) for m, n, k in shapes], args
 
 
