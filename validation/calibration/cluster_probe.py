@@ -1,0 +1,479 @@
+"""What a thread-block cluster of 2 with TMA multicast costs a GEMM-like TMA ring on the H200 (sm_90a).
+
+``python -m validation.calibration.cluster_probe [--out DIR] [--quick]`` runs the kernels of
+``cluster_probe.cu`` on the current GPU (CuPy), prints a table and writes ``<DIR>/cluster.json`` (default
+DIR: ``validation/results/<gpu>/calibration``) with every rep's raw per-block records, the summaries and
+the machine's metadata (validation/harness/metadata.py). Without a GPU it says so in one line and exits 2.
+The whole probe is meant to take a few seconds of GPU time (well under 40 s).
+
+Why: the validation wgmma GEMM (validation/families/tc_gemm/wgmma.cu) runs 25-35% slower with cluster=2
+(B multicast by rank 0 to the pair, each empty barrier counting the consumers of both CTAs) than with
+cluster=1. The ring rows separate the candidate mechanisms with the GEMM's synchronization and loads but
+no wgmma: a producer thread fills an S-stage ring (one A box of ``A_ROWS`` x 64 fp16 and one B box of
+``b_rows`` x 64 per k-step, 128-byte swizzle, TMA 2-D into a full mbarrier with expect_tx), two consumer
+warpgroups wait on the full barrier, spin ``spin`` cycles on clock64 (the stand-in for one k-step of
+wgmma) and release the stage on its empty barrier; one block per SM on every SM. Source: one 16 MiB
+L2-resident fp16 tensor of 4096 halves per row behind both tensor maps (box column = k-step mod 64; A row
+block = block index mod tiles, B row block = pair index mod tiles: the two CTAs of a pair share B).
+
+Ring rows ``ring.b<b_rows>.s<S>.spin<cycles>.<mode>``, modes:
+
+* ``c1``: no cluster (``ring_c1``), each CTA loads its B, local empty arrivals: the cluster=1 GEMM.
+* ``c2_own_local``: cluster of 2 launched, but each CTA loads its own B and arrives only locally: the two
+  CTAs run independently (what the cluster launch alone costs: placement, co-scheduling).
+* ``c2_own_remote``: each CTA loads its own B, every consumer arrives on both CTAs' empty barriers
+  (mapa + mbarrier.arrive.release.cluster): the pair's lockstep without multicast.
+* ``c2_mc_remote``: rank 0 multicasts B to both CTAs, remote arrivals: the cluster=2 GEMM.
+
+Each row: ``cycles_per_step`` (``value``: median over reps of the median over blocks of the block's timed
+cycles / k-steps), by rank, ``bytes_per_clk_per_sm`` (A + B bytes landing in each SM's shared memory per
+cycle), ``l2_bytes_per_clk_per_sm`` (bytes each SM asks of L2: half the B bytes with multicast),
+``empty_wait_per_step`` (producer cycles waiting for the empty barrier, k-steps >= S) and
+``full_wait_per_step`` (consumer warpgroup 0, thread 0, waiting for the full barrier), ``vs_c1`` (this
+row's cycles_per_step over the c1 row of the same box, S and spin) and ``concurrent`` (every block's timed
+window overlapped every other's: one wave).
+
+Latency rows (one cluster of 2 on the otherwise idle GPU):
+
+* ``ping.local_cta``, ``ping.local_cluster_scope``, ``ping.remote``: one token handed back and forth
+  between two threads through mbarriers of count 1, ``value`` = cycles of one hand-off (arrive until the
+  other thread's try_wait sees the phase) = round trip / 2; local_cta: two warps of one CTA, shared::cta
+  instructions; local_cluster_scope: the same two warps with the GEMM's instructions (mapa to the own rank,
+  .release.cluster / .acquire.cluster); remote: rank 0 and rank 1 of the pair.
+* ``tma_lat.b<rows>.plain_pair`` (each CTA loads its own box at once), ``.multicast`` (rank 0 multicasts
+  into both), ``.plain_single`` (rank 0 alone): one box in flight; ``value`` = rank 0's cycles from the
+  issue to its own full barrier's completion (median over reps of the mean over boxes), ``pair_cycles`` =
+  from the issue until both CTAs have the data and rank 0 saw rank 1's arrive (includes one remote
+  hand-off: subtract ``ping.remote``), ``rank1_cycles`` = rank 1's expect_tx to its own completion.
+
+Records (``REC`` longs per block, cluster_probe.cu write_record): cycles, ns, smid, rank, a, b,
+globaltimer start, count; a/b are the ring's empty/full waits, the TMA latency's pair sum.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+KERNEL_SRC = Path(__file__).resolve().with_suffix(".cu")
+RESULTS_ROOT = REPO_ROOT / "validation" / "results"
+RESULT_FILE = "cluster.json"
+ARCH = "sm_90a"  # cp.async.bulk.tensor .multicast::cluster and the cluster mbarrier forms (PTX ISA: sm_90)
+
+# must match the #defines of cluster_probe.cu (tests/test_cluster_probe.py checks that they do)
+REC = 8  # CP_REC
+MAX_STAGES = 8  # CP_MAX_STAGES
+BOX_COLS = 64  # CP_BOX_COLS: 64 halves = 128 bytes, the widest box a 128-byte swizzle allows (cuda.h)
+TILES_X_SHIFT = 6  # CP_TILES_X_SHIFT: 64 boxes per 4096-half row
+
+TENSOR_COLS = 4096  # halves per row: 1 << TILES_X_SHIFT boxes of BOX_COLS
+L2_TENSOR_BYTES = 16 << 20  # well inside the ~45 MiB the H200's L2 keeps (validation/calibration/README.md)
+ELEM_BYTES = 2  # fp16
+BOX_ROW_BYTES = BOX_COLS * ELEM_BYTES  # 128
+CONSUMERS = 2  # consumer warpgroups (the 128x256 tile's 2 consumers of wgmma.cu)
+THREADS = 128 * (1 + CONSUMERS)
+CLUSTER = 2
+A_ROWS = 128  # bm = 2 consumers x 64 rows
+B_ROWS = (128, 256)  # bn of the 128x128 and 128x256 tiles
+STAGES = (2, 4)
+SPINS = (0, 500, 1000)  # cycles per k-step standing in for wgmma
+QUICK_B_ROWS = (256,)
+QUICK_SPINS = (0, 1000)
+MODES = {  # name -> (kernel, multicast, remote arrivals)
+    "c1": ("ring_c1", 0, 0),
+    "c2_own_local": ("ring_c2", 0, 0),
+    "c2_own_remote": ("ring_c2", 0, 1),
+    "c2_mc_remote": ("ring_c2", 1, 1),
+}
+RING_ITERS = 2048  # k-steps per launch (about 1 ms at spin 1000)
+QUICK_RING_ITERS = 256
+PING_MODES = {"local_cta": 0, "local_cluster_scope": 1, "remote": 2}
+PING_ITERS = 4096
+LAT_MODES = {"plain_pair": 0, "multicast": 1, "plain_single": 2}
+LAT_ITERS = 512
+QUICK_LAT_ITERS = 64
+REPS = 5
+QUICK_REPS = 2
+
+ONE_BLOCK_SMEM_BYTES = 120 * 1024  # > half of the 228 KiB an SM has (H100 whitepaper): one block per SM
+MAX_BLOCK_SMEM_BYTES = 227 * 1024  # the most shared memory one block may opt in to (CUDA C++ guide, cc 9.0)
+STATIC_SMEM_BYTES = 1024  # ptxas -v of cluster_probe.cu: the mbarriers, padded by the 1024-aligned extern array
+SMEM_ALIGN_PAD_BYTES = 1024  # the kernels align the ring to 1024 bytes (128-byte swizzle atom)
+GATE_SPIN_CYCLES = 200_000  # about 100 us at 2 GHz: covers the host's enqueueing of the timed launch
+
+
+# ----- pure helpers ------------------------------------------------------------------------------------
+def _percentile(sorted_vals: Sequence[float], q: float) -> float:
+    pos = (len(sorted_vals) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_vals) - 1)
+    return sorted_vals[lo] * (1.0 - (pos - lo)) + sorted_vals[hi] * (pos - lo)
+
+
+def summarize(values: Sequence[float]) -> dict:
+    """Median (``value``), p10, p90, min, max and count (ValueError if empty)."""
+    vals = sorted(float(v) for v in values)
+    if not vals:
+        raise ValueError("summarize: values must not be empty")
+    return {"value": _percentile(vals, 50), "p10": _percentile(vals, 10), "p90": _percentile(vals, 90),
+            "min": vals[0], "max": vals[-1], "n": len(vals)}
+
+
+def _median(values: Sequence[float]) -> float:
+    return _percentile(sorted(float(v) for v in values), 50)
+
+
+def ring_smem_bytes(stages: int, b_rows: int, a_rows: int = A_ROWS) -> int:
+    """Dynamic shared memory of a ring launch: S stages of A + B boxes, the alignment pad, at least
+    ONE_BLOCK_SMEM_BYTES (one block per SM). ValueError naming stages when it does not fit."""
+    if not 1 <= stages <= MAX_STAGES:
+        raise ValueError(f"stages = {stages}: must be in 1..{MAX_STAGES} (CP_MAX_STAGES mbarriers)")
+    ring = stages * (a_rows + b_rows) * BOX_ROW_BYTES + SMEM_ALIGN_PAD_BYTES
+    if ring + STATIC_SMEM_BYTES > MAX_BLOCK_SMEM_BYTES:
+        raise ValueError(f"stages = {stages} with boxes of {a_rows} + {b_rows} rows: {ring} bytes of ring exceed "
+                         f"{MAX_BLOCK_SMEM_BYTES - STATIC_SMEM_BYTES} bytes of shared memory per block")
+    return max(ONE_BLOCK_SMEM_BYTES, ring)
+
+
+def ring_configs(quick: bool = False) -> list[dict]:
+    """Every ring configuration: b_rows x stages x spin x mode (the c1 row first in each group)."""
+    return [{"b_rows": b, "stages": s, "spin": sp, "mode": m}
+            for b in (QUICK_B_ROWS if quick else B_ROWS) for s in STAGES
+            for sp in (QUICK_SPINS if quick else SPINS) for m in MODES]
+
+
+def ring_name(cfg: dict) -> str:
+    return f"ring.b{cfg['b_rows']}.s{cfg['stages']}.spin{cfg['spin']}.{cfg['mode']}"
+
+
+def parse_records(raw: Sequence[int], blocks: int) -> list[dict]:
+    """The per-block records (``REC`` longs each) -> dicts: cycles, ns, smid, rank, a, b, start_ns, count.
+    ValueError when the count of values is not ``REC * blocks`` or a block recorded ns <= 0."""
+    vals = [int(v) for v in raw]
+    if blocks < 1 or len(vals) != REC * blocks:
+        raise ValueError(f"records: {len(vals)} values for blocks = {blocks}; expected {REC} per block")
+    out = []
+    for b in range(blocks):
+        r = vals[REC * b: REC * (b + 1)]
+        if r[1] <= 0:
+            raise ValueError(f"records: block {b} recorded ns = {r[1]} (kernel did not run?)")
+        out.append(dict(zip(RECORD_FIELDS, r, strict=True)))
+    return out
+
+
+RECORD_FIELDS = ("cycles", "ns", "smid", "rank", "a", "b", "start_ns", "count")
+
+
+def compact(recs: list[dict]) -> list[list[int]]:
+    """Records as lists in RECORD_FIELDS order (what cluster.json keeps per rep)."""
+    return [[r[k] for k in RECORD_FIELDS] for r in recs]
+
+
+def ring_rep(recs: list[dict], iters: int, b_rows: int, multicast: bool, a_rows: int = A_ROWS) -> dict:
+    """One launch of the ring -> its per-rep numbers (medians over blocks). ValueError when a block's
+    producer did not complete ``iters`` k-steps."""
+    short = [i for i, r in enumerate(recs) if r["count"] != iters]
+    if short:
+        raise ValueError(f"ring: blocks {short[:8]} completed fewer than iters = {iters} k-steps")
+    stage_bytes = (a_rows + b_rows) * BOX_ROW_BYTES
+    l2_bytes = a_rows * BOX_ROW_BYTES + b_rows * BOX_ROW_BYTES * (0.5 if multicast else 1.0)
+    cps = [r["cycles"] / iters for r in recs]
+    by_rank = {}
+    for rank in sorted({r["rank"] for r in recs}):
+        by_rank[str(rank)] = _median([r["cycles"] / iters for r in recs if r["rank"] == rank])
+    ends = [r["start_ns"] + r["ns"] for r in recs]
+    c = _median(cps)
+    return {"cycles_per_step": c, "cycles_per_step_by_rank": by_rank,
+            "cycles_per_step_max": max(cps), "cycles_per_step_min": min(cps),
+            "bytes_per_clk_per_sm": stage_bytes / c, "l2_bytes_per_clk_per_sm": l2_bytes / c,
+            "empty_wait_per_step": _median([r["a"] / iters for r in recs]),
+            "full_wait_per_step": _median([r["b"] / iters for r in recs]),
+            "clock_hz": _median([r["cycles"] / (r["ns"] * 1e-9) for r in recs]),
+            "concurrent": max(r["start_ns"] for r in recs) < min(ends),
+            "distinct_sms": len({r["smid"] for r in recs})}
+
+
+def ring_row(cfg: dict, reps: list[dict], iters: int, grid: int, smem: int) -> dict:
+    """The summary of a ring configuration's reps (``reps``: ring_rep dicts plus event_s and records)."""
+    kernel, mc, remote = MODES[cfg["mode"]]
+
+    def stat(key: str, unit: str) -> dict:
+        return {"unit": unit, **summarize([r[key] for r in reps])}
+
+    return {**cfg, "kernel": kernel, "multicast": bool(mc), "remote_arrive": bool(remote),
+            "cluster": 1 if kernel == "ring_c1" else CLUSTER, "a_rows": A_ROWS, "consumers": CONSUMERS,
+            "iters": iters, "grid": grid, "threads": THREADS, "smem_bytes": smem,
+            "stage_bytes": (A_ROWS + cfg["b_rows"]) * BOX_ROW_BYTES,
+            "unit": "cycles per k-step", **summarize([r["cycles_per_step"] for r in reps]),
+            "bytes_per_clk_per_sm": stat("bytes_per_clk_per_sm", "bytes/clk/SM"),
+            "l2_bytes_per_clk_per_sm": stat("l2_bytes_per_clk_per_sm", "bytes/clk/SM asked of L2"),
+            "empty_wait_per_step": stat("empty_wait_per_step", "producer cycles per k-step"),
+            "full_wait_per_step": stat("full_wait_per_step", "consumer cycles per k-step"),
+            "cycles_per_step_by_rank": {k: _median([r["cycles_per_step_by_rank"][k] for r in reps])
+                                        for k in reps[0]["cycles_per_step_by_rank"]},
+            "clock_hz": _median([r["clock_hz"] for r in reps]),
+            "concurrent": all(r["concurrent"] for r in reps),
+            "distinct_sms": min(r["distinct_sms"] for r in reps),
+            "runs": reps}
+
+
+def add_ratios(ring: dict) -> None:
+    """``vs_c1`` on every ring row: its cycles_per_step over the c1 row of the same box, S and spin."""
+    for row in ring.values():
+        base = ring.get(ring_name({**row, "mode": "c1"}))
+        row["vs_c1"] = row["value"] / base["value"] if base and base["value"] > 0 else None
+
+
+def ping_rep(recs: list[dict], iters: int) -> float:
+    """Cycles of one hand-off: rank 0's (thread A's) loop cycles / iters / 2."""
+    r0 = next((r for r in recs if r["rank"] == 0), None)
+    if r0 is None or r0["count"] != iters or r0["cycles"] <= 0:
+        raise ValueError(f"ping: rank 0 did not complete iters = {iters} round trips")
+    return r0["cycles"] / iters / 2.0
+
+
+def tma_lat_rep(recs: list[dict], iters: int) -> dict:
+    """Rank 0's mean cycles per box (issue -> own completion), its issue -> pair hand-shake, rank 1's own."""
+    by = {r["rank"]: r for r in recs}
+    if set(by) != {0, 1} or any(r["count"] != iters for r in recs):
+        raise ValueError(f"tma_lat: both ranks must complete iters = {iters} boxes")
+    return {"own": by[0]["cycles"] / iters, "pair": by[0]["a"] / iters, "rank1_own": by[1]["cycles"] / iters}
+
+
+# ----- compile (no GPU needed) -----------------------------------------------------------------------
+def compile_cubin(workdir: Path, arch: str = ARCH, src: Path = KERNEL_SRC) -> tuple[Path, str]:
+    """``nvcc -cubin -arch=<arch> -O3 -Xptxas -v`` of ``src`` into ``workdir``: (cubin, ptxas log);
+    RuntimeError with nvcc's message when nvcc is missing or fails."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        raise RuntimeError("nvcc is not on PATH")
+    cubin = Path(workdir) / f"{src.stem}.{arch}.cubin"
+    p = subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-O3", "-Xptxas", "-v", "-o", str(cubin), str(src)],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"nvcc failed: {p.stderr.strip()[-4000:]}")
+    return cubin, p.stderr
+
+
+def ptxas_warnings(log: str) -> list[str]:
+    """ptxas/nvcc lines that warn or report spills: an empty list means a clean compile."""
+    import re  # noqa: PLC0415
+
+    return [ln.strip() for ln in log.splitlines() if "warning" in ln.lower() or re.search(r"[1-9]\d* bytes spill", ln)]
+
+
+# ----- GPU side --------------------------------------------------------------------------------------
+class _Device:
+    """CuPy, the compiled module, the L2-resident tensor and its two tensor maps."""
+
+    def __init__(self):
+        import cupy as cp  # noqa: PLC0415
+
+        from validation.families.tc_gemm import tma  # noqa: PLC0415
+
+        self.cp, self.tma = cp, tma
+        props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+        self.sm_count = int(props["multiProcessorCount"])
+        self.stream = cp.cuda.get_current_stream()
+        self._tmp = tempfile.TemporaryDirectory()
+        self.compile = {"arch": ARCH, "source": str(KERNEL_SRC.relative_to(REPO_ROOT))}
+        try:
+            cubin, log = compile_cubin(Path(self._tmp.name))
+            self.mod = cp.RawModule(path=str(cubin))
+            self.compile.update(compiled_by="nvcc", ptxas_warnings=ptxas_warnings(log), ptxas_log=log[-4000:])
+        except RuntimeError as exc:  # no nvcc: NVRTC through CuPy
+            self.mod = cp.RawModule(code=KERNEL_SRC.read_text(), options=("-std=c++17", f"-arch={ARCH}"))
+            self.compile.update(compiled_by="nvrtc", note=f"{exc}: compiled by NVRTC")
+        self.tensor = cp.zeros(L2_TENSOR_BYTES // ELEM_BYTES, dtype=cp.float16)
+        self.rows = self.tensor.size // TENSOR_COLS
+        self.maps = {}
+        for rows in sorted({A_ROWS, *B_ROWS}):
+            args = tma.tiled_args(f"box{rows}", "fp16", self.tensor.data.ptr, (TENSOR_COLS, self.rows),
+                                  (TENSOR_COLS * ELEM_BYTES,), (BOX_COLS, rows))
+            self.maps[rows] = tma.as_kernel_arg(tma.encode(args))
+        self._spin = self.mod.get_function("cp_spin")
+        self._start, self._end = cp.cuda.Event(), cp.cuda.Event()
+        self.flag = cp.zeros(self.sm_count, dtype=cp.int32)
+
+    def warm_l2(self) -> None:
+        int(self.tensor.view(self.cp.uint32).sum())  # every line read once: L2-resident
+
+    def launch(self, name: str, grid: int, threads: int, smem: int, args: tuple) -> float:
+        """Seconds of one launch between CUDA events, queued behind a spin (the host latency stays out).
+        RuntimeError when a block's mbarrier wait timed out."""
+        cp = self.cp
+        f = self.mod.get_function(name)
+        if smem > 48 * 1024:
+            f.max_dynamic_shared_size_bytes = smem
+        self.flag.fill(0)
+        self._spin((1,), (1,), (cp.int64(GATE_SPIN_CYCLES),))
+        self._start.record(self.stream)
+        f((grid,), (threads,), args, shared_mem=smem)
+        self._end.record(self.stream)
+        self._end.synchronize()
+        if int(self.flag.max().get()) != 0:
+            raise RuntimeError(f"{name}: an mbarrier wait timed out (blocks {cp.nonzero(self.flag)[0].get()[:8]})")
+        return cp.cuda.get_elapsed_time(self._start, self._end) * 1e-3
+
+
+def run_ring(dev: _Device, cfg: dict, iters: int, reps: int) -> dict:
+    cp = dev.cp
+    kernel, mc, remote = MODES[cfg["mode"]]
+    grid = dev.sm_count - dev.sm_count % CLUSTER  # one block per SM, whole clusters
+    smem = ring_smem_bytes(cfg["stages"], cfg["b_rows"])
+    rec = cp.zeros(REC * grid, dtype=cp.int64)
+    a_tiles, b_tiles = dev.rows // A_ROWS, dev.rows // cfg["b_rows"]
+    args = (cp.int32(iters), cp.int32(cfg["stages"]), cp.int32(cfg["spin"]), cp.int32(mc), cp.int32(remote), rec,
+            dev.flag, dev.maps[A_ROWS], dev.maps[cfg["b_rows"]], cp.int32(A_ROWS), cp.int32(cfg["b_rows"]),
+            cp.int32(a_tiles), cp.int32(b_tiles))
+    dev.launch(kernel, grid, THREADS, smem, args)  # warm-up
+    runs = []
+    for _ in range(reps):
+        event_s = dev.launch(kernel, grid, THREADS, smem, args)
+        recs = parse_records(rec.get(), grid)
+        runs.append({**ring_rep(recs, iters, cfg["b_rows"], bool(mc)), "event_s": event_s,
+                     "records": compact(recs)})
+    return ring_row(cfg, runs, iters, grid, smem)
+
+
+def run_ping(dev: _Device, mode: int, iters: int, reps: int) -> dict:
+    cp = dev.cp
+    rec = cp.zeros(REC * CLUSTER, dtype=cp.int64)
+    args = (cp.int32(iters), cp.int32(mode), rec, dev.flag)
+    dev.launch("ping_c2", CLUSTER, 64, 0, args)
+    runs = []
+    for _ in range(reps):
+        dev.launch("ping_c2", CLUSTER, 64, 0, args)
+        recs = parse_records(rec.get(), CLUSTER)
+        runs.append({"handoff_cycles": ping_rep(recs, iters), "records": compact(recs)})
+    return {"kernel": "ping_c2", "mode": mode, "iters": iters, "unit": "cycles per hand-off (round trip / 2)",
+            **summarize([r["handoff_cycles"] for r in runs]), "runs": runs}
+
+
+def run_tma_lat(dev: _Device, b_rows: int, mode: int, iters: int, reps: int) -> dict:
+    cp = dev.cp
+    rec = cp.zeros(REC * CLUSTER, dtype=cp.int64)
+    smem = b_rows * BOX_ROW_BYTES + SMEM_ALIGN_PAD_BYTES
+    args = (cp.int32(iters), cp.int32(mode), rec, dev.flag, dev.maps[b_rows], cp.int32(b_rows),
+            cp.int32(dev.rows // b_rows))
+    dev.launch("tma_lat_c2", CLUSTER, 32, smem, args)
+    runs = []
+    for _ in range(reps):
+        dev.warm_l2()
+        dev.launch("tma_lat_c2", CLUSTER, 32, smem, args)
+        recs = parse_records(rec.get(), CLUSTER)
+        runs.append({**tma_lat_rep(recs, iters), "records": compact(recs)})
+    return {"kernel": "tma_lat_c2", "mode": mode, "box": [b_rows, BOX_COLS], "box_bytes": b_rows * BOX_ROW_BYTES,
+            "iters": iters, "unit": "cycles per box, issue to own full barrier (rank 0)",
+            **summarize([r["own"] for r in runs]),
+            "pair_cycles": {"unit": "cycles, issue to pair hand-shake (rank 0)", **summarize([r["pair"] for r in runs])},
+            "rank1_cycles": {"unit": "cycles, expect_tx to own full barrier (rank 1)",
+                             **summarize([r["rank1_own"] for r in runs])},
+            "runs": runs}
+
+
+def run_probes(quick: bool = False) -> dict:
+    """Every group on the current GPU (JSON-ready): meta, compile, ring, ping, tma_lat, errors."""
+    t0 = time.perf_counter()
+    from validation.harness.metadata import collect_metadata  # noqa: PLC0415
+
+    meta = collect_metadata()
+    dev = _Device()
+    reps = QUICK_REPS if quick else REPS
+    res: dict = {"meta": meta, "compile": dev.compile, "ring": {}, "ping": {}, "tma_lat": {}, "errors": {}}
+    dev.warm_l2()
+    for name, mode in PING_MODES.items():
+        try:
+            res["ping"][f"ping.{name}"] = run_ping(dev, mode, PING_ITERS, reps)
+        except Exception as exc:  # noqa: BLE001  (recorded; the others still run)
+            res["errors"][f"ping.{name}"] = f"{type(exc).__name__}: {exc}"
+    for b_rows in B_ROWS:
+        for name, mode in LAT_MODES.items():
+            key = f"tma_lat.b{b_rows}.{name}"
+            try:
+                res["tma_lat"][key] = run_tma_lat(dev, b_rows, mode, QUICK_LAT_ITERS if quick else LAT_ITERS, reps)
+            except Exception as exc:  # noqa: BLE001
+                res["errors"][key] = f"{type(exc).__name__}: {exc}"
+    dev.warm_l2()
+    for cfg in ring_configs(quick):
+        key = ring_name(cfg)
+        try:
+            res["ring"][key] = run_ring(dev, cfg, QUICK_RING_ITERS if quick else RING_ITERS, reps)
+        except Exception as exc:  # noqa: BLE001
+            res["errors"][key] = f"{type(exc).__name__}: {exc}"
+    add_ratios(res["ring"])
+    res["meta"].update({"probe_wall_s": time.perf_counter() - t0, "reps": reps, "quick": quick,
+                        "sm_count": dev.sm_count, "tensor_bytes": L2_TENSOR_BYTES, "tensor_cols": TENSOR_COLS,
+                        "a_rows": A_ROWS, "consumers": CONSUMERS, "record_fields": list(RECORD_FIELDS)})
+    return res
+
+
+# ----- the table (pure) ------------------------------------------------------------------------------
+def format_table(results: dict) -> str:
+    lines = [f"{'ring row':38s} {'cyc/step':>9s} {'vs c1':>6s} {'B/clk/SM':>9s} {'L2 B/clk':>9s} "
+             f"{'emptyW':>7s} {'fullW':>7s} {'r0/r1':>13s} conc"]
+    for k, r in results.get("ring", {}).items():
+        ranks = "/".join(f"{v:.0f}" for v in r["cycles_per_step_by_rank"].values())
+        vs = f"{r['vs_c1']:.3f}" if r.get("vs_c1") else "-"
+        lines.append(f"{k:38s} {r['value']:9.1f} {vs:>6s} {r['bytes_per_clk_per_sm']['value']:9.2f} "
+                     f"{r['l2_bytes_per_clk_per_sm']['value']:9.2f} {r['empty_wait_per_step']['value']:7.1f} "
+                     f"{r['full_wait_per_step']['value']:7.1f} {ranks:>13s} {'y' if r['concurrent'] else 'n'}")
+    for k, r in results.get("ping", {}).items():
+        lines.append(f"{k:38s} {r['value']:9.1f} cycles per hand-off  (p10..p90 {r['p10']:.1f}..{r['p90']:.1f})")
+    for k, r in results.get("tma_lat", {}).items():
+        lines.append(f"{k:38s} {r['value']:9.1f} cycles issue->own  pair {r['pair_cycles']['value']:.1f}  "
+                     f"rank1 {r['rank1_cycles']['value']:.1f}")
+    for k, e in results.get("errors", {}).items():
+        lines.append(f"{k:38s} FAILED: {e}")
+    return "\n".join(lines)
+
+
+def _gpu_missing() -> str | None:
+    try:
+        import cupy as cp  # noqa: PLC0415
+    except Exception as exc:  # noqa: BLE001
+        return f"cupy is not importable ({type(exc).__name__}: {exc})"
+    try:
+        if cp.cuda.runtime.getDeviceCount() < 1:
+            return "no CUDA device found"
+    except Exception as exc:  # noqa: BLE001
+        return f"no usable CUDA device ({type(exc).__name__}: {exc})"
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m validation.calibration.cluster_probe",
+                                 description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=None,
+                    help="directory for cluster.json (default: validation/results/<gpu>/calibration)")
+    ap.add_argument("--quick", action="store_true", help="few reps, short launches, fewer configurations")
+    args = ap.parse_args(argv)
+    why = _gpu_missing()
+    if why:
+        print(f"cluster_probe: needs CuPy and an NVIDIA GPU: {why}", file=sys.stderr)
+        return 2
+    res = run_probes(quick=args.quick)
+    from validation.harness.metadata import gpu_slug  # noqa: PLC0415
+
+    out = Path(args.out) if args.out else RESULTS_ROOT / gpu_slug(res["meta"].get("device_name") or "unknown") / "calibration"
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / RESULT_FILE
+    path.write_text(json.dumps(res, default=str) + "\n")  # one line: the raw records make it large
+    print(format_table(res))
+    if res["compile"].get("ptxas_warnings"):
+        print("ptxas warnings:\n  " + "\n  ".join(res["compile"]["ptxas_warnings"]))
+    print(f"wrote {path} in {res['meta']['probe_wall_s']:.1f} s")
+    return 1 if res["errors"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
