@@ -1,6 +1,7 @@
 """The ldmatrix-fed mma.sync probe (validation/calibration/mma_feed_probe): the .cu compiles for sm_90a in
-one nvcc call with no spills and every configuration the sweep names is built; records, rates, the SASS
-order code and the summary work on synthetic data (tmp_path only, never a result). GPU run: ``gpu``."""
+one nvcc call with no spills and every configuration the sweep and the gemm_traffic group name is built;
+records, rates, geometry, the SASS order code and checks, --only and the merge work on synthetic data
+(tmp_path only, never a result). GPU run: ``gpu``."""
 
 from __future__ import annotations
 
@@ -40,6 +41,8 @@ def test_compiles_for_sm90a_without_spills(tmp_path):
     assert "warning" not in p.stderr.lower()
     for c in mf.sweep():
         assert f"'{c.name}'" in p.stderr, c.name
+    for tc in mf.GT_CONFIGS:
+        assert f"'{tc.kernel}'" in p.stderr, tc.kernel
 
 
 def test_records_rates_and_coresidency():
@@ -102,6 +105,115 @@ def test_format_table_on_synthetic_results(tmp_path):
     (tmp_path / "mma_feed.json").write_text(json.dumps({"configs": {cfg.name: row}}))
 
 
+def test_traffic_kernels_and_defines_match_the_configs():
+    m = re.search(r"#define MF_GT_CSTAGES (\d+)", CU)
+    assert m and int(m.group(1)) == mf.GT_CSTAGES
+    for i, mode in enumerate(mf.GT_MODES):
+        assert re.search(rf"#define MF_GT_{mode.upper()} {i}\b", CU), mode
+    built = {f"mfgt_{n}_k{k}": mode for n, k, mode in re.findall(r"^MF_GT_KERNEL\((\w+), (\d+), MF_GT_(\w+)\)", CU, re.M)}
+    assert set(built) == {tc.kernel for tc in mf.GT_CONFIGS}
+    for tc in mf.GT_CONFIGS:
+        assert built[tc.kernel] == tc.mode.upper()
+    assert len({tc.key for tc in mf.GT_CONFIGS}) == len(mf.GT_CONFIGS)
+    assert all(tc.key.startswith("gt_") for tc in mf.GT_CONFIGS)
+
+
+def test_traffic_geometry():
+    by = {tc.key: tc for tc in mf.GT_CONFIGS}
+    a = by["gt_copy_l2_k2"]
+    # 128x32 + 32x256 fp16 = 24 KiB per block per k-step, 6 x 16 bytes per thread
+    assert a.copies_per_thread == 6 and a.global_bytes_per_kstep == 24 * 1024 and a.bk == 32
+    assert a.hmma_per_kstep == 8 * 2 * 32
+    assert a.smem_wavefronts_per_kstep() == {"ldmatrix": 512, "cp_async_writes": 192, "total": 704}
+    assert by["gt_zfill_k2"].copies_per_thread == 6 and by["gt_zfill_k2"].global_bytes_per_kstep == 0
+    assert by["gt_none_k2"].copies_per_thread == 0 and by["gt_commit_k2"].copies_per_thread == 0
+    assert by["gt_copy_l2_k3"].copies_per_thread == 9 and by["gt_copy_l2_k3"].bk == 48
+    for tc in mf.GT_CONFIGS:
+        assert tc.smem_bytes <= mf.SMEM_MAX_BLOCK_BYTES, tc.key
+        assert tc.smem_bytes > mf.SMEM_MAX_BLOCK_BYTES // 2, tc.key  # one block per SM
+        assert tc.compute_stages & (tc.compute_stages - 1) == 0  # stage_mask = stages - 1
+    assert by["gt_copy_hbm_k2"].kernel == a.kernel  # the same code, other data
+
+
+def test_gt_problem():
+    pr = mf.gt_problem("l2", 132)
+    assert pr["bytes"] == 16 * 2**20 and len(pr["m0"]) == 132
+    assert all(0 <= m0 and m0 + mf.GT_BM <= pr["m"] for m0 in pr["m0"])
+    assert all(0 <= n0 and n0 + mf.GT_BN <= pr["n"] for n0 in pr["n0"])
+    assert len(set(zip(pr["m0"], pr["n0"], strict=True))) == 128  # the 16 x 8 tiles, 4 blocks repeat
+    h = mf.gt_problem("hbm", 132)
+    assert h["bytes"] <= mf.GT_HBM_BYTES and h["bytes"] > 0.99 * mf.GT_HBM_BYTES and h["k"] % 32 == 0
+    assert len(set(h["m0"])) == 132 and max(h["n0"]) + mf.GT_BN == h["n"]
+    assert mf.gt_problem("hbm", 132, 48)["k"] % 48 == 0
+    with pytest.raises(ValueError, match="data"):
+        mf.gt_problem("dram", 132)
+    with pytest.raises(ValueError, match="sm_count"):
+        mf.gt_problem("l2", 0)
+
+
+def test_traffic_metrics_and_summary():
+    tc = next(t for t in mf.GT_CONFIGS if t.key == "gt_copy_l2_k2")
+    rec = mf.parse_records([100_000, 50_000, 0, 0, 100_000, 50_000, 1, 0], 2)  # 2 GHz
+    m = mf.traffic_metrics(tc, rec, iters=100, event_s=1e-4, sm_count=2)
+    assert m["cycles_per_kstep"] == pytest.approx(1000)
+    assert m["hmma_per_clk_sm"] == pytest.approx(512 / 1000)
+    assert m["global_bytes_per_s"] == pytest.approx(24 * 1024 * 2 * 2e9 / 1000)
+    row = mf.summarize_traffic(tc, [m, m], 2716.0)
+    assert row["fraction_of_peak"]["value"] == pytest.approx(0.512 * 4096 / 2716.0)
+    assert row["smem_wavefronts_per_clk_computed"] == pytest.approx(0.704)
+    assert row["copies_per_thread_per_kstep"] == 6 and row["cp_async_wait_group"] == 2
+    text = mf.format_table({"gemm_traffic": {tc.key: row}, "errors": {}})
+    assert tc.key in text and "704" in text
+    with pytest.raises(ValueError, match="iters"):
+        mf.traffic_metrics(tc, rec, iters=0, event_s=None, sm_count=2)
+
+
+def _traffic_sass(kernel: str, ldsm: int, hmma: int, ldgsts: int, books: bool) -> str:
+    ops = (["DEPBAR.LE SB0, 0x2"] if books else []) + ["BAR.SYNC.DEFER_BLOCKING 0x0"]
+    ops += ["LDGSTS.E.BYPASS.LTC128B.128 [R3], desc[UR4][R4.64]"] * ldgsts + (["LDGDEPBAR"] if books else [])
+    ops += ["LDSM.16.M88.4 R8, [R2]"] * ldsm + ["HMMA.16816.F32 R12, R8, R10, R12"] * hmma
+    lines = [f"        Function : {kernel}", "        /*0000*/                   MOV R1, c[0x0][0x28] ;"]
+    for i, op in enumerate(ops, start=1):
+        lines.append(f"        /*{i * 16:04x}*/                   {op} ;")
+    n = len(ops) + 1
+    lines.append(f"        /*{n * 16:04x}*/               @P0 BRA 0x10 ;")
+    lines.append(f"        /*{(n + 1) * 16:04x}*/                   EXIT ;")
+    return "\n".join(lines) + "\n"
+
+
+def test_check_traffic_sass():
+    by = {tc.key: tc for tc in mf.GT_CONFIGS}
+    a, none = by["gt_copy_l2_k2"], by["gt_none_k2"]
+    s = mf.sass_summary(_traffic_sass(a.kernel, 16, 64, 6, True), a.kernel)
+    assert s["order"] == "D1 B1 G6 L16 H64"
+    c = mf.check_traffic_sass(a, s)
+    assert c["ok"] and c["ldgsts"] == 6 and c["depbar"] == 1 and c["ldgdepbar"] == 1 and c["unroll"] == 1
+    bad = mf.check_traffic_sass(a, mf.sass_summary(_traffic_sass(a.kernel, 16, 64, 5, True), a.kernel))
+    assert not bad["ok"] and "ldgsts" in bad["problem"]
+    c0 = mf.check_traffic_sass(none, mf.sass_summary(_traffic_sass(none.kernel, 16, 64, 0, False), none.kernel))
+    assert c0["ok"] and c0["ldgsts"] == 0 and c0["depbar"] == 0
+    c2 = mf.check_traffic_sass(none, mf.sass_summary(_traffic_sass(none.kernel, 32, 128, 0, False), none.kernel))
+    assert c2["unroll"] == 2 and not c2["ok"] and "bar 1 != 2" in c2["problem"]  # two k-steps, one barrier
+
+
+def test_parse_only_and_merge():
+    assert mf.parse_only(None) is None
+    assert mf.parse_only("gemm_traffic") == ("gemm_traffic",)
+    with pytest.raises(ValueError, match="unknown group"):
+        mf.parse_only("gemm,sweep")
+    old = {"meta": {"date_utc": "old"}, "compile": {}, "peak_flop_per_clk_sm": 1.0, "peak_source": "x",
+           "configs": {"mf_a": 1}, "errors": {"mf_b": "boom", "gt_x": "old"}, "gemm_traffic": {"gt_old": 1}}
+    new = {"meta": {"date_utc": "new", "groups_run": ["gemm_traffic"]}, "compile": {"c": 1},
+           "peak_flop_per_clk_sm": 2.0, "peak_source": "y", "errors": {"gt_y": "new"},
+           "gemm_traffic": {"gt_copy": 2}}
+    out = mf.merge_results(old, new)
+    assert out["configs"] == {"mf_a": 1} and out["gemm_traffic"] == {"gt_copy": 2}
+    assert out["errors"] == {"mf_b": "boom", "gt_y": "new"}
+    assert out["meta"]["date_utc"] == "new" and out["peak_flop_per_clk_sm"] == 2.0
+    assert out["group_runs"]["sweep"]["date_utc"] == "old" and out["group_runs"]["gemm_traffic"]["date_utc"] == "new"
+    assert mf.merge_results(None, new)["group_runs"] == {"gemm_traffic": out["group_runs"]["gemm_traffic"]}
+
+
 @pytest.mark.gpu
 def test_quick_run_on_the_gpu(tmp_path):
     p = subprocess.run([sys.executable, "-m", "validation.calibration.mma_feed_probe", "--quick", "--out",
@@ -112,4 +224,8 @@ def test_quick_run_on_the_gpu(tmp_path):
     res = json.loads((tmp_path / "mma_feed.json").read_text())
     for row in res["configs"].values():
         assert row["blocks_per_sm_seen"] == row["blocks_per_sm"]
+        assert 0 < row["fraction_of_peak"]["value"] < 1.2
+    assert set(res["gemm_traffic"]) == {tc.key for tc in mf.GT_CONFIGS}, res["errors"]
+    for row in res["gemm_traffic"].values():
+        assert row["blocks_per_sm_seen"] == 1 and row["distinct_sms"] == res["meta"]["sm_count"]
         assert 0 < row["fraction_of_peak"]["value"] < 1.2

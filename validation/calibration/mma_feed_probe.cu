@@ -213,3 +213,258 @@ MF_SWEEP(32, 32, 4, 1)
 MF_SWEEP(32, 32, 4, 2)
 MF_SWEEP(32, 32, 8, 1)
 MF_SWEEP(32, 32, 8, 2)
+
+// ======================================================================================================
+// GEMM k-step traffic (mma_feed_probe.py GT_CONFIGS, group "gemm_traffic"): the 64x64-tile, 8-warp,
+// 1-block-per-SM loop of mf_64x64_w8_b1_s2_d0_l1 (barrier once per k-step of SL slices), with the global ->
+// shared traffic of tc_gemm's shared_gemm (128x256 block tile, fp16, B row-major, 4-stage cp.async ring)
+// put back piece by piece. The ldmatrix reads keep reading the fixed "compute ring" at the start of shared
+// memory ((stage_mask + 1) stages of MfGeom<64, 64, 8>; slice s of k-step `it` reads stage
+// ((it + s / 2) & stage_mask), k half s & 1), so only the traffic and its bookkeeping are added. The copies
+// land in a separate "copy ring" of MF_GT_CSTAGES stages right after it (never read). Per k-step, as in
+// shared_gemm: cp.async.wait_group(MF_GT_CSTAGES - 2), __syncthreads, the copies of the k-tile
+// MF_GT_CSTAGES - 1 ahead into the slot `next`, cp.async.commit_group, then the SL slices of
+// ldmatrix + mma.sync. Copy modes (template parameter MODE):
+//   MF_GT_NONE   no copies, no cp.async bookkeeping (the control: the same loop as mf_..._s2_d0_l1)
+//   MF_GT_COMMIT commit_group / wait_group only (empty groups)
+//   MF_GT_ZFILL  the MF_GT_COPY copies with src-size = the kernel argument src_bytes (the host passes 0:
+//                every copy zero-fills its 16 bytes; PTX ISA, cp.async: no source bytes are read)
+//   MF_GT_COPY   16-byte cp.async.cg (no src-size) of the block's GEMM tiles: A rows m0.. (BKE halves
+//                from k0), B rows k0.. (BN halves from n0); per-thread source pointers computed once,
+//                one 64-bit add of the k offset per copy per k-step, dense destination (conflict-free)
+//   MF_GT_GEMM   tc_gemm's load_tile (copied below: 64-bit index products, bounds checks, src-size 0
+//                zero fill, swizzled destinations through cvta) with shared_gemm's `nk < ktiles` guard
+// The host picks the data: M = N = K = 2048 fp16 (A + B = 16 MiB, L2-resident after the first pass) with
+// blocks on the 16 x 8 tile grid as the GEMM's grid (x over N tiles), or one 1 GiB set (every block its own
+// A rows and B columns, K chosen to fill 1 GiB; k wraps after K / BKE k-steps, by then the data is
+// long evicted from L2).
+
+#define MF_GT_CSTAGES 4  // copy ring stages (tc_gemm's 4-stage configuration)
+#define MF_GT_NONE 0
+#define MF_GT_COMMIT 1
+#define MF_GT_ZFILL 2
+#define MF_GT_COPY 3
+#define MF_GT_GEMM 4
+
+typedef long long mf_idx_t;
+
+__device__ __forceinline__ unsigned mf_gt_smem_addr(const void* p) {  // tcg::smem_addr
+    unsigned r;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
+    return r;
+}
+// tcg::cp_async16: 16 bytes global -> shared, bypassing L1; src_bytes = 0 zero-fills the destination
+__device__ __forceinline__ void mf_gt_cp_async16(unsigned dst, const void* src, unsigned src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+// 16 bytes without src-size (the whole chunk is read)
+__device__ __forceinline__ void mf_gt_cp_async16_full(unsigned dst, const void* src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+}
+__device__ __forceinline__ void mf_gt_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void mf_gt_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// ---- copied from validation/families/tc_gemm/tc_gemm.cu (chunk_off, load_tile with STAGES >= 2), for
+// the instantiation shared_gemm<FP16, *, BCOL = false, MMA_SYNC, 128, 256, 32, 64, 64, SWIZZLED, 4, *> ----
+namespace mfgt {
+constexpr int SWIZZLED = 2;
+template <int LAYOUT, int LC, int CE>
+__device__ __forceinline__ int chunk_off(int r, int c) {
+    constexpr int RPG = (LC >= 8) ? 1 : 8 / LC;  // rows per 128-byte line
+    constexpr int MASK = ((LC >= 8) ? 8 : LC) - 1;
+    return (r * LC + (c ^ ((r / RPG) & MASK))) * CE;
+}
+struct S {  // tcg::Shared<FP16, ..., BM 128, BN 256, BK 32, WM 64, WN 64, SWIZZLED, 4, ...>
+    typedef unsigned short T;
+    static constexpr int CE = 8, THREADS = 256, A_ROWS = 128, A_LC = 4, B_ROWS = 32, B_LC = 32;
+    static constexpr int A_ELEMS = A_ROWS * A_LC * CE, B_ELEMS = B_ROWS * B_LC * CE;
+};
+template <class S, int LAYOUT, bool BCOL>
+__device__ __forceinline__ void load_tile(const typename S::T* __restrict__ A, const typename S::T* __restrict__ B,
+                                          typename S::T* sA, typename S::T* sB, int m0, int n0, int k0,
+                                          int M, int N, int K) {
+    typedef typename S::T T;
+    constexpr int CE = S::CE;
+    constexpr int A_CHUNKS = S::A_ROWS * S::A_LC, B_CHUNKS = S::B_ROWS * S::B_LC;
+    constexpr int A_IT = (A_CHUNKS + S::THREADS - 1) / S::THREADS;
+    constexpr int B_IT = (B_CHUNKS + S::THREADS - 1) / S::THREADS;
+    const int tid = threadIdx.x;
+#pragma unroll
+    for (int it = 0; it < A_IT; ++it) {
+        const int i = tid + it * S::THREADS;
+        if (A_CHUNKS % S::THREADS == 0 || i < A_CHUNKS) {
+            const int r = i / S::A_LC, c = i % S::A_LC;
+            const int gm = m0 + r, gk = k0 + c * CE;
+            const bool ok = gm < M && gk < K;
+            mf_gt_cp_async16(mf_gt_smem_addr(sA + chunk_off<LAYOUT, S::A_LC, CE>(r, c)),
+                             ok ? A + (mf_idx_t)gm * K + gk : A, ok ? 16u : 0u);
+        }
+    }
+#pragma unroll
+    for (int it = 0; it < B_IT; ++it) {
+        const int i = tid + it * S::THREADS;
+        if (B_CHUNKS % S::THREADS == 0 || i < B_CHUNKS) {
+            const int r = i / S::B_LC, c = i % S::B_LC;
+            bool ok;
+            const T* src;
+            if constexpr (BCOL) {
+                const int gn = n0 + r, gk = k0 + c * CE;
+                ok = gn < N && gk < K;
+                src = B + (mf_idx_t)gn * K + gk;
+            } else {
+                const int gk = k0 + r, gn = n0 + c * CE;
+                ok = gk < K && gn < N;
+                src = B + (mf_idx_t)gk * N + gn;
+            }
+            mf_gt_cp_async16(mf_gt_smem_addr(sB + chunk_off<LAYOUT, S::B_LC, CE>(r, c)), ok ? src : B,
+                             ok ? 16u : 0u);
+        }
+    }
+}
+}  // namespace mfgt
+
+template <int SL, int MODE>
+__device__ __forceinline__ void mf_gt_body(int iters, int stage_mask, long long* clk, float* out, int noise,
+                                           const unsigned short* __restrict__ A,
+                                           const unsigned short* __restrict__ B, const int* __restrict__ tile_m0,
+                                           const int* __restrict__ tile_n0, int M, int N, int K, int kt_limit,
+                                           int src_bytes) {
+    typedef MfGeom<64, 64, 8> G;
+    constexpr int THREADS = 256;
+    constexpr int BKE = 16 * SL;                                  // halves of k per k-step
+    constexpr int A_LC = BKE / 8, A_CH = G::BM * A_LC;            // 16-byte chunks of the A tile
+    constexpr int B_LC = G::BN / 8, B_CH = BKE * B_LC;            // ... of the B tile
+    constexpr int A_IT = A_CH / THREADS, B_IT = B_CH / THREADS;   // copies per thread per k-step
+    constexpr int CSTAGE_BYTES = (A_CH + B_CH) * 16;
+    static_assert(A_CH % THREADS == 0 && B_CH % THREADS == 0, "whole copies per thread");
+    static_assert(MODE != MF_GT_GEMM || SL == 2, "load_tile is tc_gemm's bk 32 instantiation");
+    extern __shared__ __align__(128) unsigned char mf_dyn[];
+    const int ring_bytes = (stage_mask + 1) * G::STAGE_BYTES;  // the compute ring; the copy ring follows
+    for (int i = threadIdx.x * 16; i < ring_bytes; i += blockDim.x * 16)
+        *reinterpret_cast<uint4*>(mf_dyn + i) = make_uint4(mf_noise(i, noise), mf_noise(i + 1, noise),
+                                                           mf_noise(i + 2, noise), mf_noise(i + 3, noise));
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wm0 = (warp % MF_WARPS_M) * 64, wn0 = (warp / MF_WARPS_M) * 64;
+    const unsigned sbase = mf_smem_u32(mf_dyn), mask = (unsigned)stage_mask;
+    const unsigned cbase = sbase + (unsigned)ring_bytes;
+    const int m0 = tile_m0[blockIdx.x], n0 = tile_n0[blockIdx.x];
+    unsigned short* cring = reinterpret_cast<unsigned short*>(mf_dyn + ring_bytes);  // generic, for load_tile
+    constexpr int CSLOT = CSTAGE_BYTES / 2;                                         // elements per slot
+
+    // MF_GT_COPY / MF_GT_ZFILL: the k0 = 0 source of each copy (the k-step adds ka / kb elements)
+    const unsigned short* pa[A_IT];
+    const unsigned short* pb[B_IT];
+#pragma unroll
+    for (int j = 0; j < A_IT; ++j) {
+        const int i = tid + j * THREADS;
+        pa[j] = A + (mf_idx_t)(m0 + i / A_LC) * K + (i % A_LC) * 8;
+    }
+#pragma unroll
+    for (int j = 0; j < B_IT; ++j) {
+        const int i = tid + j * THREADS;
+        pb[j] = B + (mf_idx_t)(i / B_LC) * N + n0 + (i % B_LC) * 8;
+    }
+    float acc[4][8][4];
+#pragma unroll
+    for (int mi = 0; mi < 4; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < 8; ++ni)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) acc[mi][ni][i] = 0.f;
+    unsigned af[4][4], bf[8][2];
+
+    // the k-tiles 0 .. MF_GT_CSTAGES - 2 before the loop (shared_gemm's prologue); ka, kb: the next
+    // k-tile's offsets (elements) into A and B for the COPY modes, kn its k0 for the GEMM mode
+    int ka = 0, kn = 0;
+    mf_idx_t kb = 0;
+    auto issue = [&](int slot, int nk) {
+        if constexpr (MODE == MF_GT_COPY || MODE == MF_GT_ZFILL) {
+            const unsigned dst = cbase + (unsigned)slot * (unsigned)CSTAGE_BYTES;
+#pragma unroll
+            for (int j = 0; j < A_IT; ++j) {
+                const unsigned d = dst + (unsigned)(tid + j * THREADS) * 16u;
+                if constexpr (MODE == MF_GT_COPY) mf_gt_cp_async16_full(d, pa[j] + ka);
+                else mf_gt_cp_async16(d, pa[j] + ka, (unsigned)src_bytes);
+            }
+#pragma unroll
+            for (int j = 0; j < B_IT; ++j) {
+                const unsigned d = dst + (unsigned)(A_CH + tid + j * THREADS) * 16u;
+                if constexpr (MODE == MF_GT_COPY) mf_gt_cp_async16_full(d, pb[j] + kb);
+                else mf_gt_cp_async16(d, pb[j] + kb, (unsigned)src_bytes);
+            }
+            ka += BKE;
+            kb += (mf_idx_t)BKE * N;
+            if (ka + BKE > K) {  // wrap: the next k-tile would run past the row
+                ka = 0;
+                kb = 0;
+            }
+        } else if constexpr (MODE == MF_GT_GEMM) {
+            if (nk < kt_limit)
+                mfgt::load_tile<mfgt::S, mfgt::SWIZZLED, false>(A, B, cring + slot * CSLOT,
+                                                                 cring + slot * CSLOT + mfgt::S::A_ELEMS, m0, n0,
+                                                                 kn, M, N, K);
+            kn += BKE;
+            if (kn + BKE > K) kn = 0;
+        }
+        if constexpr (MODE != MF_GT_NONE) mf_gt_commit();
+    };
+#pragma unroll
+    for (int s = 0; s < MF_GT_CSTAGES - 1; ++s) issue(s, s);
+    __syncthreads();  // the fill is done
+    const long long c0 = clock64();
+    const unsigned long long g0 = mf_global_ns();
+    int next = MF_GT_CSTAGES - 1;
+    for (int it = 0; it < iters; ++it) {
+        if constexpr (MODE != MF_GT_NONE) mf_gt_wait<MF_GT_CSTAGES - 2>();
+        __syncthreads();
+        issue(next, it + MF_GT_CSTAGES - 1);
+        next = (next + 1 == MF_GT_CSTAGES) ? 0 : next + 1;
+#pragma unroll
+        for (int s = 0; s < SL; ++s) {
+            const unsigned st = (((unsigned)it + (unsigned)(s / 2)) & mask) * (unsigned)G::STAGE_BYTES;
+            mf_load<64, 64, 8>(af, bf, sbase, st, s & 1, wm0, wn0, lane);
+            mf_mmas<64, 64>(acc, af, bf);
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const long long c1 = clock64();
+        const unsigned long long g1 = mf_global_ns();
+        long long* r = clk + MF_REC * blockIdx.x;
+        r[0] = c1 - c0;
+        r[1] = (long long)(g1 - g0);
+        r[2] = mf_smid();
+        r[3] = (long long)g0;
+    }
+    if constexpr (MODE != MF_GT_NONE) mf_gt_wait<0>();  // drain (after the timed part)
+    unsigned bits = 0u;
+#pragma unroll
+    for (int mi = 0; mi < 4; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < 8; ++ni)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) bits ^= __float_as_uint(acc[mi][ni][i]);
+    if (bits == 0x9E3779B9u + (unsigned)stage_mask + (unsigned)noise)  // never at run time
+        out[blockIdx.x * blockDim.x + threadIdx.x] = (float)bits;
+}
+
+// mfgt_<mode>_k<slices per k-step>
+#define MF_GT_KERNEL(NAME, SL, MODE)                                                                        \
+extern "C" __global__ void __launch_bounds__(256, 1)                                                        \
+mfgt_##NAME##_k##SL(int iters, int stage_mask, long long* clk, float* out, int noise, const unsigned short* A, \
+                    const unsigned short* B, const int* tile_m0, const int* tile_n0, int M, int N, int K,     \
+                    int kt_limit, int src_bytes) {                                                          \
+    mf_gt_body<SL, MODE>(iters, stage_mask, clk, out, noise, A, B, tile_m0, tile_n0, M, N, K, kt_limit,      \
+                         src_bytes);                                                                        \
+}
+
+// mma_feed_probe.py GT_KERNELS lists these
+MF_GT_KERNEL(none, 2, MF_GT_NONE)
+MF_GT_KERNEL(commit, 2, MF_GT_COMMIT)
+MF_GT_KERNEL(zfill, 2, MF_GT_ZFILL)
+MF_GT_KERNEL(copy, 2, MF_GT_COPY)
+MF_GT_KERNEL(gemm, 2, MF_GT_GEMM)
+MF_GT_KERNEL(none, 3, MF_GT_NONE)
+MF_GT_KERNEL(copy, 3, MF_GT_COPY)

@@ -1,8 +1,11 @@
 """The mma.sync GEMM inner loop in isolation: how fast ldmatrix-fed mma.sync m16n8k16 runs (H200, sm_90a).
 
-``python -m validation.calibration.mma_feed_probe [--out DIR] [--quick]`` runs the sweep on the current GPU
-(CuPy), prints a table and writes ``<DIR>/mma_feed.json`` (default DIR: ``validation/results/<gpu>/calibration``).
-Without a GPU it says so in one line and exits 2. About 5 s of GPU time (``--quick``: about 1 s).
+``python -m validation.calibration.mma_feed_probe [--out DIR] [--quick] [--only GROUP[,GROUP]]`` runs the
+groups (``sweep``, ``gemm_traffic``; default both) on the current GPU (CuPy), prints a table and writes
+``<DIR>/mma_feed.json`` (default DIR: ``validation/results/<gpu>/calibration``). With ``--only`` the groups
+run replace theirs in an existing mma_feed.json of DIR, the others stay (:func:`merge_results`). Without a
+GPU it says so in one line and exits 2. About 5 s of GPU time for ``sweep`` (``--quick``: about 1 s), well
+under 1 s for ``gemm_traffic`` (plus the nvcc compile and a 1 GiB buffer).
 
 The kernels are in ``mma_feed_probe.cu`` (one per configuration, named by :func:`kernel_name`), compiled by
 nvcc to an sm_90a cubin (NVRTC through CuPy when nvcc is missing). Per warp per k-slice: (wm/16)
@@ -20,6 +23,17 @@ register-fed mma.sync peak of tensor.json, ``fields['mma.m16n8k16.fp16']``, else
 ``cycles_per_slice_per_warp``; ``blocks_per_sm_seen`` is the largest number of blocks whose timed spans
 overlapped on one SM (the records carry each block's start). When cuobjdump is on PATH, each kernel's hot
 loop is disassembled: its opcode histogram and the LDSM/HMMA/BAR order (``sass``).
+
+Group ``gemm_traffic`` (rows in ``gemm_traffic``, kernels ``mfgt_*`` of the .cu, :data:`GT_CONFIGS`): the
+tc_gemm 128x256 / bk 32 loop (64x64 warp tiles, 8 warps, 1 block per SM on every SM, one barrier per k-step
+of 2 slices, no fragment double buffering) with the GEMM's global -> shared k-step traffic put back piece by
+piece while ldmatrix keeps reading a fixed ring: none (control), cp.async commit/wait_group only, zero-fill
+copies (src-size 0), 16-byte cp.async.cg copies of the GEMM's tiles (24 KiB per block per k-step, 6 per
+thread) into a 4-stage ring from L2-resident (16 MiB) or HBM-sized (1 GiB) data, tc_gemm's own load_tile
+code (address and predicate arithmetic), and 3 slices per barrier (bk 48). Per row: ``hmma_per_clk_sm``,
+``cycles_per_kstep`` (per block), achieved global bytes/s, the computed shared-memory wavefronts per k-step
+(ldmatrix + cp.async writes, conflict-free counts, not measured) and the hot loop's SASS (``sass``:
+histogram, LDSM/HMMA/BAR/LDGSTS/DEPBAR order, counts checked against the source).
 """
 
 from __future__ import annotations
@@ -126,6 +140,118 @@ def sweep(quick: bool = False) -> list[Config]:
     return out
 
 
+# ----- group gemm_traffic: configurations (must match the MF_GT_* of mma_feed_probe.cu) ----------------
+SWEEP_GROUP = "sweep"
+GT_GROUP = "gemm_traffic"
+GROUPS = (SWEEP_GROUP, GT_GROUP)
+GT_CSTAGES = 4  # MF_GT_CSTAGES: copy ring stages (tc_gemm's 4-stage configuration)
+GT_MODES = ("none", "commit", "zfill", "copy", "gemm")  # MF_GT_NONE .. MF_GT_GEMM
+GT_WM = GT_WN = 64  # warp tile of the mfgt kernels (MfGeom<64, 64, 8>)
+GT_WARPS = 8
+GT_THREADS = 32 * GT_WARPS
+GT_BM, GT_BN = WARPS_M * GT_WM, (GT_WARPS // WARPS_M) * GT_WN  # 128 x 256: the tc_gemm block tile
+GT_MMA_PER_SLICE = (GT_WM // 16) * (GT_WN // 8)  # 32 m16n8k16 per warp per slice
+GT_LDSM_PER_SLICE = GT_WM // 16 + GT_WN // 16  # 8 ldmatrix.x4 per warp per slice
+GT_COMPUTE_STAGE_BYTES = GT_BM * BK * 2 + BK * GT_BN * 2  # one stage of the ldmatrix ring (24 KiB)
+CHUNK_BYTES = 16  # one cp.async.cg copy (PTX ISA, cp.async: cp-size 16 for .cg)
+GT_L2_MNK = 2048  # M = N = K of the L2-resident data: A + B = 16 MiB, a third of the H200's 50 MiB L2
+GT_L2_TILES_N = GT_L2_MNK // GT_BN  # 8 tile columns (blockIdx.x fastest over N, as tc_gemm's grid)
+GT_L2_TILES_M = GT_L2_MNK // GT_BM  # 16 tile rows
+GT_HBM_BYTES = 1 << 30  # the HBM-sized data: A + B at most 1 GiB (every block its own rows / columns)
+GT_KT_LIMIT = 2**31 - 1  # shared_gemm's `nk < ktiles` guard, never false here
+WAVEFRONT_BYTES = 128  # shared memory moves at most 128 bytes (32 banks x 4 bytes) per wavefront
+LDSM_X4_WAVEFRONTS = 4  # ldmatrix.x4, conflict-free: one wavefront per 8x8 matrix (tensor_probe, commit 4dd232d)
+SMEM_MAX_BLOCK_BYTES = 227 * 1024  # dynamic shared memory of one block at most (CUDA guide, cc 9.0)
+
+
+@dataclass(frozen=True)
+class TrafficConfig:
+    """One gemm_traffic row: copy ``mode`` (GT_MODES), ``slices`` per k-step (= per barrier; bk = 16 x
+    slices), ``data`` the copies read ("l2": 16 MiB reused, "hbm": 1 GiB, "": none), ``compute_stages`` of
+    the ring ldmatrix reads (stage_mask + 1)."""
+
+    key: str
+    mode: str
+    slices: int
+    data: str
+    compute_stages: int
+    note: str
+
+    @property
+    def kernel(self) -> str:
+        return f"mfgt_{self.mode}_k{self.slices}"
+
+    @property
+    def bk(self) -> int:
+        return SLICE_K * self.slices
+
+    @property
+    def copies_per_thread(self) -> int:
+        """16-byte cp.async per thread per k-step (0 without copies)."""
+        if self.mode in ("none", "commit"):
+            return 0
+        return (GT_BM * self.bk + self.bk * GT_BN) * 2 // CHUNK_BYTES // GT_THREADS
+
+    @property
+    def copy_stage_bytes(self) -> int:
+        return (GT_BM * self.bk + self.bk * GT_BN) * 2
+
+    @property
+    def smem_bytes(self) -> int:
+        return self.compute_stages * GT_COMPUTE_STAGE_BYTES + GT_CSTAGES * self.copy_stage_bytes
+
+    @property
+    def global_bytes_per_kstep(self) -> int:
+        """Bytes read from global memory per block per k-step (zero fill reads none)."""
+        return 0 if self.mode == "zfill" else self.copies_per_thread * GT_THREADS * CHUNK_BYTES
+
+    @property
+    def hmma_per_kstep(self) -> int:
+        return GT_WARPS * self.slices * GT_MMA_PER_SLICE
+
+    def smem_wavefronts_per_kstep(self) -> dict:
+        """Computed (not measured), per block per k-step: ldmatrix.x4 one wavefront per 8x8 matrix, a warp's
+        16-byte cp.async writes (512 bytes, conflict-free) 512 / 128 wavefronts."""
+        ldsm = GT_WARPS * self.slices * GT_LDSM_PER_SLICE * LDSM_X4_WAVEFRONTS
+        cp = GT_WARPS * self.copies_per_thread * (32 * CHUNK_BYTES // WAVEFRONT_BYTES)
+        return {"ldmatrix": ldsm, "cp_async_writes": cp, "total": ldsm + cp}
+
+
+GT_CONFIGS = (
+    TrafficConfig("gt_none_k2", "none", 2, "", 4, "control: the s2_d0_l1 loop, no copies, no cp.async"),
+    TrafficConfig("gt_commit_k2", "commit", 2, "", 4, "commit_group + wait_group(2) only (empty groups)"),
+    TrafficConfig("gt_zfill_k2", "zfill", 2, "l2", 4, "6 copies/thread with src-size 0 (zero fill)"),
+    TrafficConfig("gt_copy_l2_k2", "copy", 2, "l2", 4, "(a) 6 x 16-byte cp.async.cg/thread, 16 MiB L2 data"),
+    TrafficConfig("gt_gemm_l2_k2", "gemm", 2, "l2", 4, "(b) tc_gemm's load_tile code, 16 MiB L2 data"),
+    TrafficConfig("gt_copy_hbm_k2", "copy", 2, "hbm", 4, "(c) as (a) from 1 GiB (HBM)"),
+    TrafficConfig("gt_gemm_hbm_k2", "gemm", 2, "hbm", 4, "(b) from 1 GiB (HBM)"),
+    TrafficConfig("gt_none_k3", "none", 3, "", 2, "control for (d): 3 slices per barrier, 2-stage ldmatrix ring"),
+    TrafficConfig("gt_copy_l2_k3", "copy", 3, "l2", 2, "(d) bk 48: 9 copies/thread, 3 slices per barrier"),
+)
+
+
+def gt_problem(data: str, sm_count: int, bk: int = BK) -> dict:
+    """The matrices and per-block tile origins a gemm_traffic row copies from: ``m``, ``n``, ``k`` (fp16
+    elements), ``m0``/``n0`` lists (one per block, ``sm_count`` blocks), ``bytes`` of A + B. "l2" (and "",
+    whose copies read nothing): 2048^3, blocks on the 16 x 8 tile grid, x over N first; "hbm": every block
+    its own 128 rows of A and 256 columns of B, K the largest multiple of ``bk`` with A + B <= 1 GiB.
+    ValueError for another ``data`` or sm_count < 1."""
+    if sm_count < 1:
+        raise ValueError(f"sm_count = {sm_count}: must be >= 1")
+    if data in ("", "l2"):
+        m = n = k = GT_L2_MNK
+        m0 = [((b // GT_L2_TILES_N) % GT_L2_TILES_M) * GT_BM for b in range(sm_count)]
+        n0 = [(b % GT_L2_TILES_N) * GT_BN for b in range(sm_count)]
+    elif data == "hbm":
+        m, n = sm_count * GT_BM, sm_count * GT_BN
+        k = GT_HBM_BYTES // ((m + n) * 2) // bk * bk
+        m0 = [b * GT_BM for b in range(sm_count)]
+        n0 = [b * GT_BN for b in range(sm_count)]
+    else:
+        raise ValueError(f"data = {data!r}: must be '', 'l2' or 'hbm'")
+    return {"m": m, "n": n, "k": k, "m0": m0, "n0": n0, "bytes": (m * k + k * n) * 2}
+
+
 # ----- pure: statistics, records, rates ---------------------------------------------------------------
 def _percentile(sorted_vals: Sequence[float], q: float) -> float:
     pos = (len(sorted_vals) - 1) * q / 100.0
@@ -205,6 +331,65 @@ def summarize_config(cfg: Config, runs: list[dict], peak_flop: float) -> dict:
             "distinct_sms": min(r["distinct_sms"] for r in runs), "runs": runs}
 
 
+def traffic_metrics(tc: TrafficConfig, rec: dict, iters: int, event_s: float | None, sm_count: int) -> dict:
+    """One rep of a gemm_traffic row (one block per SM): cycles per k-step of the median block,
+    HMMA/clk/SM, and the global bytes/s the whole GPU moved at that rate and the block clock."""
+    if iters < 1:
+        raise ValueError(f"iters = {iters}: must be >= 1")
+    cyc = rec["cycles_median"] / iters
+    bps = tc.global_bytes_per_kstep * sm_count * rec["clock_hz"] / cyc
+    return {"cycles_per_kstep": cyc, "hmma_per_clk_sm": tc.hmma_per_kstep / cyc,
+            "cycles_per_slice_per_warp": cyc / tc.slices, "global_bytes_per_s": bps, "clock_hz": rec["clock_hz"],
+            "max_coresident": rec["max_coresident"], "distinct_sms": rec["distinct_sms"], "event_s": event_s}
+
+
+def summarize_traffic(tc: TrafficConfig, runs: list[dict], peak_flop: float) -> dict:
+    """The JSON row of one gemm_traffic configuration from its reps (pure)."""
+    h = summarize([r["hmma_per_clk_sm"] for r in runs])
+    frac = {k: (v * FLOP_PER_HMMA / peak_flop if k != "n" else v) for k, v in h.items()}
+    wf = tc.smem_wavefronts_per_kstep()
+    cyc = summarize([r["cycles_per_kstep"] for r in runs])
+    return {"kernel": tc.kernel, "mode": tc.mode, "note": tc.note, "data": tc.data or None,
+            "warp_tile": [GT_WM, GT_WN], "block_tile": [GT_BM, GT_BN], "warps_per_block": GT_WARPS,
+            "blocks_per_sm": 1, "slices_per_kstep": tc.slices, "bk": tc.bk, "barriers_per_kstep": 1,
+            "compute_ring_stages": tc.compute_stages, "copy_ring_stages": GT_CSTAGES if tc.mode != "none" else 0,
+            "cp_async_wait_group": GT_CSTAGES - 2 if tc.mode != "none" else None,
+            "copies_per_thread_per_kstep": tc.copies_per_thread,
+            "global_bytes_per_kstep_block": tc.global_bytes_per_kstep, "hmma_per_kstep_block": tc.hmma_per_kstep,
+            "ldmatrix_x4_per_kstep_block": GT_WARPS * tc.slices * GT_LDSM_PER_SLICE,
+            "smem_wavefronts_per_kstep_computed": wf,
+            "smem_wavefronts_per_clk_computed": wf["total"] / cyc["value"],
+            "hmma_per_clk_sm": h, "flop_per_clk_sm": {k: (v * FLOP_PER_HMMA if k != "n" else v) for k, v in h.items()},
+            "fraction_of_peak": frac, "cycles_per_kstep": cyc,
+            "cycles_per_slice_per_warp": summarize([r["cycles_per_slice_per_warp"] for r in runs]),
+            "global_bytes_per_s": summarize([r["global_bytes_per_s"] for r in runs]),
+            "clock_hz": summarize([r["clock_hz"] for r in runs])["value"],
+            "blocks_per_sm_seen": max(r["max_coresident"] for r in runs),
+            "distinct_sms": min(r["distinct_sms"] for r in runs), "runs": runs}
+
+
+def check_traffic_sass(tc: TrafficConfig, s: dict) -> dict:
+    """``ok`` when the hot loop holds, per iteration times a whole unroll, the source's HMMA, LDSM, one BAR,
+    its LDGSTS (cp.async) and, with cp.async bookkeeping, one DEPBAR (wait_group) and one LDGDEPBAR
+    (commit_group); adds ``ldgsts``, ``depbar`` and ``ldgdepbar`` counts."""
+    if not s.get("ok"):
+        return s
+    from validation.calibration.pipes_probe import count_prefix  # noqa: PLC0415
+
+    hist = Counter(s["histogram"])
+    got = {"ldgsts": count_prefix(hist, "LDGSTS"), "depbar": count_prefix(hist, "DEPBAR"),
+           "ldgdepbar": count_prefix(hist, "LDGDEPBAR")}
+    unroll = s["hmma"] / (tc.slices * GT_MMA_PER_SLICE)
+    books = 0 if tc.mode == "none" else 1
+    want = {"ldsm": tc.slices * GT_LDSM_PER_SLICE, "bar": 1, "ldgsts": tc.copies_per_thread,
+            "depbar": books, "ldgdepbar": books}
+    have = {"ldsm": s["ldsm"], "bar": s["bar"], **got}
+    bad = [f"{k} {have[k]} != {want[k] * unroll:g}" for k in want if have[k] != want[k] * unroll]
+    ok = unroll == int(unroll) and unroll >= 1 and not bad
+    return {**s, **got, "unroll": unroll, "ok": ok,
+            "problem": "" if ok else f"loop counts differ from the source per iteration: {', '.join(bad)}"}
+
+
 def peak_from_tensor_json(path: Path) -> tuple[float, str]:
     """(register-fed mma.sync m16n8k16 fp16 FLOP/clk/SM, where it came from)."""
     if path.exists():
@@ -224,10 +409,12 @@ def peak_from_tensor_json(path: Path) -> tuple[float, str]:
 
 # ----- SASS ----------------------------------------------------------------------------------------------
 def loop_order(ops: Sequence[str]) -> str:
-    """Run-length code of a loop body's LDSM (L), HMMA (H) and BAR (B): e.g. ``L8 H32 B1``."""
+    """Run-length code of a loop body's LDSM (L), HMMA (H), BAR (B), LDGSTS (G, cp.async) and DEPBAR (D,
+    cp.async.wait_group): e.g. ``L8 H32 B1``."""
     out: list[list] = []
+    codes = (("LDSM", "L"), ("HMMA", "H"), ("BAR", "B"), ("LDGSTS", "G"), ("DEPBAR", "D"))
     for op in ops:
-        k = "L" if op.startswith("LDSM") else "H" if op.startswith("HMMA") else "B" if op.startswith("BAR") else None
+        k = next((c for p, c in codes if op == p or op.startswith(p + ".")), None)
         if k is None:
             continue
         if out and out[-1][0] == k:
@@ -302,6 +489,7 @@ class _Device:
             self.compile.update(compiled_by="nvrtc", note=f"{exc}: compiled by NVRTC, no SASS checks")
         self.out = cp.zeros(1 << 20, dtype=cp.float32)
         self._start, self._end = cp.cuda.Event(), cp.cuda.Event()
+        self._gt: dict = {}
         self._spin = cp.RawKernel(
             r'extern "C" __global__ void mf_spin(long long n){long long c=clock64();while(clock64()-c<n){}}',
             "mf_spin")
@@ -313,6 +501,60 @@ class _Device:
         self._end.record(self.stream)
         self._end.synchronize()
         return self.cp.cuda.get_elapsed_time(self._start, self._end) * 1e-3
+
+    def size_iters(self, f, grid: int, threads: int, args, smem: int) -> int:
+        """A warm-up launch, then up to 3 timed ones scaling ``iters`` to about ``target_s``."""
+        iters = 64
+        f((grid,), (threads,), args(iters), shared_mem=smem)  # warm-up
+        for _ in range(3):
+            t = self.launch_timed(f, grid, threads, args(iters), smem)
+            if t >= 0.5 * self.target_s or iters >= MAX_ITERS:
+                break
+            iters = int(min(MAX_ITERS, max(iters + 1, iters * self.target_s / max(t, 1e-7))))
+        return iters
+
+    def gt_data(self, data: str, bk: int) -> dict:
+        """Device buffers of :func:`gt_problem` (cached per (data, bk)): A, B (fp16 bit patterns, a ramp,
+        never zeros), the tile-origin tables."""
+        key = (data or "l2", bk)
+        if key not in self._gt:
+            cp = self.cp
+            pr = gt_problem(key[0], self.sm_count, bk)
+            a = cp.arange(pr["m"] * pr["k"], dtype=cp.uint16)
+            b = cp.arange(pr["k"] * pr["n"], dtype=cp.uint16)
+            self._gt[key] = {**pr, "a": a, "b": b, "m0_dev": cp.asarray(pr["m0"], dtype=cp.int32),
+                             "n0_dev": cp.asarray(pr["n0"], dtype=cp.int32)}
+        return self._gt[key]
+
+    def run_traffic(self, tc: TrafficConfig) -> tuple[list[dict], int, dict]:
+        cp = self.cp
+        f = self.mod.get_function(tc.kernel)
+        smem = tc.smem_bytes
+        if smem > SMEM_MAX_BLOCK_BYTES:
+            raise ValueError(f"{tc.key}: smem_bytes = {smem} > {SMEM_MAX_BLOCK_BYTES}")
+        f.max_dynamic_shared_size_bytes = smem
+        d = self.gt_data(tc.data, tc.bk)
+        grid = self.sm_count
+        clk = cp.zeros(REC * grid, dtype=cp.int64)
+        src_bytes = 0 if tc.mode == "zfill" else CHUNK_BYTES
+
+        def args(iters):
+            return (cp.int32(iters), cp.int32(tc.compute_stages - 1), clk, self.out, cp.int32(0), d["a"], d["b"],
+                    d["m0_dev"], d["n0_dev"], cp.int32(d["m"]), cp.int32(d["n"]), cp.int32(d["k"]),
+                    cp.int32(GT_KT_LIMIT), cp.int32(src_bytes))
+
+        iters = self.size_iters(f, grid, GT_THREADS, args, smem)
+        runs = []
+        for _ in range(self.reps):
+            s = self.launch_timed(f, grid, GT_THREADS, args(iters), smem)
+            runs.append(traffic_metrics(tc, parse_records(clk.get(), grid), iters, s, self.sm_count))
+        attrs = getattr(f, "attributes", None) or {}
+        info = {"num_regs": attrs.get("num_regs"), "local_size_bytes": attrs.get("local_size_bytes"),
+                "smem_bytes": smem, "grid": grid, "threads": GT_THREADS}
+        if tc.data:
+            info["problem"] = {"m": d["m"], "n": d["n"], "k": d["k"], "bytes": d["bytes"],
+                               "ksteps_before_k_wraps": d["k"] // tc.bk}
+        return runs, iters, info
 
     def run_config(self, cfg: Config, noise: int = 0) -> tuple[list[dict], int, dict]:
         cp = self.cp
@@ -327,13 +569,7 @@ class _Device:
         def args(iters):
             return (cp.int32(iters), cp.int32(STAGES - 1), clk, self.out, cp.int32(noise))
 
-        iters = 64
-        f((grid,), (threads,), args(iters), shared_mem=smem)  # warm-up
-        for _ in range(3):
-            t = self.launch_timed(f, grid, threads, args(iters), smem)
-            if t >= 0.5 * self.target_s or iters >= MAX_ITERS:
-                break
-            iters = int(min(MAX_ITERS, max(iters + 1, iters * self.target_s / max(t, 1e-7))))
+        iters = self.size_iters(f, grid, threads, args, smem)
         runs = []
         for _ in range(self.reps):
             s = self.launch_timed(f, grid, threads, args(iters), smem)
@@ -343,7 +579,13 @@ class _Device:
                              "smem_bytes": smem, "grid": grid, "threads": threads}
 
 
-def run_probe(quick: bool = False, tensor_json: Path | None = None) -> dict:
+def run_probe(quick: bool = False, tensor_json: Path | None = None, only: Sequence[str] | None = None) -> dict:
+    """The groups ``only`` (default: all of GROUPS) on the current GPU (JSON-ready): ``configs`` (sweep),
+    ``gemm_traffic``, ``errors`` (per row: the others still run), ``meta`` with ``groups_run``."""
+    only = tuple(only or GROUPS)
+    bad = [g for g in only if g not in GROUPS]
+    if bad:
+        raise ValueError(f"only = {bad}: groups are {', '.join(GROUPS)}")
     t0 = time.perf_counter()
     from validation.harness.metadata import collect_metadata, gpu_slug  # noqa: PLC0415
 
@@ -353,24 +595,77 @@ def run_probe(quick: bool = False, tensor_json: Path | None = None) -> dict:
     tj = tensor_json or RESULTS_ROOT / slug / "calibration" / TENSOR_JSON
     peak, peak_src = peak_from_tensor_json(tj)
     res: dict = {"meta": meta, "compile": dev.compile, "peak_flop_per_clk_sm": peak, "peak_source": peak_src,
-                 "configs": {}, "errors": {}}
-    cfgs = sweep(quick)
-    # the tc_gemm configuration (64x64, 8 warps, one block, barrier every 2 slices) with random operands
-    extra = [(Config(64, 64, 8, 1, 2, 0), 1)]
-    for cfg, noise in [(c, 0) for c in cfgs] + extra:
-        key = cfg.name + ("_noise" if noise else "")
-        try:
-            runs, iters, info = dev.run_config(cfg, noise)
-            row = summarize_config(cfg, runs, peak)
-            row.update(iters=iters, reps=dev.reps, operands="random fp16" if noise else "zeros", **info)
-            if dev.sass:
-                row["sass"] = check_sass(cfg, sass_summary(dev.sass, cfg.name))
-            res["configs"][key] = row
-        except Exception as exc:  # noqa: BLE001  (recorded, the others still run)
-            res["errors"][key] = f"{type(exc).__name__}: {exc}"
+                 "errors": {}}
+    if SWEEP_GROUP in only:
+        res["configs"] = {}
+        cfgs = sweep(quick)
+        # the tc_gemm configuration (64x64, 8 warps, one block, barrier every 2 slices) with random operands
+        extra = [(Config(64, 64, 8, 1, 2, 0), 1)]
+        for cfg, noise in [(c, 0) for c in cfgs] + extra:
+            key = cfg.name + ("_noise" if noise else "")
+            try:
+                runs, iters, info = dev.run_config(cfg, noise)
+                row = summarize_config(cfg, runs, peak)
+                row.update(iters=iters, reps=dev.reps, operands="random fp16" if noise else "zeros", **info)
+                if dev.sass:
+                    row["sass"] = check_sass(cfg, sass_summary(dev.sass, cfg.name))
+                res["configs"][key] = row
+            except Exception as exc:  # noqa: BLE001  (recorded, the others still run)
+                res["errors"][key] = f"{type(exc).__name__}: {exc}"
+    if GT_GROUP in only:
+        res["gemm_traffic"] = {}
+        t1 = time.perf_counter()
+        for tc in GT_CONFIGS:
+            try:
+                runs, iters, info = dev.run_traffic(tc)
+                row = summarize_traffic(tc, runs, peak)
+                row.update(iters=iters, reps=dev.reps, operands="zeros", **info)
+                if dev.sass:
+                    row["sass"] = check_traffic_sass(tc, sass_summary(dev.sass, tc.kernel))
+                res["gemm_traffic"][tc.key] = row
+            except Exception as exc:  # noqa: BLE001  (recorded, the others still run)
+                res["errors"][tc.key] = f"{type(exc).__name__}: {exc}"
+        res["meta"]["gemm_traffic_wall_s"] = time.perf_counter() - t1
     res["meta"].update(probe_wall_s=time.perf_counter() - t0, quick=quick, sm_count=dev.sm_count,
-                       target_kernel_s=dev.target_s, reps=dev.reps)
+                       target_kernel_s=dev.target_s, reps=dev.reps, groups_run=list(only))
     return res
+
+
+def _error_group(key: str) -> str:
+    return GT_GROUP if key.startswith("gt_") else SWEEP_GROUP
+
+
+def merge_results(old: dict | None, new: dict) -> dict:
+    """``new`` (a run of some groups) over ``old`` (a recorded mma_feed.json): the sections of the groups
+    ``new`` ran (``configs`` for sweep, ``gemm_traffic``) and their errors replace the old ones, the
+    others stay; ``group_runs`` says which run (date, revision) each group comes from; meta, compile and
+    peak are the new run's."""
+    ran = new["meta"].get("groups_run") or list(GROUPS)
+    stamp = {k: new["meta"].get(k) for k in ("date_utc", "git_revision", "quick")}
+    section = {SWEEP_GROUP: "configs", GT_GROUP: GT_GROUP}
+    if not old:
+        return {**new, "group_runs": {g: stamp for g in ran}}
+    out = {**old, **{k: new[k] for k in ("meta", "compile", "peak_flop_per_clk_sm", "peak_source") if k in new}}
+    out["errors"] = {k: e for k, e in old.get("errors", {}).items() if _error_group(k) not in ran}
+    out["errors"].update(new.get("errors", {}))
+    runs = dict(old.get("group_runs") or {g: {k: old.get("meta", {}).get(k) for k in stamp}
+                                          for g in GROUPS if section[g] in old})
+    for g in ran:
+        out[section[g]] = new.get(section[g], {})
+        runs[g] = stamp
+    out["group_runs"] = runs
+    return out
+
+
+def parse_only(text: str | None) -> tuple[str, ...] | None:
+    """``--only`` text -> group names (None: every group); ValueError naming an unknown group."""
+    if not text:
+        return None
+    names = tuple(t.strip() for t in text.split(",") if t.strip())
+    bad = [n for n in names if n not in GROUPS]
+    if bad or not names:
+        raise ValueError(f"--only = {text!r}: unknown group(s) {bad}; groups are {', '.join(GROUPS)}")
+    return names
 
 
 def format_table(res: dict) -> str:
@@ -382,6 +677,19 @@ def format_table(res: dict) -> str:
         lines.append(f"{k:34s} {r['warps_per_sm']:8d} {r['hmma_per_clk_sm']['value']:11.4g} "
                      f"{r['flop_per_clk_sm']['value']:11.5g} {r['fraction_of_peak']['value']:7.1%} "
                      f"{r['cycles_per_slice_per_warp']['value']:14.4g} {r['blocks_per_sm_seen']:6d} {sass:>16s}")
+    gt = res.get("gemm_traffic") or {}
+    if gt:
+        lines.append("")
+        lines.append(f"{'gemm_traffic':18s} {'data':4s} {'bk':>3s} {'cp/thr':>6s} {'HMMA/clk/SM':>11s} {'of peak':>7s} "
+                     f"{'cyc/kstep':>9s} {'GB/s':>7s} {'wavefr/kstep':>12s} {'wf/clk':>6s}  SASS loop order")
+        for k, r in gt.items():
+            s = r.get("sass") or {}
+            order = (s.get("order", "-") + ("" if s.get("ok", True) else " !")) if s else "-"
+            lines.append(f"{k:18s} {r['data'] or '-':4s} {r['bk']:3d} {r['copies_per_thread_per_kstep']:6d} "
+                         f"{r['hmma_per_clk_sm']['value']:11.4g} {r['fraction_of_peak']['value']:7.1%} "
+                         f"{r['cycles_per_kstep']['value']:9.1f} {r['global_bytes_per_s']['value'] / 1e9:7.0f} "
+                         f"{r['smem_wavefronts_per_kstep_computed']['total']:12d} "
+                         f"{r['smem_wavefronts_per_clk_computed']:6.3f}  {order}")
     for k, e in res.get("errors", {}).items():
         lines.append(f"{k:34s} FAILED: {e}")
     return "\n".join(lines)
@@ -406,17 +714,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", default=None, help="directory for mma_feed.json (default: results/<gpu>/calibration)")
     ap.add_argument("--quick", action="store_true", help="the 64x64 tile only, 2 reps, short launches")
     ap.add_argument("--tensor-json", default=None, help="tensor.json with the register-fed peak")
+    ap.add_argument("--only", default=None,
+                    help=f"comma-separated groups ({', '.join(GROUPS)}); they replace theirs in an existing "
+                         "mma_feed.json of --out")
     a = ap.parse_args(argv)
+    try:
+        only = parse_only(a.only)
+    except ValueError as exc:
+        ap.error(str(exc))
     why = _gpu_missing()
     if why:
         print(f"mma_feed_probe: needs CuPy and an NVIDIA GPU: {why}", file=sys.stderr)
         return 2
-    res = run_probe(a.quick, Path(a.tensor_json) if a.tensor_json else None)
+    res = run_probe(a.quick, Path(a.tensor_json) if a.tensor_json else None, only)
     from validation.harness.metadata import gpu_slug  # noqa: PLC0415
 
     out = Path(a.out) if a.out else RESULTS_ROOT / gpu_slug(res["meta"].get("device_name") or "unknown") / "calibration"
     out.mkdir(parents=True, exist_ok=True)
     path = out / RESULT_FILE
+    old = None
+    if only and path.exists():
+        try:
+            old = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            print(f"mma_feed_probe: {path} unreadable ({exc}); writing only this run's groups", file=sys.stderr)
+    res = merge_results(old, res)
     path.write_text(json.dumps(res, indent=2, default=str) + "\n")
     print(format_table(res))
     print(f"peak {res['peak_flop_per_clk_sm']:.5g} FLOP/clk/SM ({res['peak_source']})")
