@@ -10,7 +10,7 @@ and exits with status 2. matplotlib is imported only when a plot is written, and
 package only inside ``tilesim validate``.
 """
 
-from tilesim.cli import bench, hardware, plot, simulate, sweep, validate  # noqa: F401  (they add their commands)
+from tilesim.cli import bench, hardware, plot, simulate, sweep, tune, validate  # noqa: F401  (they add their commands)
 from tilesim.cli.base import cli, main
 
 __all__ = ["cli", "main"]
