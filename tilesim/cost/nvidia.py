@@ -69,6 +69,9 @@ class StepCost:
     load_l1_cacheable: list = field(default_factory=list)
     staging_instructions: float = 0.0  # shared stores of register-staged loads and explicit ones
     staging_wavefronts: float = 0.0  # shared wavefronts of those stores (or of cp.async arrivals)
+    # cycles the shared-memory pipe is busy with them (the wavefronts, except 16-byte cp.async copies:
+    # ldgsts16_pipe_cycles each, measured); None: the wavefronts
+    staging_pipe_cycles: float | None = None
     staging_ideal: float = 0.0
     staging_bytes: float = 0.0
     async_staging: bool = False  # the staging wavefronts come with the loads (cp.async)
@@ -139,6 +142,7 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
         sectors: set[int] = set()
         instr = l1 = 0.0
         st_instr = st_wave = st_ideal = 0.0
+        st_pipe = 0.0  # pipe cycles beyond the wavefronts (16-byte cp.async, measured)
         for w in ld.instructions:
             active = [a for a in w.offsets if a is not None]
             sectors.update((a + off) // sector for a in active for off in range(0, max(w.width_bytes, 4), 4))
@@ -149,7 +153,10 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
                     ga = [a for a in g if a is not None]
                     instr += 1
                     l1 += l1_cycles(ga, width, hw)
-                    st_wave += ldgsts_wavefronts(ga, sa, width, hw)
+                    waves = ldgsts_wavefronts(ga, sa, width, hw)
+                    st_wave += waves
+                    if width >= 16 and hw.has("ldgsts16_pipe_cycles"):
+                        st_pipe += max(0.0, hw.get("ldgsts16_pipe_cycles") - waves)
                     st_ideal += ideal_wavefronts(sum(1 for s in sa if s is not None), width, banks, bank_w)
                 continue
             instr += 1
@@ -169,6 +176,8 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
         c.load_useful_bytes += useful_bytes(ld.instructions) * r
         c.staging_instructions += st_instr * r
         c.staging_wavefronts += st_wave * r
+        if st_pipe:
+            c.staging_pipe_cycles = (c.staging_pipe_cycles or 0.0) + st_pipe * r
         c.staging_ideal += st_ideal * r
         if ld.dest != "register":
             c.staging_bytes += useful_bytes(ld.instructions) * r

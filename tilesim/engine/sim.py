@@ -336,8 +336,6 @@ class Engine:
         missed = min(missed, c.load_l2_bytes * count)
         if missed:
             done = max(done, ch["hbm"].request(now, missed))
-        if c.async_staging:  # cp.async writes shared memory on arrival
-            done = max(done, ch["smem"].request(now, c.staging_wavefronts * share))
         v = tally.v
         v["l2_load"] += l2_bytes
         v["l2"] += l2_bytes
@@ -378,10 +376,17 @@ class Engine:
         math instructions. A block that synchronises at barriers splits its warps into up to
         MAX_MATH_GROUPS groups that run their rounds concurrently until the barrier, so one
         group's loads overlap another's math; no warp issues faster than ``warp_issue_per_clk``.
+        The cp.async copies a step issues enter the shared-memory queue after its barrier, ahead of
+        its fragment loads, each 16-byte copy holding the pipe ``ldgsts16_pipe_cycles``
+        (mma_feed_probe gemm_traffic: 6 zero-fill copies per thread add 266 cycles per k-step to an
+        ldmatrix-fed mma.sync loop, validation/results/h200/calibration/mma_feed.json).
         """
         env, ch, c = self.env, self.ch, pl.cost
         t0 = env.now
-        staging = 0.0 if c.async_staging else c.staging_wavefronts
+        # register-staged stores, and the wavefronts of the cp.async copies this step issues (their
+        # writes enter the shared-memory queue as the warps issue them after the barrier, ahead of
+        # the step's fragment loads: mma_feed_probe gemm_traffic rows)
+        staging = c.staging_wavefronts + (c.staging_pipe_cycles or 0.0)
         if staging or c.staging_instructions or c.barriers:
             done = max(ch["smem"].request(t0, staging * share),
                        ch["issue"].request(t0, (c.staging_instructions + c.barriers) * share))

@@ -68,6 +68,7 @@ TENSOR_FIELDS = ("mma.m16n8k16.fp16", "mma.m16n8k16.bf16", "mma.m16n8k8.tf32", "
 #: from the same record's TMA rows and from clock_load_probe (clock_load.json, beside it)
 TMA_FIELDS = ("tma_latency_cycles", "tma_hbm_latency_cycles")
 CLOCK_LOAD_FIELDS = ("sm_clock_hz_by_tensor_activity",)
+FEED_FIELDS = ("ldgsts16_pipe_cycles",)
 #: the clock_load_probe loads that give the SM clock against tensor activity (random operands, as the
 #: GEMMs run, where the probe has them): no tensor work, mma.sync at its full rate, wgmma at 25% duty
 #: (zero operands: the probe has no random-operand duty run), wgmma at its full rate
@@ -80,7 +81,7 @@ PROFILE_FIELDS = ("sm_clock_hz", "hbm_bytes_per_s", "hbm_latency_cycles", "l2_by
                   "launch_overhead_s", "ffma_rate_by_warps", "warp_issue_per_clk", "warp_issue_by_code_bytes",
                   "tail_packing_by_slots", "ldgsts_wavefronts_per_line", "ldgsts_wavefronts_per_conflict",
                   "ldgsts_bypass_wavefronts", "l2_bytes", "l2_dirty_bytes", "l1_lines_per_clk_per_sm",
-                  *PIPE_FIELDS, *TENSOR_FIELDS, *TMA_FIELDS, *CLOCK_LOAD_FIELDS)
+                  *PIPE_FIELDS, *TENSOR_FIELDS, *TMA_FIELDS, *CLOCK_LOAD_FIELDS, *FEED_FIELDS)
 
 
 def summarize(values: Sequence[float]) -> dict:
@@ -937,6 +938,29 @@ def clock_load_fields(rec: dict, result_path: str = "clock_load.json") -> dict:
         "date": rec.get("meta", {}).get("date_utc")}}
 
 
+def mma_feed_fields(rec: dict, result_path: str = "mma_feed.json") -> dict:
+    """``ldgsts16_pipe_cycles``: how long one warp's 16-byte cp.async keeps the shared-memory pipe
+    from the fragment loads behind it: the cycles per k-step the ldmatrix-fed mma.sync loop gains when
+    6 zero-fill copies per thread are issued after its barrier (gt_zfill_k2, no bytes read) over the
+    same loop with only the commit/wait (gt_commit_k2), per warp copy (mma_feed_probe gemm_traffic)."""
+    gt = rec.get("gemm_traffic", {})
+    with_copies, without = gt.get("gt_zfill_k2"), gt.get("gt_commit_k2")
+    if not with_copies or not without:
+        return {}
+
+    def cyc(row):
+        v = row["cycles_per_kstep"]
+        return float(v["value"] if isinstance(v, dict) else v)
+
+    copies = with_copies["copies_per_thread_per_kstep"] * with_copies["warps_per_block"] * with_copies["blocks_per_sm"]
+    value = (cyc(with_copies) - cyc(without)) / copies
+    return {"ldgsts16_pipe_cycles": {
+        "value": value, "benchmark": f"mma_feed_probe gemm_traffic ({result_path}: gt_zfill_k2 {cyc(with_copies):.1f} - "
+                                     f"gt_commit_k2 {cyc(without):.1f} cycles per k-step over {copies} warp copies)",
+        "n": 1, "p10": value, "p90": value, "how": "difference of two medians",
+        "date": rec.get("meta", {}).get("date_utc")}}
+
+
 def source_text(entry: dict, date: str) -> str:
     """``calibration: <benchmark>, <date>, median of N runs (p10..p90)``."""
     how = entry.get("how") or f"median of {entry['n']} runs"
@@ -1052,6 +1076,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             record = json.loads(tensor.read_text())
             results["fields"].update(tensor_fields(record, gpu, str(rel)))
             results["fields"].update(tma_fields(record, str(rel)))
+        feed = Path(args.from_json).with_name("mma_feed.json")
+        if feed.exists():  # validation/calibration/mma_feed_probe.py, recorded beside
+            rel = feed.resolve().relative_to(REPO_ROOT) if feed.resolve().is_relative_to(REPO_ROOT) else feed
+            results["fields"].update(mma_feed_fields(json.loads(feed.read_text()), str(rel)))
         clock_load = Path(args.from_json).with_name("clock_load.json")
         if clock_load.exists():  # validation/calibration/clock_load_probe.py, recorded beside
             rel = (clock_load.resolve().relative_to(REPO_ROOT) if clock_load.resolve().is_relative_to(REPO_ROOT)

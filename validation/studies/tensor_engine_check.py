@@ -1,0 +1,117 @@
+"""Does the engine predict its own tensor-core microbenchmarks? The mma_feed probe's loops written as
+tile programs and simulated on the H200's profile, against what the probe measured.
+
+``python -m validation.studies.tensor_engine_check`` prints, per probe row, the measured and predicted
+HMMA per clock per SM and the error, and the MAPE per group:
+
+* ``feed``: an ldmatrix-fed mma.sync loop (warp tiles 64x64 / 64x32 / 32x32, 4 or 8 warps per block,
+  1 or 2 blocks per SM, a barrier never / every slice / every 2 slices; the rows without fragment
+  double buffering, which a tile program cannot say) with no global memory in the loop;
+* ``gemm_traffic``: the GEMM-like loop (64x64 warp tiles, 8 warps, a barrier per k-step of 2 slices)
+  with the GEMM's k-step copies put back: none, 6 cp.async per thread from L2, and the same with the
+  GEMM's address arithmetic (taken as 40 integer instructions per warp: an assumption).
+
+Rows come from ``validation/results/h200/calibration/mma_feed.json``; nothing here needs a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+from tilesim.engine.sim import simulate_program
+from tilesim.hardware import load
+from tilesim.kernels.tc_gemm.config import TcGemmConfig
+from tilesim.kernels.tc_gemm.lower import _fragment_reads, _operand_loads
+from tilesim.program import Compute, Launch, Mma, Phase, SharedAccess, Step, TileProgram
+
+FEED = Path(__file__).resolve().parents[1] / "results" / "h200" / "calibration" / "mma_feed.json"
+SLICES = 512  # k16 slices each block runs (the probe's loop length does not matter in the steady state)
+HMMA = (16, 8, 16)
+GEMM_INT_PER_WARP_STEP = 40  # the GEMM copy's address and predicate arithmetic per warp and k-step (assumed)
+
+
+def _reads(cfg: TcGemmConfig, slices: int) -> list:
+    (ra, ca), _ = cfg.smem_tile_shapes
+    b_base = ra * cfg.smem_row_bytes(ca)
+    out = []
+    for j in range(slices):
+        out += _fragment_reads(cfg, b_base, (j % max(1, cfg.bk // 16)) * 16)
+    return out
+
+
+def _feed_program(row: dict) -> tuple[TileProgram, float]:
+    wm, wn = row["warp_tile"]
+    bm, bn = row["block_tile"]
+    warps, blocks, sync = row["warps_per_block"], row["blocks_per_sm"], row["sync_every_slices"]
+    cfg = TcGemmConfig(m=4096, n=4096, k=4096, bm=bm, bn=bn, bk=32, wm=wm, wn=wn, b_layout="col")
+    slices = sync or 1
+    mma = Mma(HMMA, "fp16", warps * (wm // 16) * (wn // 8) * slices, chain=slices)
+    step = Step(shared_loads=(SharedAccess(tuple(_reads(cfg, slices)), repeat=warps),), barriers=1 if sync else 0,
+                compute=(mma,), rounds=slices)
+    smem = (120 if blocks == 1 else 100) * 1024  # as the probe asks, to hold 1 or 2 blocks per SM
+    prog = TileProgram(row["kernel"], Launch((132 * blocks, 1, 1), 32 * warps, 128, smem),
+                       (Phase("loop", SLICES // slices, step, warp_groups=1 if sync else warps),))
+    return prog, mma.count * (SLICES // slices) * blocks
+
+
+def _traffic_program(row: dict) -> tuple[TileProgram, float]:
+    warps, slices = row["warps_per_block"], row["slices_per_kstep"]
+    bm, bn = row["block_tile"]
+    wm, wn = row["warp_tile"]
+    cfg = TcGemmConfig(m=2048, n=2048, k=2048, bm=bm, bn=bn, bk=16 * slices, wm=wm, wn=wn, b_layout="col", stages=4)
+    loads = _operand_loads(cfg, "async")[:2] if row["copies_per_thread_per_kstep"] else ()
+    mma = Mma(HMMA, "fp16", warps * (wm // 16) * (wn // 8) * slices, chain=slices)
+    compute = (mma,)
+    if row["mode"].startswith("gemm"):
+        compute += (Compute("int", warps * GEMM_INT_PER_WARP_STEP),)
+    step = Step(loads=loads, shared_loads=(SharedAccess(tuple(_reads(cfg, slices)), repeat=warps),), barriers=1,
+                compute=compute, rounds=slices)
+    prog = TileProgram(row["kernel"], Launch((132, 1, 1), 32 * warps, 210, 120 * 1024),
+                       (Phase("loop", SLICES // slices, step, pipeline_depth=4 if loads else 1),))
+    return prog, mma.count * (SLICES // slices)
+
+
+def check(path: Path = FEED, hardware: str = "h200") -> dict[str, list[tuple[str, float, float]]]:
+    """``{group: [(row, measured, predicted HMMA/clk/SM), ...]}``."""
+    hw = load(hardware)
+    rec = json.loads(Path(path).read_text())
+    out: dict[str, list] = {"feed": [], "gemm_traffic": []}
+    rows = [("feed", r, _feed_program) for r in rec["configs"].values()
+            if r["loads"] and not r["double_buffered"] and "noise" not in r["kernel"]]
+    rows += [("gemm_traffic", r, _traffic_program) for r in rec.get("gemm_traffic", {}).values()
+             if r.get("data") in (None, "l2") and r["slices_per_kstep"] == 2]
+    for group, row, build in rows:
+        prog, hmma_per_sm = build(row)
+        res = simulate_program(prog, hw)
+        cycles = (res.time_s - hw.launch_overhead_s) * res.sm_clock_hz
+        out[group].append((row["kernel"], float(row["hmma_per_clk_sm"]["value"]), hmma_per_sm / cycles))
+    return out
+
+
+def mape(rows) -> float:
+    return statistics.mean(abs(p / m - 1) for _, m, p in rows)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m validation.studies.tensor_engine_check",
+                                 description=__doc__.splitlines()[0])
+    ap.add_argument("--results", default=str(FEED))
+    args = ap.parse_args(argv)
+    try:
+        got = check(Path(args.results))
+    except (OSError, KeyError, ValueError) as e:
+        print(f"tensor_engine_check: {e}", file=sys.stderr)
+        return 2
+    for group, rows in got.items():
+        print(f"== {group}: MAPE {mape(rows) * 100:.1f}% over {len(rows)} rows")
+        for name, m, p in rows:
+            print(f"  {name:28s} measured {m:.3f}  predicted {p:.3f} HMMA/clk/SM  {(p / m - 1) * 100:+6.1f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
