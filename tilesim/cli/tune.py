@@ -159,6 +159,9 @@ def tune(family, shape, hardware, top, sets, json_path, csv_path, jobs, measure_
                                 "measured_s": m.median_s, "status": m.status, "message": m.message}
                                for m in measured]
             doc["regret"] = tuning.regret(measured)
+            from validation.harness.metadata import collect_metadata  # noqa: PLC0415  (needs a GPU, as measuring did)
+
+            doc["metadata"] = collect_metadata()
         text = json.dumps(doc, indent=2, default=str)
         if to_stdout:
             click.echo(text)

@@ -309,20 +309,20 @@ class TcGemmConfig:
         ``ldmatrix`` one slice ahead), the register staging of a synchronous copy, and 32 for addresses,
         loop state and indices (an assumption, to be checked against the compiler by the tests).
         wgmma kernels declare no more than the accumulators plus the same 32 (operands stay in shared
-        memory), capped at 255."""
+        memory). Above the GPU's 255 per thread, check_fits rejects the configuration."""
         if self.regs_per_thread is not None:
             return self.regs_per_thread
         fm, fn, fk = self.mma_shape
         base = 32
         if self.instruction == "wgmma":
-            return min(255, self.accumulator_regs + base)
+            return self.accumulator_regs + base
         words = 4 // self.elem_bytes if self.elem_bytes < 4 else 1  # elements per 32-bit register
         a_frag = (self.wm // fm) * fm * fk // WARP // words
         b_frag = (self.wn // fn) * fn * fk // WARP // words
         staging = 0
         if self.staging == "shared" and self.stages == 1:
             staging = math.ceil((self.bm * self.bk + self.bk * self.bn) * self.elem_bytes / 4 / self.threads)
-        return min(255, self.accumulator_regs + 2 * (a_frag + b_frag) + staging + base)
+        return self.accumulator_regs + 2 * (a_frag + b_frag) + staging + base
 
     @property
     def flops(self) -> float:
