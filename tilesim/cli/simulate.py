@@ -269,16 +269,21 @@ def _print_report(con: Console, fam, cfg, hw, r, programs) -> None:
     summary.add_column()
     summary.add_row("time", f"{r.time_s * 1e3:.4f} ms")
     # one speed line: TFLOP/s for compute-heavy kernels, compulsory bytes per second for the others
-    peak = hw.fp32_flops_per_s
+    tensor = r.utilization.get("tensor", 0.0) > 0 and hw.has("tensor_flops_per_s")
+    peak, what = (hw.tensor_flops_per_s, "the datasheet's dense tensor peak") if tensor else (hw.fp32_flops_per_s,
+                                                                                         "FP32 peak")
     need = counts.get("min_hbm_bytes", 0)
     if r.flops > 0 and (not need or r.flops >= COMPUTE_BOUND_FLOP_PER_BYTE * need):
         summary.add_row("throughput", f"{r.tflops:.2f} TFLOP/s = {100 * r.flops / r.time_s / peak:.1f}% "
-                        f"of FP32 peak ({peak / 1e12:.1f} TFLOP/s)")
+                        f"of {what} ({peak / 1e12:.1f} TFLOP/s)")
     elif need:
         bw = need / r.time_s
         summary.add_row("bandwidth", f"{bw / 1e12:.3f} TB/s of compulsory HBM bytes = "
                         f"{100 * bw / hw.hbm_bytes_per_s:.1f}% of HBM peak ({hw.hbm_bytes_per_s / 1e12:.2f} TB/s)")
     summary.add_row("bound", r.bound)
+    if r.sm_clock_hz and abs(r.sm_clock_hz - hw.sm_clock_hz) > 1e-3 * hw.sm_clock_hz:
+        summary.add_row("SM clock", f"{r.sm_clock_hz / 1e9:.3f} GHz under this tensor load "
+                        f"({hw.sm_clock_hz / 1e9:.3f} GHz without; measured curve, clock_load_probe)")
     summary.add_row("roofline", f"{r.roofline_s * 1e3:.4f} ms lower bound "
                     f"(predicted time is {r.time_s / r.roofline_s:.2f}x)" if r.roofline_s > 0 else "n/a")
     for i, p in enumerate(programs):
