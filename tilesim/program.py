@@ -39,6 +39,7 @@ BLOCK_INDICES = ("bx", "by", "bz")
 WARP_LANES = 32  # threads per warp instruction in the description (CUDA warps, Apple SIMD-groups)
 LOAD_DESTS = ("register", "shared", "async", "bulk")
 MMA_OPERANDS = ("registers", "shared")
+MMA_SCOPES = ("warp", "warpgroup")
 COMPUTE_PIPES = ("fma", "sfu", "int", "fp64", "issue")
 COMPUTE_DTYPES = ("fp32", "fp16", "bf16", "tf32", "fp64", "int32")
 ATOMIC_SPACES = ("shared", "global")
@@ -222,13 +223,16 @@ class Mma:
     warp-level instructions, per warpgroup for Hopper's wgmma). ``operands`` says where A and B come
     from: "registers" (loaded by the program's shared loads, e.g. ``ldmatrix``) or "shared" (read by
     the tensor core itself from shared memory, as wgmma does: each instruction reads its m x k and
-    k x n operand tiles)."""
+    k x n operand tiles). ``scope`` is who issues one instruction: a "warp" (mma.sync, WMMA) or a
+    "warpgroup" (Hopper's wgmma: four warps); it selects the instruction's measured latency for
+    ``chain``."""
 
     shape: tuple[int, int, int]
     dtype: str
     count: float
     chain: float = 0.0
     operands: str = "registers"
+    scope: str = "warp"
 
     def __post_init__(self) -> None:
         _require(len(self.shape) == 3 and all(isinstance(x, int) and x > 0 for x in self.shape), "Mma", "shape",
@@ -237,6 +241,7 @@ class Mma:
         _nonneg("Mma", count=self.count, chain=self.chain)
         _require(self.operands in MMA_OPERANDS, "Mma", "operands", self.operands,
                  f"must be one of {', '.join(MMA_OPERANDS)}")
+        _require(self.scope in MMA_SCOPES, "Mma", "scope", self.scope, f"must be one of {', '.join(MMA_SCOPES)}")
 
     @property
     def flops(self) -> float:

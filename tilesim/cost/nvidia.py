@@ -125,6 +125,15 @@ def _pieces(w: WarpAccess) -> list[tuple[list, list, int]]:
     return [(list(w.offsets), list(shared or ()), w.width_bytes)]
 
 
+def mma_latency_cycles(hw, op: Mma) -> float:
+    """Clocks from an MMA to one that depends on it: a warpgroup's wgmma at its N from the measured
+    ``wgmma_latency_cycles_by_n`` (tensor_probe: issue to wait_group 0), a warp's from the tensor
+    pipe's latency (a dependent mma.sync chain)."""
+    if op.scope == "warpgroup" and hw.has("wgmma_latency_cycles_by_n"):
+        return hw.wgmma_latency_cycles_at(op.shape[1])
+    return hw.pipe_latency_cycles("tensor")
+
+
 def barrier_latency_cycles(hw, warps_per_block: int) -> float:
     """One ``__syncthreads()`` of a block of ``warps_per_block`` warps (see the module docstring)."""
     if hw.has("barrier_latency_cycles_by_warps"):
@@ -210,7 +219,7 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
                 c.shared_load_ideal += operand_bytes / (banks * bank_w)
                 c.shared_load_bytes += operand_bytes
             if op.chain:
-                crit += op.chain * hw.pipe_latency_cycles("tensor")
+                crit += op.chain * mma_latency_cycles(hw, op)
         elif isinstance(op, Shuffle):
             c.shuffle_wavefronts += op.count
             c.math_instructions += op.count

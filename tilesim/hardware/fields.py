@@ -66,6 +66,7 @@ MEASURED_FIELDS = (
     "sfu_rsq_latency_cycles", "lop3_latency_cycles", "reduce_step_latency_cycles",
     "block_launch_per_clk_per_sm_by_threads", "hbm_read_bytes_per_s", "hbm_write_bytes_per_s",
     "tma_latency_cycles", "tma_hbm_latency_cycles", "sm_clock_hz_by_tensor_activity", "ldgsts16_pipe_cycles",
+    "wgmma_latency_cycles_by_n",
 )
 """Fields only a calibrated profile gives (validation/calibration/pipes_probe.py names them; a data
 file has no datasheet value for most of them). They read as attributes like the common fields."""
@@ -112,7 +113,7 @@ REQUIRED_FIELDS = {"nvidia": DATA_FIELDS, "apple": CORE_FIELDS}
 
 TABLE_FIELDS = ("warp_issue_by_code_bytes", "ffma_rate_by_warps", "tail_packing_by_slots",
                 "barrier_latency_cycles_by_warps", "block_launch_per_clk_per_sm_by_threads",
-                "sm_clock_hz_by_tensor_activity")
+                "sm_clock_hz_by_tensor_activity", "wgmma_latency_cycles_by_n")
 """Fields whose value is a table of points ``((x > 0, y >= 0), ...)``."""
 
 # --- compute pipes ------------------------------------------------------------------------------

@@ -291,6 +291,10 @@ class HardwareSpec:
             return _interp(sorted(self.get("sm_clock_hz_by_tensor_activity")), activity)
         return self.sm_clock_hz
 
+    def wgmma_latency_cycles_at(self, n: int) -> float:
+        """Clocks from a wgmma of width ``n`` to its completion (``wgmma_latency_cycles_by_n``, measured)."""
+        return _interp(sorted(self.get("wgmma_latency_cycles_by_n")), n)
+
     def tensor_peak_flops_per_clk(self) -> float:
         """The dense fp16 tensor rate per clock per SM: the fastest fp16 matrix instruction in the data
         (the reference for tensor activity)."""

@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import shutil
 import subprocess
 import sys
@@ -66,7 +67,7 @@ PIPE_FIELDS = ("sfu_warp_instr_per_clk_per_sm", "shuffle_warp_instr_per_clk_per_
 TENSOR_FIELDS = ("mma.m16n8k16.fp16", "mma.m16n8k16.bf16", "mma.m16n8k8.tf32", "mma.m64nNk16.fp16",
                  "mma.m64nNk16.bf16", "mma.m64nNk8.tf32", "pipes.tensor.latency_cycles")
 #: from the same record's TMA rows and from clock_load_probe (clock_load.json, beside it)
-TMA_FIELDS = ("tma_latency_cycles", "tma_hbm_latency_cycles")
+TMA_FIELDS = ("tma_latency_cycles", "tma_hbm_latency_cycles", "wgmma_latency_cycles_by_n")
 CLOCK_LOAD_FIELDS = ("sm_clock_hz_by_tensor_activity",)
 FEED_FIELDS = ("ldgsts16_pipe_cycles",)
 #: the clock_load_probe loads that give the SM clock against tensor activity (random operands, as the
@@ -916,6 +917,23 @@ def tma_fields(rec: dict, result_path: str = "tensor.json") -> dict:
     return out
 
 
+def wgmma_latency_field(rec: dict, result_path: str = "tensor.json") -> dict:
+    """``wgmma_latency_cycles_by_n``: [N, cycles] of one wgmma m64nNk16 fp16 (operands in shared memory)
+    from issue to wait_group 0, one warpgroup (tensor_probe's wgmma latency rows)."""
+    pts = []
+    for key, row in rec.get("wgmma", {}).items():
+        m = re.fullmatch(r"m64n(\d+)k16_fp16_f32_ss\.lat", key)
+        if m and row.get("value"):
+            pts.append([int(m.group(1)), float(row["value"])])
+    if len(pts) < 2:
+        return {}
+    pts.sort()
+    ys = [p[1] for p in pts]
+    return {"wgmma_latency_cycles_by_n": {
+        "value": pts, "benchmark": f"tensor_probe wgmma m64nNk16 fp16 latency rows ({result_path})", "n": len(pts),
+        "p10": min(ys), "p90": max(ys), "how": "one point per N", "date": rec.get("meta", {}).get("date_utc")}}
+
+
 def clock_load_fields(rec: dict, result_path: str = "clock_load.json") -> dict:
     """``sm_clock_hz_by_tensor_activity``: [tensor activity, SM clock Hz] pairs, activity being the
     tensor FLOP per clock per SM over the fp16 dense rate (4096), from the clock_load_probe loads in
@@ -1076,6 +1094,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             record = json.loads(tensor.read_text())
             results["fields"].update(tensor_fields(record, gpu, str(rel)))
             results["fields"].update(tma_fields(record, str(rel)))
+            results["fields"].update(wgmma_latency_field(record, str(rel)))
         feed = Path(args.from_json).with_name("mma_feed.json")
         if feed.exists():  # validation/calibration/mma_feed_probe.py, recorded beside
             rel = feed.resolve().relative_to(REPO_ROOT) if feed.resolve().is_relative_to(REPO_ROOT) else feed

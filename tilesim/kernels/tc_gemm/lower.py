@@ -183,6 +183,8 @@ def _mma(cfg: TcGemmConfig, k_elems: int, operands: str = "registers") -> Mma:
     count = (cfg.bm // fm) * (cfg.bn // fn) * (k_elems // fk) * per_op
     if cfg.instruction == "wgmma":
         count = cfg.consumers * (cfg.wm // fm) * (cfg.wn // fn) * (k_elems // fk)
+    if cfg.instruction == "wgmma":  # back-to-back wgmmas accumulate in the pipe; one wait_group a step
+        return Mma((hm, hn, hk), cfg.dtype, count, chain=1, operands=operands, scope="warpgroup")
     return Mma((hm, hn, hk), cfg.dtype, count, chain=k_elems / fk, operands=operands)
 
 
