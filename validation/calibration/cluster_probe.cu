@@ -270,6 +270,231 @@ ring_c2(int iters, int stages, int spin, int multicast, int remote, long long* r
 
 }  // extern "C"
 
+// ================================ the ring with real wgmma consumers ==================================
+// The same producer and ring as ring_body, but each consumer warpgroup runs one k-step of the validation
+// GEMM (validation/families/tc_gemm/wgmma.cu, fp16 128x256x64 tile, K-major B, 128-byte swizzle) on the
+// stage it waited for: wgmma.fence, 4 x wgmma.mma_async m64n256k16 f32.f16.f16 (the k16 slices of the 64-half
+// box row, descriptors as wgmma.cu's smem_desc: start + kk * 32 B, LBO 16, SBO 1024, 128B swizzle),
+// commit_group, wait_group 1, then the release of the PREVIOUS k-step's stage (k-steps >= 1), as wgmma.cu.
+// Consumer warpgroup cw reads A rows cw*64 .. cw*64+63 of the 128-row A box and all 256 rows of the B box.
+// Registers as wgmma.cu: setmaxnreg.dec 40 on the producer warpgroup, .inc 232 on the consumers.
+// Release (runtime flag release_all):
+//   0: one thread per destination CTA (wgmma.cu: thread 0 arrives locally at cluster 1; threads t < 2 arrive
+//      on CTA t with mapa + arrive.release.cluster at cluster 2); empty count = consumers x destinations
+//   1: every thread of the warpgroup arrives on every destination; empty count = 128 x consumers x destinations
+// Record as ring_body (r[5]: consumer warpgroup 1, thread 0, cycles in full waits); aux (CP_AUX longs per
+// block, consumer warpgroup 1 thread 0): cycles in wait_group(1), cycles in the release arrive(s), consumer
+// warpgroup 2 thread 0 full-wait cycles (0 with one consumer), k-steps the consumer completed.
+#define CP_AUX 4
+#define CP_WG_N 256           // n of the wgmma instruction = rows of the B box
+#define CP_WG_M 64            // rows of A per consumer warpgroup (one m64 instruction)
+#define CP_WG_KSLICES 4       // 64-half box row / k16
+#define CP_PRODUCER_REGS 40   // wgmma.cu PRODUCER_REGS
+#define CP_CONSUMER_REGS 232  // wgmma.cu CONSUMER_REGS
+
+__device__ __forceinline__ u64 smem_desc(u32 addr, u32 lbo_bytes, u32 sbo_bytes) {
+    return (u64)((addr & 0x3FFFF) >> 4) | ((u64)((lbo_bytes & 0x3FFFF) >> 4) << 16)
+         | ((u64)((sbo_bytes & 0x3FFFF) >> 4) << 32) | (1ull << 62);  // 62-63 = 1: 128-byte swizzle
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
+
+// wgmma.mma_async m64n256k16 f32 += f16 * f16 (scale-d 1, imm-scale-a/b 1, no transpose): d[0..127]
+__device__ __forceinline__ void wgmma_m64n256k16(float* d, u64 desc_a, u64 desc_b) {
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+        "%128, %129, 1, 1, 1, 0, 0;"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "l"(desc_a), "l"(desc_b));
+}
+
+template <int CLUSTER>
+__device__ __forceinline__ void ringw_body(int iters, int stages, int multicast, int remote, int release_all,
+                                           long long* rec, long long* aux, int* flag, const TmaMap* ma,
+                                           const TmaMap* mb, int a_rows, int a_tiles, int b_tiles) {
+    __shared__ __align__(8) u64 full_bar[CP_MAX_STAGES];
+    __shared__ __align__(8) u64 empty_bar[CP_MAX_STAGES];
+    __shared__ long long s_full_wait[2];
+    constexpr bool SCOPE = CLUSTER > 1;
+    constexpr int b_rows = CP_WG_N;
+    const u32 base = (smem_u32(cp_dyn) + 1023u) & ~1023u;
+    const u32 a_bytes = (u32)a_rows * 128u, b_bytes = (u32)b_rows * 128u;
+    const u32 stage_bytes = a_bytes + b_bytes;
+    const int consumers = (int)(blockDim.x / 128) - 1;
+    const u32 rank = CLUSTER > 1 ? cluster_rank() : 0u;
+    const bool remote_arrive = CLUSTER > 1 && remote != 0;
+    const bool mc = CLUSTER > 1 && multicast != 0;
+    const u32 dests = remote_arrive ? (u32)CLUSTER : 1u;
+    const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
+
+    if (threadIdx.x == 0) {
+        prefetch_map(ma);
+        prefetch_map(mb);
+        for (int s = 0; s < stages; ++s) {
+            mbar_init(smem_u32(&full_bar[s]), 1u);
+            mbar_init(smem_u32(&empty_bar[s]), (u32)consumers * dests * (release_all ? 128u : 1u));
+        }
+        s_full_wait[0] = 0;
+        s_full_wait[1] = 0;
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    if (CLUSTER > 1) cluster_sync();
+    __syncthreads();
+    const int pair = blockIdx.x / CLUSTER;
+    const int a_row0 = (int)(blockIdx.x % (u32)a_tiles) * a_rows;
+    const int b_row0 = (pair % b_tiles) * b_rows;
+    const long long c0 = clock64();
+    const u64 g0 = global_ns();
+    long long empty_wait = 0, group_wait = 0, release = 0;
+    int done = 0, cdone = 0;
+    float sink = 0.0f;
+
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(CP_PRODUCER_REGS));
+        if (t == 0) {
+            u32 s = 0, phase = 0;
+            for (int kt = 0; kt < iters; ++kt) {
+                const u32 full = smem_u32(&full_bar[s]), empty = smem_u32(&empty_bar[s]);
+                const long long w0 = clock64();
+                if (!mbar_wait<SCOPE>(empty, phase ^ 1u)) {  // round 0 passes at once
+                    flag[blockIdx.x] = 1;
+                    break;
+                }
+                if (kt >= stages) empty_wait += clock64() - w0;
+                mbar_expect_tx(full, stage_bytes);
+                const u32 a_dst = base + s * stage_bytes, b_dst = a_dst + a_bytes;
+                const int kx = (kt & ((1 << CP_TILES_X_SHIFT) - 1)) * CP_BOX_COLS;
+                tma_load_2d(a_dst, ma, full, kx, a_row0);
+                if (mc) {
+                    if (rank == 0) tma_load_2d_multicast(b_dst, mb, full, kx, b_row0, (unsigned short)((1u << CLUSTER) - 1u));
+                } else {
+                    tma_load_2d(b_dst, mb, full, kx, b_row0);
+                }
+                if (++s == (u32)stages) {
+                    s = 0;
+                    phase ^= 1u;
+                }
+                done = kt + 1;
+            }
+        }
+        __syncwarp();
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(CP_CONSUMER_REGS));
+        const int cw = wg - 1;
+        float acc[CP_WG_N / 2];
+#pragma unroll
+        for (int i = 0; i < CP_WG_N / 2; ++i) acc[i] = 0.0f;
+        u32 s = 0, phase = 0, prev = 0;
+        long long full_wait = 0;
+        for (int kt = 0; kt < iters; ++kt) {
+            const u32 full = smem_u32(&full_bar[s]);
+            const long long w0 = clock64();
+            if (!mbar_wait<SCOPE>(full, phase)) {
+                flag[blockIdx.x] = 1;
+                break;
+            }
+            full_wait += clock64() - w0;
+            const u32 a_st = base + s * stage_bytes + (u32)(cw * CP_WG_M) * 128u;
+            const u32 b_st = base + s * stage_bytes + a_bytes;
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < CP_WG_KSLICES; ++kk) {
+                const u64 db = smem_desc(b_st + kk * 32, 16, 1024);
+                const u64 da = smem_desc(a_st + kk * 32, 16, 1024);
+                wgmma_m64n256k16(acc, da, db);
+            }
+            wgmma_commit();
+            const long long g0w = clock64();
+            wgmma_wait<1>();  // the previous k-step's group is done: release its stage
+            const long long g1w = clock64();
+            group_wait += g1w - g0w;
+            if (kt > 0) {
+                const u32 empty_prev = smem_u32(&empty_bar[prev]);
+                if (release_all) {
+                    for (u32 d = 0; d < dests; ++d) {
+                        if (remote_arrive) mbar_arrive_cluster(empty_prev, d);
+                        else mbar_arrive_local(empty_prev);
+                    }
+                } else if (remote_arrive) {
+                    if (t < CLUSTER) mbar_arrive_cluster(empty_prev, (u32)t);
+                } else if (t == 0) {
+                    mbar_arrive_local(empty_prev);
+                }
+                release += clock64() - g1w;
+            }
+            prev = s;
+            if (++s == (u32)stages) {
+                s = 0;
+                phase ^= 1u;
+            }
+            cdone = kt + 1;
+        }
+        wgmma_wait<0>();
+        if (t == 0) s_full_wait[cw & 1] = full_wait;
+#pragma unroll
+        for (int i = 0; i < CP_WG_N / 2; ++i) sink += acc[i];
+    }
+    __syncthreads();
+    const long long c1 = clock64();
+    const u64 g1 = global_ns();
+    if (threadIdx.x == 0) write_record(rec, c1 - c0, g0, g1, rank, empty_wait, s_full_wait[0], done);
+    if (threadIdx.x == 128) {
+        long long* x = aux + CP_AUX * blockIdx.x;
+        x[0] = group_wait;
+        x[1] = release;
+        x[2] = s_full_wait[1];
+        x[3] = cdone;
+    }
+    // keeps the accumulators live (never true for finite inputs: the tensor holds values in [-1, 1])
+    if (sink != sink) flag[blockIdx.x] = 2;
+    // no CTA leaves while its peer may still arrive on its barriers or multicast into it
+    if (CLUSTER > 1) cluster_sync();
+}
+
+extern "C" {
+
+__global__ void __launch_bounds__(384, 1)
+ringw_c1(int iters, int stages, int multicast, int remote, int release_all, long long* rec, long long* aux,
+         int* flag, const __grid_constant__ TmaMap ma, const __grid_constant__ TmaMap mb, int a_rows, int a_tiles,
+         int b_tiles) {
+    ringw_body<1>(iters, stages, multicast, remote, release_all, rec, aux, flag, &ma, &mb, a_rows, a_tiles, b_tiles);
+}
+
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1)
+ringw_c2(int iters, int stages, int multicast, int remote, int release_all, long long* rec, long long* aux,
+         int* flag, const __grid_constant__ TmaMap ma, const __grid_constant__ TmaMap mb, int a_rows, int a_tiles,
+         int b_tiles) {
+    ringw_body<2>(iters, stages, multicast, remote, release_all, rec, aux, flag, &ma, &mb, a_rows, a_tiles, b_tiles);
+}
+
+}  // extern "C"
+
 // ================================ mbarrier ping-pong ==================================================
 // Lane 0 of warp 0 (A) and a partner (B) hand one token back and forth `iters` times through two mbarriers
 // of count 1: A arrives on B's barrier and waits on its own, B waits on its own and arrives on A's. A's

@@ -46,6 +46,23 @@ Latency rows (one cluster of 2 on the otherwise idle GPU):
   from the issue until both CTAs have the data and rank 0 saw rank 1's arrive (includes one remote
   hand-off: subtract ``ping.remote``), ``rank1_cycles`` = rank 1's expect_tx to its own completion.
 
+Wgmma rows ``wgmma.c<consumers>.s<S>.<mode>.rel_<one|all>`` (``ringw_c1`` / ``ringw_c2``): the same producer,
+ring and boxes (A 128 x 64, B 256 x 64 fp16), but each consumer warpgroup runs the validation GEMM's k-step
+of real tensor work instead of the spin: wgmma.fence, 4 x wgmma.mma_async m64n256k16 f32.f16.f16 from the
+stage it waited for (wgmma.cu's descriptors, 128-byte swizzle), commit_group, wait_group(1), then the release
+of the PREVIOUS stage, with wgmma.cu's setmaxnreg (producer 40, consumers 232). Consumer warpgroup c reads
+A rows 64c .. 64c + 63 (with one consumer, rows 64..127 of the A box are loaded but not read). Modes as the
+ring's (``c2_own_local`` is the legal local-only release: without multicast; multicast needs remote
+arrivals). Release ``one``: one thread per destination CTA (what wgmma.cu does: thread 0 arrives locally
+at cluster 1, threads 0 and 1 arrive on CTA 0 and CTA 1 at cluster 2); ``all``: every thread of the
+warpgroup arrives on every destination (empty count x 128). The wgmma rows fill the tensor with uniform
+random fp16 in [-1, 1] first (the tensor pipe's power and so the clock depend on the data); the other
+groups run before on zeros, as before. Each row has the ring's fields plus ``tensor_activity`` (wgmma
+issued x WGMMA_CYCLES / the block's timed cycles, median over blocks), ``wait_group_per_step`` (cycles
+consumer warpgroup 1 thread 0 spends in wait_group(1)), ``release_per_step`` (its cycles in the release
+arrive(s)), ``full_wait_wg2_per_step`` (consumer warpgroup 2's full waits) and ``vs_c1`` against the c1 row
+of the same consumers, S and release.
+
 Records (``REC`` longs per block, cluster_probe.cu write_record): cycles, ns, smid, rank, a, b,
 globaltimer start, count; a/b are the ring's empty/full waits, the TMA latency's pair sum.
 """
@@ -74,6 +91,9 @@ REC = 8  # CP_REC
 MAX_STAGES = 8  # CP_MAX_STAGES
 BOX_COLS = 64  # CP_BOX_COLS: 64 halves = 128 bytes, the widest box a 128-byte swizzle allows (cuda.h)
 TILES_X_SHIFT = 6  # CP_TILES_X_SHIFT: 64 boxes per 4096-half row
+AUX = 4  # CP_AUX: longs per block of the wgmma rows' second record
+WG_N = 256  # CP_WG_N: n of the wgmma instruction = rows of the B box
+WG_KSLICES = 4  # CP_WG_KSLICES: k16 instructions per 64-half k-step
 
 TENSOR_COLS = 4096  # halves per row: 1 << TILES_X_SHIFT boxes of BOX_COLS
 L2_TENSOR_BYTES = 16 << 20  # well inside the ~45 MiB the H200's L2 keeps (validation/calibration/README.md)
@@ -94,6 +114,21 @@ MODES = {  # name -> (kernel, multicast, remote arrivals)
     "c2_own_remote": ("ring_c2", 0, 1),
     "c2_mc_remote": ("ring_c2", 1, 1),
 }
+WGMMA_MODES = {  # name -> (kernel, multicast, remote arrivals); multicast without remote arrivals is illegal
+    "c1": ("ringw_c1", 0, 0),
+    "c2_own_local": ("ringw_c2", 0, 0),
+    "c2_own_remote": ("ringw_c2", 0, 1),
+    "c2_mc_remote": ("ringw_c2", 1, 1),
+}
+WGMMA_CONSUMERS = (1, 2)
+WGMMA_STAGES = (2, 4)
+RELEASES = {"one": 0, "all": 1}  # one: one thread per destination CTA (wgmma.cu); all: every thread
+QUICK_WGMMA_CONSUMERS = (2,)
+# cycles of one m64n256k16 fp16 wgmma at the SM's tensor peak: 64 * 256 * 16 * 2 flops / 4096 flops/clk/SM
+# (dense fp16 peak per SM per clock, reached by the tensor probe: validation/calibration/README.md)
+TENSOR_FLOPS_PER_CLK_PER_SM = 4096
+WGMMA_CYCLES = 64 * WG_N * 16 * 2 // TENSOR_FLOPS_PER_CLK_PER_SM  # 128
+GROUPS = ("ping", "tma_lat", "ring", "wgmma")
 RING_ITERS = 2048  # k-steps per launch (about 1 ms at spin 1000)
 QUICK_RING_ITERS = 256
 PING_MODES = {"local_cta": 0, "local_cluster_scope": 1, "remote": 2}
@@ -149,6 +184,17 @@ def ring_configs(quick: bool = False) -> list[dict]:
     return [{"b_rows": b, "stages": s, "spin": sp, "mode": m}
             for b in (QUICK_B_ROWS if quick else B_ROWS) for s in STAGES
             for sp in (QUICK_SPINS if quick else SPINS) for m in MODES]
+
+
+def wgmma_configs(quick: bool = False) -> list[dict]:
+    """Every wgmma-ring configuration: consumers x stages x release x mode (the c1 row first in each group)."""
+    return [{"consumers": c, "stages": s, "release": rel, "mode": m}
+            for c in (QUICK_WGMMA_CONSUMERS if quick else WGMMA_CONSUMERS) for s in WGMMA_STAGES
+            for rel in RELEASES for m in WGMMA_MODES]
+
+
+def wgmma_name(cfg: dict) -> str:
+    return f"wgmma.c{cfg['consumers']}.s{cfg['stages']}.{cfg['mode']}.rel_{cfg['release']}"
 
 
 def ring_name(cfg: dict) -> str:
@@ -233,6 +279,75 @@ def add_ratios(ring: dict) -> None:
         row["vs_c1"] = row["value"] / base["value"] if base and base["value"] > 0 else None
 
 
+AUX_FIELDS = ("wait_group", "release", "full_wait_wg2", "consumer_count")
+
+
+def parse_aux(raw: Sequence[int], blocks: int) -> list[dict]:
+    """The wgmma rows' second per-block record (``AUX`` longs each) -> dicts of AUX_FIELDS. ValueError when
+    the count of values is not ``AUX * blocks``."""
+    vals = [int(v) for v in raw]
+    if blocks < 1 or len(vals) != AUX * blocks:
+        raise ValueError(f"aux records: {len(vals)} values for blocks = {blocks}; expected {AUX} per block")
+    return [dict(zip(AUX_FIELDS, vals[AUX * b: AUX * (b + 1)], strict=True)) for b in range(blocks)]
+
+
+def wgmma_rep(recs: list[dict], aux: list[dict], iters: int, consumers: int, multicast: bool) -> dict:
+    """One launch of the wgmma ring -> ring_rep's numbers plus tensor activity and the consumer's
+    wait_group / release / second consumer's full-wait cycles per k-step (medians over blocks). ValueError
+    when a block's consumer did not complete ``iters`` k-steps or the records disagree in length."""
+    if len(aux) != len(recs):
+        raise ValueError(f"wgmma: {len(aux)} aux records for {len(recs)} blocks")
+    short = [i for i, x in enumerate(aux) if x["consumer_count"] != iters]
+    if short:
+        raise ValueError(f"wgmma: consumers of blocks {short[:8]} completed fewer than iters = {iters} k-steps")
+    if consumers < 1:
+        raise ValueError(f"wgmma: consumers = {consumers}: must be >= 1")
+    rep = ring_rep(recs, iters, WG_N, multicast)
+    busy = consumers * WG_KSLICES * iters * WGMMA_CYCLES
+    rep.update({"tensor_activity": _median([busy / r["cycles"] for r in recs]),
+                "wait_group_per_step": _median([x["wait_group"] / iters for x in aux]),
+                "release_per_step": _median([x["release"] / max(iters - 1, 1) for x in aux]),
+                "full_wait_wg2_per_step": _median([x["full_wait_wg2"] / iters for x in aux])})
+    return rep
+
+
+def wgmma_row(cfg: dict, reps: list[dict], iters: int, grid: int, smem: int) -> dict:
+    """The summary of a wgmma-ring configuration's reps (``reps``: wgmma_rep dicts plus event_s, records)."""
+    kernel, mc, remote = WGMMA_MODES[cfg["mode"]]
+
+    def stat(key: str, unit: str) -> dict:
+        return {"unit": unit, **summarize([r[key] for r in reps])}
+
+    return {**cfg, "kernel": kernel, "multicast": bool(mc), "remote_arrive": bool(remote),
+            "release_all": bool(RELEASES[cfg["release"]]),
+            "cluster": 1 if kernel == "ringw_c1" else CLUSTER, "a_rows": A_ROWS, "b_rows": WG_N,
+            "instruction": f"wgmma.mma_async m64n{WG_N}k16 f32.f16.f16", "wgmma_per_step": cfg["consumers"] * WG_KSLICES,
+            "wgmma_cycles": WGMMA_CYCLES, "iters": iters, "grid": grid, "threads": 128 * (1 + cfg["consumers"]),
+            "smem_bytes": smem, "stage_bytes": (A_ROWS + WG_N) * BOX_ROW_BYTES,
+            "unit": "cycles per k-step", **summarize([r["cycles_per_step"] for r in reps]),
+            "tensor_activity": stat("tensor_activity", "wgmma x WGMMA_CYCLES / elapsed cycles per SM"),
+            "bytes_per_clk_per_sm": stat("bytes_per_clk_per_sm", "bytes/clk/SM"),
+            "l2_bytes_per_clk_per_sm": stat("l2_bytes_per_clk_per_sm", "bytes/clk/SM asked of L2"),
+            "empty_wait_per_step": stat("empty_wait_per_step", "producer cycles per k-step"),
+            "full_wait_per_step": stat("full_wait_per_step", "consumer 1 cycles per k-step"),
+            "full_wait_wg2_per_step": stat("full_wait_wg2_per_step", "consumer 2 cycles per k-step"),
+            "wait_group_per_step": stat("wait_group_per_step", "consumer 1 cycles in wait_group(1) per k-step"),
+            "release_per_step": stat("release_per_step", "consumer 1 cycles in the release per k-step"),
+            "cycles_per_step_by_rank": {k: _median([r["cycles_per_step_by_rank"][k] for r in reps])
+                                        for k in reps[0]["cycles_per_step_by_rank"]},
+            "clock_hz": _median([r["clock_hz"] for r in reps]),
+            "concurrent": all(r["concurrent"] for r in reps),
+            "distinct_sms": min(r["distinct_sms"] for r in reps),
+            "runs": reps}
+
+
+def add_wgmma_ratios(rows: dict) -> None:
+    """``vs_c1`` on every wgmma row: its cycles_per_step over the c1 row of the same consumers, S, release."""
+    for row in rows.values():
+        base = rows.get(wgmma_name({**row, "mode": "c1"}))
+        row["vs_c1"] = row["value"] / base["value"] if base and base["value"] > 0 else None
+
+
 def ping_rep(recs: list[dict], iters: int) -> float:
     """Cycles of one hand-off: rank 0's (thread A's) loop cycles / iters / 2."""
     r0 = next((r for r in recs if r["rank"] == 0), None)
@@ -304,6 +419,12 @@ class _Device:
         self._start, self._end = cp.cuda.Event(), cp.cuda.Event()
         self.flag = cp.zeros(self.sm_count, dtype=cp.int32)
 
+    def fill_random(self) -> None:
+        """Uniform random fp16 in [-1, 1] (seeded): operands for the wgmma rows."""
+        cp = self.cp
+        self.tensor[...] = cp.random.RandomState(1).uniform(-1.0, 1.0, self.tensor.size).astype(cp.float16)
+        self.stream.synchronize()
+
     def warm_l2(self) -> None:
         int(self.tensor.view(self.cp.uint32).sum())  # every line read once: L2-resident
 
@@ -321,7 +442,8 @@ class _Device:
         self._end.record(self.stream)
         self._end.synchronize()
         if int(self.flag.max().get()) != 0:
-            raise RuntimeError(f"{name}: an mbarrier wait timed out (blocks {cp.nonzero(self.flag)[0].get()[:8]})")
+            raise RuntimeError(f"{name}: an mbarrier wait timed out, or (flag 2, ringw) the accumulators were NaN "
+                               f"(blocks {cp.nonzero(self.flag)[0].get()[:8]})")
         return cp.cuda.get_elapsed_time(self._start, self._end) * 1e-3
 
 
@@ -343,6 +465,28 @@ def run_ring(dev: _Device, cfg: dict, iters: int, reps: int) -> dict:
         runs.append({**ring_rep(recs, iters, cfg["b_rows"], bool(mc)), "event_s": event_s,
                      "records": compact(recs)})
     return ring_row(cfg, runs, iters, grid, smem)
+
+
+def run_wgmma(dev: _Device, cfg: dict, iters: int, reps: int) -> dict:
+    cp = dev.cp
+    kernel, mc, remote = WGMMA_MODES[cfg["mode"]]
+    grid = dev.sm_count - dev.sm_count % CLUSTER
+    smem = ring_smem_bytes(cfg["stages"], WG_N)
+    threads = 128 * (1 + cfg["consumers"])
+    rec = cp.zeros(REC * grid, dtype=cp.int64)
+    aux = cp.zeros(AUX * grid, dtype=cp.int64)
+    args = (cp.int32(iters), cp.int32(cfg["stages"]), cp.int32(mc), cp.int32(remote),
+            cp.int32(RELEASES[cfg["release"]]), rec, aux, dev.flag, dev.maps[A_ROWS], dev.maps[WG_N],
+            cp.int32(A_ROWS), cp.int32(dev.rows // A_ROWS), cp.int32(dev.rows // WG_N))
+    dev.launch(kernel, grid, threads, smem, args)  # warm-up
+    runs = []
+    for _ in range(reps):
+        event_s = dev.launch(kernel, grid, threads, smem, args)
+        recs = parse_records(rec.get(), grid)
+        auxs = parse_aux(aux.get(), grid)
+        runs.append({**wgmma_rep(recs, auxs, iters, cfg["consumers"], bool(mc)), "event_s": event_s,
+                     "records": compact(recs), "aux": [[x[k] for k in AUX_FIELDS] for x in auxs]})
+    return wgmma_row(cfg, runs, iters, grid, smem)
 
 
 def run_ping(dev: _Device, mode: int, iters: int, reps: int) -> dict:
@@ -381,22 +525,27 @@ def run_tma_lat(dev: _Device, b_rows: int, mode: int, iters: int, reps: int) -> 
             "runs": runs}
 
 
-def run_probes(quick: bool = False) -> dict:
-    """Every group on the current GPU (JSON-ready): meta, compile, ring, ping, tma_lat, errors."""
+def run_probes(quick: bool = False, only: Sequence[str] = GROUPS) -> dict:
+    """The groups ``only`` (default: every group) on the current GPU (JSON-ready): meta, compile, ring, ping,
+    tma_lat, wgmma, errors. ValueError naming an unknown group."""
+    bad = [g for g in only if g not in GROUPS]
+    if bad:
+        raise ValueError(f"only = {bad}: groups are {list(GROUPS)}")
     t0 = time.perf_counter()
     from validation.harness.metadata import collect_metadata  # noqa: PLC0415
 
     meta = collect_metadata()
     dev = _Device()
     reps = QUICK_REPS if quick else REPS
-    res: dict = {"meta": meta, "compile": dev.compile, "ring": {}, "ping": {}, "tma_lat": {}, "errors": {}}
+    res: dict = {"meta": meta, "compile": dev.compile, "ring": {}, "ping": {}, "tma_lat": {}, "wgmma": {},
+                 "errors": {}}
     dev.warm_l2()
-    for name, mode in PING_MODES.items():
+    for name, mode in PING_MODES.items() if "ping" in only else ():
         try:
             res["ping"][f"ping.{name}"] = run_ping(dev, mode, PING_ITERS, reps)
         except Exception as exc:  # noqa: BLE001  (recorded; the others still run)
             res["errors"][f"ping.{name}"] = f"{type(exc).__name__}: {exc}"
-    for b_rows in B_ROWS:
+    for b_rows in B_ROWS if "tma_lat" in only else ():
         for name, mode in LAT_MODES.items():
             key = f"tma_lat.b{b_rows}.{name}"
             try:
@@ -404,16 +553,28 @@ def run_probes(quick: bool = False) -> dict:
             except Exception as exc:  # noqa: BLE001
                 res["errors"][key] = f"{type(exc).__name__}: {exc}"
     dev.warm_l2()
-    for cfg in ring_configs(quick):
+    for cfg in ring_configs(quick) if "ring" in only else ():
         key = ring_name(cfg)
         try:
             res["ring"][key] = run_ring(dev, cfg, QUICK_RING_ITERS if quick else RING_ITERS, reps)
         except Exception as exc:  # noqa: BLE001
             res["errors"][key] = f"{type(exc).__name__}: {exc}"
     add_ratios(res["ring"])
+    if "wgmma" in only:
+        dev.fill_random()  # after the other groups: they keep running on zeros
+        dev.warm_l2()
+        for cfg in wgmma_configs(quick):
+            key = wgmma_name(cfg)
+            try:
+                res["wgmma"][key] = run_wgmma(dev, cfg, QUICK_RING_ITERS if quick else RING_ITERS, reps)
+            except Exception as exc:  # noqa: BLE001
+                res["errors"][key] = f"{type(exc).__name__}: {exc}"
+        add_wgmma_ratios(res["wgmma"])
     res["meta"].update({"probe_wall_s": time.perf_counter() - t0, "reps": reps, "quick": quick,
                         "sm_count": dev.sm_count, "tensor_bytes": L2_TENSOR_BYTES, "tensor_cols": TENSOR_COLS,
-                        "a_rows": A_ROWS, "consumers": CONSUMERS, "record_fields": list(RECORD_FIELDS)})
+                        "a_rows": A_ROWS, "consumers": CONSUMERS, "record_fields": list(RECORD_FIELDS),
+                        "aux_fields": list(AUX_FIELDS), "groups": list(only),
+                        "wgmma_tensor_data": "uniform random fp16 in [-1, 1]" if "wgmma" in only else None})
     return res
 
 
@@ -427,6 +588,17 @@ def format_table(results: dict) -> str:
         lines.append(f"{k:38s} {r['value']:9.1f} {vs:>6s} {r['bytes_per_clk_per_sm']['value']:9.2f} "
                      f"{r['l2_bytes_per_clk_per_sm']['value']:9.2f} {r['empty_wait_per_step']['value']:7.1f} "
                      f"{r['full_wait_per_step']['value']:7.1f} {ranks:>13s} {'y' if r['concurrent'] else 'n'}")
+    if results.get("wgmma"):
+        lines.append(f"{'wgmma row':38s} {'cyc/step':>9s} {'vs c1':>6s} {'tensor':>7s} {'emptyW':>7s} "
+                     f"{'fullW':>7s} {'fullW2':>7s} {'wgrpW':>7s} {'rel':>6s} {'GHz':>5s} {'r0/r1':>11s} conc")
+    for k, r in results.get("wgmma", {}).items():
+        ranks = "/".join(f"{v:.0f}" for v in r["cycles_per_step_by_rank"].values())
+        vs = f"{r['vs_c1']:.3f}" if r.get("vs_c1") else "-"
+        lines.append(f"{k:38s} {r['value']:9.1f} {vs:>6s} {r['tensor_activity']['value']:7.3f} "
+                     f"{r['empty_wait_per_step']['value']:7.1f} {r['full_wait_per_step']['value']:7.1f} "
+                     f"{r['full_wait_wg2_per_step']['value']:7.1f} {r['wait_group_per_step']['value']:7.1f} "
+                     f"{r['release_per_step']['value']:6.1f} {r['clock_hz'] / 1e9:5.2f} {ranks:>11s} "
+                     f"{'y' if r['concurrent'] else 'n'}")
     for k, r in results.get("ping", {}).items():
         lines.append(f"{k:38s} {r['value']:9.1f} cycles per hand-off  (p10..p90 {r['p10']:.1f}..{r['p90']:.1f})")
     for k, r in results.get("tma_lat", {}).items():
@@ -435,6 +607,13 @@ def format_table(results: dict) -> str:
     for k, e in results.get("errors", {}).items():
         lines.append(f"{k:38s} FAILED: {e}")
     return "\n".join(lines)
+
+
+def result_file(only: Sequence[str] = GROUPS) -> str:
+    """cluster.json for every group; cluster_<g1>_<g2>.json for a subset (the full file is not overwritten)."""
+    if set(only) == set(GROUPS):
+        return RESULT_FILE
+    return f"{Path(RESULT_FILE).stem}_{'_'.join(only)}.json"
 
 
 def _gpu_missing() -> str | None:
@@ -456,17 +635,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", default=None,
                     help="directory for cluster.json (default: validation/results/<gpu>/calibration)")
     ap.add_argument("--quick", action="store_true", help="few reps, short launches, fewer configurations")
+    ap.add_argument("--only", action="append", choices=GROUPS, default=None,
+                    help="run only this group (repeatable); the results then go to cluster_<groups>.json")
     args = ap.parse_args(argv)
     why = _gpu_missing()
     if why:
         print(f"cluster_probe: needs CuPy and an NVIDIA GPU: {why}", file=sys.stderr)
         return 2
-    res = run_probes(quick=args.quick)
+    only = tuple(dict.fromkeys(args.only)) if args.only else GROUPS
+    res = run_probes(quick=args.quick, only=only)
     from validation.harness.metadata import gpu_slug  # noqa: PLC0415
 
     out = Path(args.out) if args.out else RESULTS_ROOT / gpu_slug(res["meta"].get("device_name") or "unknown") / "calibration"
     out.mkdir(parents=True, exist_ok=True)
-    path = out / RESULT_FILE
+    path = out / result_file(only)
     path.write_text(json.dumps(res, default=str) + "\n")  # one line: the raw records make it large
     print(format_table(res))
     if res["compile"].get("ptxas_warnings"):
