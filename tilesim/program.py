@@ -18,6 +18,8 @@ phase of one trip). One step runs, in this order:
    land in shared memory by themselves (cp.async), and ``dest="bulk"`` tiles are copied by the
    copy engine (Hopper's TMA: one instruction per tile, no lanes, no L1);
 2. its explicit shared-memory stores (``shared_stores``) and ``barriers`` block-wide barriers;
+   ``cluster_arrives`` mbarrier arrivals with cluster-scope release on another block of a thread-block
+   cluster (a consumer handing a ring stage back to the pair) sit on each warp's critical path;
 3. its math in ``rounds`` load-then-use rounds: each round waits for its share of the shared loads
    (``shared_loads``), then issues its share of the ``compute`` operations (FP32 FMA, special
    functions, integer work, tensor-core MMA, warp shuffles) and shared-memory ``atomics``;
@@ -293,10 +295,13 @@ class Step:
     atomics: tuple[Atomic, ...] = ()
     stores: tuple[GlobalStore, ...] = ()
     rounds: int = 1
+    cluster_arrives: int = 0
 
     def __post_init__(self) -> None:
         _require(isinstance(self.barriers, int) and self.barriers >= 0, "Step", "barriers", self.barriers,
                  "must be an int >= 0")
+        _require(isinstance(self.cluster_arrives, int) and self.cluster_arrives >= 0, "Step", "cluster_arrives",
+                 self.cluster_arrives, "must be an int >= 0")
         _require(isinstance(self.rounds, int) and self.rounds >= 1, "Step", "rounds", self.rounds, "must be an int >= 1")
         for op in self.compute:
             _require(isinstance(op, (Compute, Mma, Shuffle)), "Step", "compute", type(op).__name__,

@@ -49,6 +49,7 @@ from tilesim.cost.access import (
     smem_wavefronts,
     useful_bytes,
 )
+from tilesim.hardware.fields import MissingHardwareValue
 from tilesim.program import Compute, Mma, Shuffle, Step, WarpAccess
 
 #: bytes per element of an MMA operand type as it sits in shared memory (tf32 is stored as fp32)
@@ -132,6 +133,16 @@ def mma_latency_cycles(hw, op: Mma) -> float:
     if op.scope == "warpgroup" and hw.has("wgmma_latency_cycles_by_n"):
         return hw.wgmma_latency_cycles_at(op.shape[1])
     return hw.pipe_latency_cycles("tensor")
+
+
+def cluster_arrive_cycles(hw) -> float:
+    """Clocks one thread spends in an mbarrier arrive with cluster-scope release on another block of
+    its cluster (``cluster_release_arrive_cycles``, cluster_probe's wgmma ring: 1059 against 67 for a
+    local arrive); a GPU without clusters or the measurement cannot run such a step."""
+    if not hw.has("cluster_release_arrive_cycles"):
+        raise MissingHardwareValue(f"{hw.name}: no measured cluster_release_arrive_cycles (cluster_probe) for a "
+                                   "step with cluster_arrives")
+    return hw.get("cluster_release_arrive_cycles")
 
 
 def barrier_latency_cycles(hw, warps_per_block: int) -> float:
@@ -241,6 +252,8 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
                 s, _ = global_sectors_and_lines(active, w.width_bytes, sector, 4 * sector)
                 c.store_instructions += at.repeat
                 c.store_l2_bytes += s * sector * at.repeat
+    if step.cluster_arrives:
+        crit += step.cluster_arrives * cluster_arrive_cycles(hw)
     c.barriers = float(step.barriers * warps_per_block)
     if step.barriers:
         crit += step.barriers * barrier_latency_cycles(hw, warps_per_block)

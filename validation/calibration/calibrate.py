@@ -70,6 +70,10 @@ TENSOR_FIELDS = ("mma.m16n8k16.fp16", "mma.m16n8k16.bf16", "mma.m16n8k8.tf32", "
 TMA_FIELDS = ("tma_latency_cycles", "tma_hbm_latency_cycles", "wgmma_latency_cycles_by_n")
 CLOCK_LOAD_FIELDS = ("sm_clock_hz_by_tensor_activity",)
 FEED_FIELDS = ("ldgsts16_pipe_cycles",)
+CLUSTER_FIELDS = ("cluster_release_arrive_cycles",)
+#: the cluster_probe wgmma ring row like the H200's cluster GEMMs: 2 consumers, 4 stages, B loaded by
+#: each block, one thread per warpgroup arriving with cluster-scope release on the other block
+CLUSTER_RELEASE_ROW = "wgmma.c2.s4.c2_own_remote.rel_one"
 #: the clock_load_probe loads that give the SM clock against tensor activity (random operands, as the
 #: GEMMs run, where the probe has them): no tensor work, mma.sync at its full rate, wgmma at 25% duty
 #: (zero operands: the probe has no random-operand duty run), wgmma at its full rate
@@ -82,7 +86,7 @@ PROFILE_FIELDS = ("sm_clock_hz", "hbm_bytes_per_s", "hbm_latency_cycles", "l2_by
                   "launch_overhead_s", "ffma_rate_by_warps", "warp_issue_per_clk", "warp_issue_by_code_bytes",
                   "tail_packing_by_slots", "ldgsts_wavefronts_per_line", "ldgsts_wavefronts_per_conflict",
                   "ldgsts_bypass_wavefronts", "l2_bytes", "l2_dirty_bytes", "l1_lines_per_clk_per_sm",
-                  *PIPE_FIELDS, *TENSOR_FIELDS, *TMA_FIELDS, *CLOCK_LOAD_FIELDS, *FEED_FIELDS)
+                  *PIPE_FIELDS, *TENSOR_FIELDS, *TMA_FIELDS, *CLOCK_LOAD_FIELDS, *FEED_FIELDS, *CLUSTER_FIELDS)
 
 
 def summarize(values: Sequence[float]) -> dict:
@@ -979,6 +983,18 @@ def mma_feed_fields(rec: dict, result_path: str = "mma_feed.json") -> dict:
         "date": rec.get("meta", {}).get("date_utc")}}
 
 
+def cluster_fields(rec: dict, result_path: str = "cluster_wgmma.json") -> dict:
+    """``cluster_release_arrive_cycles``: the cycles a consumer spends per k-step in its release arrive on
+    the other block of a cluster pair (cluster_probe, :data:`CLUSTER_RELEASE_ROW`)."""
+    row = rec.get("wgmma", {}).get(CLUSTER_RELEASE_ROW)
+    if not row or "release_per_step" not in row:
+        return {}
+    r = row["release_per_step"]
+    return {"cluster_release_arrive_cycles": {
+        "value": float(r["value"]), "benchmark": f"cluster_probe {CLUSTER_RELEASE_ROW} release_per_step ({result_path})",
+        "n": int(r["n"]), "p10": float(r["p10"]), "p90": float(r["p90"]), "date": rec.get("meta", {}).get("date_utc")}}
+
+
 def source_text(entry: dict, date: str) -> str:
     """``calibration: <benchmark>, <date>, median of N runs (p10..p90)``."""
     how = entry.get("how") or f"median of {entry['n']} runs"
@@ -1099,6 +1115,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if feed.exists():  # validation/calibration/mma_feed_probe.py, recorded beside
             rel = feed.resolve().relative_to(REPO_ROOT) if feed.resolve().is_relative_to(REPO_ROOT) else feed
             results["fields"].update(mma_feed_fields(json.loads(feed.read_text()), str(rel)))
+        cluster = Path(args.from_json).with_name("cluster_wgmma.json")
+        if cluster.exists():  # validation/calibration/cluster_probe.py --only wgmma, recorded beside
+            rel = cluster.resolve().relative_to(REPO_ROOT) if cluster.resolve().is_relative_to(REPO_ROOT) else cluster
+            results["fields"].update(cluster_fields(json.loads(cluster.read_text()), str(rel)))
         clock_load = Path(args.from_json).with_name("clock_load.json")
         if clock_load.exists():  # validation/calibration/clock_load_probe.py, recorded beside
             rel = (clock_load.resolve().relative_to(REPO_ROOT) if clock_load.resolve().is_relative_to(REPO_ROOT)

@@ -249,7 +249,9 @@ def _wgmma_step(cfg: TcGemmConfig):
     """TMA copies into the ring and wgmma from shared memory, one bk slab per step."""
     la, lb, _ = _operand_loads(cfg, "bulk", b_fraction=cfg.cluster)
     consumer_warps = cfg.consumers * WARPGROUP_THREADS // WARP
-    step = Step(loads=(la, lb),
+    # with a cluster each consumer hands every stage back to both blocks of the pair: one arrive with
+    # cluster-scope release on the other block per k-step (the H200 kernels' wgmma.cu)
+    step = Step(loads=(la, lb), cluster_arrives=1 if cfg.cluster > 1 else 0,
                 compute=(_mma(cfg, cfg.bk, operands="shared"),
                          Compute("issue", consumer_warps * WGMMA_SYNC_PER_WARP_STEP)))
     return step, math.ceil(cfg.k / cfg.bk), 1
