@@ -1,0 +1,100 @@
+"""The held-out tensor-core kernels (validation/public/tc): every wrapper compiles offline with nvcc
+for sm_90a in one call and names its kernel in the cubin; every mapped configuration is valid for the
+H200; the report reads a synthetic times.csv; on a GPU, every kernel is correct at 2048^3."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+from types import SimpleNamespace
+
+import pytest
+
+from tilesim.hardware import load
+from tilesim.kernels.tc_gemm.config import check_fits
+from validation.public.tc import kernels as K
+from validation.public.tc import report
+
+H200 = load("h200")
+SIZES = (2048, 4096, 8192)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_wrappers_compile_for_sm90a_in_one_call(tmp_path):
+    built = K.compile_all(tmp_path)
+    assert set(built) == {k.name for k in K.KERNELS}
+    for name, b in built.items():
+        assert b.kernel.base_name in b.mangled, name
+        assert b.ptxas_regs is not None and b.ptxas_regs <= 255, name
+
+
+def test_sources_and_wrappers_exist():
+    for k in K.KERNELS:
+        assert (K.SRC_DIR / k.wrapper).exists(), k.wrapper
+    assert (K.SRC_DIR / "README.md").exists()
+
+
+@pytest.mark.parametrize("kernel", K.KERNELS, ids=lambda k: k.name)
+def test_mapped_configs_fit_the_h200(kernel):
+    for s in SIZES:
+        assert kernel.supports(s, s, s) is None
+        cfg = kernel.config(s, s, s)
+        check_fits(cfg, H200)
+        assert cfg.dtype == kernel.dtype and cfg.b_layout == kernel.b_layout and cfg.out_dtype == "input"
+    labels = {k.config(4096, 4096, 4096).label for k in K.KERNELS}
+    assert len(labels) == len(K.KERNELS)  # the label identifies the mapping
+
+
+def test_grid_covers_c_exactly():
+    for k in K.KERNELS:
+        gx, gy, gz = k.grid(8192, 8192, 8192)
+        bm, bn = k.divides[0], k.divides[1]
+        assert gx * gy * gz == (8192 // bm) * (8192 // bn), k.name
+
+
+def test_tolerances():
+    assert K.tolerance(K.BY_NAME["leetcuda_mma_s2"], 8192) < 0.03
+    assert K.tolerance(K.BY_NAME["fastcu_wgmma_m2"], 8192) == 1.2e-2
+    assert K.BY_NAME["deftruth_wmma_naive"].supports(100, 64, 64) is not None
+
+
+def test_report_on_synthetic_times(tmp_path, capsys, monkeypatch):
+    rows = []
+    for k in K.KERNELS:
+        for s in (4096, 8192):
+            rows.append(dict(kernel=k.name, size=f"{s}x{s}x{s}", label=k.config(s, s, s).label, status="ok",
+                             rel_err=1e-3, median_s=2 * s**3 / 1e14, p10_s="", p90_s="", regs_per_thread=96,
+                             flops_per_s=""))
+    rows.append(dict(kernel="fastcu_wgmma_m2", size="2000x2000x2000", label="", status="unsupported", rel_err="",
+                     median_s="", p10_s="", p90_s="", regs_per_thread="", flops_per_s=""))
+    with open(tmp_path / "times.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+    def fake_simulate(cfg, hw):  # the report's arithmetic, not the model's speed
+        regs = cfg.regs_per_thread or 64
+        return SimpleNamespace(time_s=cfg.flops / 1e14 * (1 + regs / 1000))
+
+    preds, skipped = report.predict_rows(report.load_rows(tmp_path), simulate=fake_simulate)
+    assert len(preds) == 2 * len(K.KERNELS) and len(skipped) == 1
+    st = report.stats(preds, "informed")
+    assert st["mape"] == pytest.approx(0.096) and st["bias"] == pytest.approx(0.096)
+    text = report.format_report(preds, skipped)
+    assert "MAPE" in text and "Spearman" in text and "skipped: fastcu_wgmma_m2" in text
+    rows[0]["label"] = "something_else"
+    with open(tmp_path / "times.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    with pytest.raises(ValueError, match="label"):
+        report.predict_rows(report.load_rows(tmp_path), simulate=fake_simulate)
+
+
+@pytest.mark.gpu
+def test_public_kernels_correct_on_gpu(tmp_path):
+    pytest.importorskip("cupy")
+    from validation.public.tc import run
+
+    rows = run.run(tmp_path, (2048,))
+    assert all(r["status"] == "ok" for r in rows), rows
