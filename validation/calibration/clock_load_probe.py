@@ -18,10 +18,6 @@ out). A missing nvidia-smi leaves those fields None.
 
 from __future__ import annotations
 
-import argparse
-import datetime as _dt
-import json
-import math
 import shutil
 import subprocess
 import sys
@@ -31,9 +27,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from validation.calibration import probe_common as pc
+from validation.calibration.probe_common import REPO_ROOT, ptxas_warnings
+from validation.calibration.probe_common import gpu_missing as _gpu_missing
+
 KERNEL_SRC = Path(__file__).resolve().with_suffix(".cu")
-RESULTS_ROOT = REPO_ROOT / "validation" / "results"
 RESULT_FILE = "clock_load.json"
 ARCH = "sm_90a"
 
@@ -63,42 +61,24 @@ SMI_PERIOD_MS = 50
 SMI_SKIP_FRACTION = 0.2
 SMI_FIELDS = ("timestamp", "clocks.sm", "clocks.max.sm", "power.draw", "power.draw.instant", "power.limit",
               "temperature.gpu", "clocks_throttle_reasons.active", "clocks_event_reasons.active")
-THROTTLE_BITS = {  # nvml.h nvmlClocksThrottleReason* / nvmlClocksEventReason*
-    0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap", 0x8: "hw_slowdown",
-    0x10: "sync_boost", 0x20: "sw_thermal_slowdown", 0x40: "hw_thermal_slowdown", 0x80: "hw_power_brake_slowdown",
-    0x100: "display_clock_setting"}
+THROTTLE_BITS = pc.CLOCK_REASON_BITS  # nvml.h nvmlClocksThrottleReason* / nvmlClocksEventReason*
 
 
 # ----- pure ----------------------------------------------------------------------------------------------
-def _percentile(sorted_vals: Sequence[float], q: float) -> float:
-    pos = (len(sorted_vals) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(sorted_vals) - 1)
-    return sorted_vals[lo] * (1.0 - (pos - lo)) + sorted_vals[hi] * (pos - lo)
-
-
 def summarize(values: Sequence[float]) -> dict | None:
-    """Median (``value``), p10, p90, min, max, n; None when empty."""
-    vals = sorted(float(v) for v in values)
-    if not vals:
-        return None
-    return {"value": _percentile(vals, 50), "p10": _percentile(vals, 10), "p90": _percentile(vals, 90),
-            "min": vals[0], "max": vals[-1], "n": len(vals)}
+    """:func:`probe_common.summarize` (median ``value``, p10, p90, min, max, n); None when empty."""
+    vals = list(values)
+    return pc.summarize(vals) if vals else None
 
 
 def parse_records(raw: Sequence[int], blocks: int) -> dict:
     """Per-block (cycles, ns, smid, extra) -> lists, ``clock_hz`` summary over blocks; ValueError on a bad count
     or a block without time."""
-    vals = [int(v) for v in raw]
-    if blocks < 1 or len(vals) != REC * blocks:
-        raise ValueError(f"records: {len(vals)} values for blocks = {blocks}; expected {REC} per block")
-    cycles, ns, smids, extra = vals[0::REC], vals[1::REC], vals[2::REC], vals[3::REC]
-    bad = [b for b in range(blocks) if cycles[b] <= 0 or ns[b] <= 0]
-    if bad:
-        raise ValueError(f"records: blocks {bad[:8]} recorded cycles <= 0 or ns <= 0 (kernel did not run?)")
+    cycles, ns, smids, extra = pc.record_columns(raw, blocks, REC)
+    pc.check_timed_blocks(cycles, ns)
     return {"cycles": cycles, "ns": ns, "smids": smids, "extra": extra, "distinct_sms": len(set(smids)),
-            "clock_hz": summarize([c / (t * 1e-9) for c, t in zip(cycles, ns, strict=True)]),
-            "window_s": summarize([t * 1e-9 for t in ns]), "cycles_median": _percentile(sorted(cycles), 50)}
+            "clock_hz": summarize(pc.block_clocks_hz(cycles, ns)),
+            "window_s": summarize([t * 1e-9 for t in ns]), "cycles_median": pc.percentile(sorted(cycles), 50)}
 
 
 def series_hz(samples: Sequence[tuple[int, int]]) -> list[dict]:
@@ -110,10 +90,7 @@ def series_hz(samples: Sequence[tuple[int, int]]) -> list[dict]:
     return out
 
 
-def decode_throttle(mask: int | None) -> list[str]:
-    if mask is None:
-        return []
-    return [name for bit, name in THROTTLE_BITS.items() if mask & bit]
+decode_throttle = pc.clock_reason_names
 
 
 def _num(text: str) -> float | None:
@@ -135,7 +112,7 @@ def parse_smi_line(line: str, fields: Sequence[str], arrival_s: float) -> dict |
     ts = raw.get("timestamp")
     if ts:
         try:
-            t = _dt.datetime.strptime(ts, "%Y/%m/%d %H:%M:%S.%f").timestamp()
+            t = pc.parse_smi_timestamp(ts)
         except ValueError:
             pass
     mask_text = raw.get("clocks_throttle_reasons.active") or raw.get("clocks_event_reasons.active")
@@ -181,7 +158,7 @@ def load_row(name: str, rec: dict, *, flop_per_block: float = 0.0, wgmma_per_blo
         row["tensor_duty_wgmma"] = wgmma_per_block * WG_CYCLES / cyc
     if stream_bytes_per_block:
         total = sum(stream_bytes_per_block)
-        secs = _percentile(sorted(rec["ns"]), 50) * 1e-9
+        secs = pc.percentile(sorted(rec["ns"]), 50) * 1e-9
         row["hbm_bytes_per_s"] = total / secs
     return row
 
@@ -233,8 +210,8 @@ class SmiSampler:
     def start(self) -> None:
         if self.exe is None or not self.fields:
             return
-        self._proc = subprocess.Popen([self.exe, f"--id={self.device_index}", f"--query-gpu={','.join(self.fields)}",
-                                       "--format=csv,noheader,nounits", f"-lms={self.period_ms}"],
+        self._proc = subprocess.Popen([self.exe, f"--id={self.device_index}", *pc.smi_query_args(self.fields),
+                                       f"-lms={self.period_ms}"],
                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._thread.start()
@@ -247,11 +224,7 @@ class SmiSampler:
 
     def stop(self) -> None:
         if self._proc is not None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
+            pc.stop_process(self._proc, timeout_s=5)
             if self._thread is not None:
                 self._thread.join(timeout=5)
 
@@ -261,22 +234,18 @@ class _Device:
     def __init__(self, quick: bool):
         import cupy as cp  # noqa: PLC0415
 
-        from validation.calibration.tensor_probe import compile_cubin, ptxas_warnings  # noqa: PLC0415
-
         self.cp = cp
         self.target_s = QUICK_TARGET_S if quick else TARGET_S
-        props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
-        self.sm_count = int(props["multiProcessorCount"])
+        self.sm_count = pc.device_facts(cp)[0]
         self.stream = cp.cuda.get_current_stream()
         self._tmp = tempfile.TemporaryDirectory()
+        built = pc.build_module(cp, KERNEL_SRC, ARCH, Path(self._tmp.name), nvrtc_options=(f"--gpu-architecture={ARCH}",))
+        self.mod = built.module
         self.compile = {"arch": ARCH, "source": str(KERNEL_SRC.relative_to(REPO_ROOT))}
-        try:
-            cubin, log = compile_cubin(Path(self._tmp.name), ARCH, KERNEL_SRC)
-            self.mod = cp.RawModule(path=str(cubin))
-            self.compile.update(compiled_by="nvcc", ptxas_warnings=ptxas_warnings(log))
-        except RuntimeError as exc:
-            self.mod = cp.RawModule(code=KERNEL_SRC.read_text(), options=(f"--gpu-architecture={ARCH}",))
-            self.compile.update(compiled_by="nvrtc", note=str(exc))
+        if built.compiled_by == "nvcc":
+            self.compile.update(compiled_by="nvcc", ptxas_warnings=ptxas_warnings(built.log))
+        else:
+            self.compile.update(compiled_by="nvrtc", note=built.error)
         self.out = cp.zeros(1 << 20, dtype=cp.float32)
         self.rec = cp.zeros(REC * self.sm_count, dtype=cp.int64)
         self.samples = cp.zeros(2 * MAX_SAMPLES, dtype=cp.uint64)
@@ -311,9 +280,7 @@ class _Device:
 
 def run_probe(quick: bool = False) -> dict:
     t0 = time.perf_counter()
-    from validation.harness.metadata import collect_metadata  # noqa: PLC0415
-
-    meta = collect_metadata()
+    meta = pc.collect_metadata()
     dev = _Device(quick)
     cp = dev.cp
     smi = SmiSampler(int(cp.cuda.Device().id))
@@ -410,36 +377,15 @@ def run_probe(quick: bool = False) -> dict:
     return res
 
 
-def _gpu_missing() -> str | None:
-    try:
-        import cupy as cp  # noqa: PLC0415
-    except Exception as exc:  # noqa: BLE001
-        return f"cupy is not importable ({type(exc).__name__}: {exc})"
-    try:
-        if cp.cuda.runtime.getDeviceCount() < 1:
-            return "no CUDA device found"
-    except Exception as exc:  # noqa: BLE001
-        return f"no usable CUDA device ({type(exc).__name__}: {exc})"
-    return None
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m validation.calibration.clock_load_probe",
-                                 description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=None, help="directory for clock_load.json (default: results/<gpu>/calibration)")
-    ap.add_argument("--quick", action="store_true", help="0.1 s per load, a smaller HBM buffer")
+    ap = pc.probe_parser("clock_load_probe", __doc__.splitlines()[0], RESULT_FILE, "0.1 s per load, a smaller HBM buffer")
     a = ap.parse_args(argv)
     why = _gpu_missing()
     if why:
-        print(f"clock_load_probe: needs CuPy and an NVIDIA GPU: {why}", file=sys.stderr)
-        return 2
+        return pc.no_gpu_exit("clock_load_probe", why)
     res = run_probe(a.quick)
-    from validation.harness.metadata import gpu_slug  # noqa: PLC0415
-
-    out = Path(a.out) if a.out else RESULTS_ROOT / gpu_slug(res["meta"].get("device_name") or "unknown") / "calibration"
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / RESULT_FILE
-    path.write_text(json.dumps(res, indent=2, default=str) + "\n")
+    path = pc.results_dir(a.out, res["meta"]) / RESULT_FILE
+    pc.write_json(path, res)
     print(format_table(res))
     print(f"wrote {path} in {res['meta']['probe_wall_s']:.1f} s")
     return 1 if res["errors"] else 0

@@ -69,20 +69,18 @@ globaltimer start, count; a/b are the ring's empty/full waits, the TMA latency's
 
 from __future__ import annotations
 
-import argparse
-import json
-import math
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from validation.calibration import probe_common as pc
+from validation.calibration.probe_common import REPO_ROOT, ptxas_warnings, record_columns, summarize
+from validation.calibration.probe_common import gpu_missing as _gpu_missing
+from validation.calibration.probe_common import median as _median
+
 KERNEL_SRC = Path(__file__).resolve().with_suffix(".cu")
-RESULTS_ROOT = REPO_ROOT / "validation" / "results"
 RESULT_FILE = "cluster.json"
 ARCH = "sm_90a"  # cp.async.bulk.tensor .multicast::cluster and the cluster mbarrier forms (PTX ISA: sm_90)
 
@@ -147,26 +145,6 @@ GATE_SPIN_CYCLES = 200_000  # about 100 us at 2 GHz: covers the host's enqueuein
 
 
 # ----- pure helpers ------------------------------------------------------------------------------------
-def _percentile(sorted_vals: Sequence[float], q: float) -> float:
-    pos = (len(sorted_vals) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(sorted_vals) - 1)
-    return sorted_vals[lo] * (1.0 - (pos - lo)) + sorted_vals[hi] * (pos - lo)
-
-
-def summarize(values: Sequence[float]) -> dict:
-    """Median (``value``), p10, p90, min, max and count (ValueError if empty)."""
-    vals = sorted(float(v) for v in values)
-    if not vals:
-        raise ValueError("summarize: values must not be empty")
-    return {"value": _percentile(vals, 50), "p10": _percentile(vals, 10), "p90": _percentile(vals, 90),
-            "min": vals[0], "max": vals[-1], "n": len(vals)}
-
-
-def _median(values: Sequence[float]) -> float:
-    return _percentile(sorted(float(v) for v in values), 50)
-
-
 def ring_smem_bytes(stages: int, b_rows: int, a_rows: int = A_ROWS) -> int:
     """Dynamic shared memory of a ring launch: S stages of A + B boxes, the alignment pad, at least
     ONE_BLOCK_SMEM_BYTES (one block per SM). ValueError naming stages when it does not fit."""
@@ -204,12 +182,8 @@ def ring_name(cfg: dict) -> str:
 def parse_records(raw: Sequence[int], blocks: int) -> list[dict]:
     """The per-block records (``REC`` longs each) -> dicts: cycles, ns, smid, rank, a, b, start_ns, count.
     ValueError when the count of values is not ``REC * blocks`` or a block recorded ns <= 0."""
-    vals = [int(v) for v in raw]
-    if blocks < 1 or len(vals) != REC * blocks:
-        raise ValueError(f"records: {len(vals)} values for blocks = {blocks}; expected {REC} per block")
     out = []
-    for b in range(blocks):
-        r = vals[REC * b: REC * (b + 1)]
+    for b, r in enumerate(zip(*record_columns(raw, blocks, REC), strict=True)):
         if r[1] <= 0:
             raise ValueError(f"records: block {b} recorded ns = {r[1]} (kernel did not run?)")
         out.append(dict(zip(RECORD_FIELDS, r, strict=True)))
@@ -248,28 +222,36 @@ def ring_rep(recs: list[dict], iters: int, b_rows: int, multicast: bool, a_rows:
             "distinct_sms": len({r["smid"] for r in recs})}
 
 
+def _stat(reps: list[dict], key: str, unit: str) -> dict:
+    """``unit`` and the summary over reps of ``key``."""
+    return {"unit": unit, **summarize([r[key] for r in reps])}
+
+
+def _reps_tail(reps: list[dict]) -> dict:
+    """The last fields of a ring or wgmma row: cycles per step by rank and clock (medians over reps),
+    concurrent (every rep), distinct SMs (fewest) and the reps themselves."""
+    return {"cycles_per_step_by_rank": {k: _median([r["cycles_per_step_by_rank"][k] for r in reps])
+                                        for k in reps[0]["cycles_per_step_by_rank"]},
+            "clock_hz": _median([r["clock_hz"] for r in reps]),
+            "concurrent": all(r["concurrent"] for r in reps),
+            "distinct_sms": min(r["distinct_sms"] for r in reps),
+            "runs": reps}
+
+
 def ring_row(cfg: dict, reps: list[dict], iters: int, grid: int, smem: int) -> dict:
     """The summary of a ring configuration's reps (``reps``: ring_rep dicts plus event_s and records)."""
     kernel, mc, remote = MODES[cfg["mode"]]
-
-    def stat(key: str, unit: str) -> dict:
-        return {"unit": unit, **summarize([r[key] for r in reps])}
 
     return {**cfg, "kernel": kernel, "multicast": bool(mc), "remote_arrive": bool(remote),
             "cluster": 1 if kernel == "ring_c1" else CLUSTER, "a_rows": A_ROWS, "consumers": CONSUMERS,
             "iters": iters, "grid": grid, "threads": THREADS, "smem_bytes": smem,
             "stage_bytes": (A_ROWS + cfg["b_rows"]) * BOX_ROW_BYTES,
             "unit": "cycles per k-step", **summarize([r["cycles_per_step"] for r in reps]),
-            "bytes_per_clk_per_sm": stat("bytes_per_clk_per_sm", "bytes/clk/SM"),
-            "l2_bytes_per_clk_per_sm": stat("l2_bytes_per_clk_per_sm", "bytes/clk/SM asked of L2"),
-            "empty_wait_per_step": stat("empty_wait_per_step", "producer cycles per k-step"),
-            "full_wait_per_step": stat("full_wait_per_step", "consumer cycles per k-step"),
-            "cycles_per_step_by_rank": {k: _median([r["cycles_per_step_by_rank"][k] for r in reps])
-                                        for k in reps[0]["cycles_per_step_by_rank"]},
-            "clock_hz": _median([r["clock_hz"] for r in reps]),
-            "concurrent": all(r["concurrent"] for r in reps),
-            "distinct_sms": min(r["distinct_sms"] for r in reps),
-            "runs": reps}
+            "bytes_per_clk_per_sm": _stat(reps, "bytes_per_clk_per_sm", "bytes/clk/SM"),
+            "l2_bytes_per_clk_per_sm": _stat(reps, "l2_bytes_per_clk_per_sm", "bytes/clk/SM asked of L2"),
+            "empty_wait_per_step": _stat(reps, "empty_wait_per_step", "producer cycles per k-step"),
+            "full_wait_per_step": _stat(reps, "full_wait_per_step", "consumer cycles per k-step"),
+            **_reps_tail(reps)}
 
 
 def add_ratios(ring: dict) -> None:
@@ -285,10 +267,11 @@ AUX_FIELDS = ("wait_group", "release", "full_wait_wg2", "consumer_count")
 def parse_aux(raw: Sequence[int], blocks: int) -> list[dict]:
     """The wgmma rows' second per-block record (``AUX`` longs each) -> dicts of AUX_FIELDS. ValueError when
     the count of values is not ``AUX * blocks``."""
-    vals = [int(v) for v in raw]
-    if blocks < 1 or len(vals) != AUX * blocks:
-        raise ValueError(f"aux records: {len(vals)} values for blocks = {blocks}; expected {AUX} per block")
-    return [dict(zip(AUX_FIELDS, vals[AUX * b: AUX * (b + 1)], strict=True)) for b in range(blocks)]
+    try:
+        cols = record_columns(raw, blocks, AUX)
+    except ValueError as exc:
+        raise ValueError(f"aux {exc}") from None
+    return [dict(zip(AUX_FIELDS, r, strict=True)) for r in zip(*cols, strict=True)]
 
 
 def wgmma_rep(recs: list[dict], aux: list[dict], iters: int, consumers: int, multicast: bool) -> dict:
@@ -315,9 +298,6 @@ def wgmma_row(cfg: dict, reps: list[dict], iters: int, grid: int, smem: int) -> 
     """The summary of a wgmma-ring configuration's reps (``reps``: wgmma_rep dicts plus event_s, records)."""
     kernel, mc, remote = WGMMA_MODES[cfg["mode"]]
 
-    def stat(key: str, unit: str) -> dict:
-        return {"unit": unit, **summarize([r[key] for r in reps])}
-
     return {**cfg, "kernel": kernel, "multicast": bool(mc), "remote_arrive": bool(remote),
             "release_all": bool(RELEASES[cfg["release"]]),
             "cluster": 1 if kernel == "ringw_c1" else CLUSTER, "a_rows": A_ROWS, "b_rows": WG_N,
@@ -325,20 +305,15 @@ def wgmma_row(cfg: dict, reps: list[dict], iters: int, grid: int, smem: int) -> 
             "wgmma_cycles": WGMMA_CYCLES, "iters": iters, "grid": grid, "threads": 128 * (1 + cfg["consumers"]),
             "smem_bytes": smem, "stage_bytes": (A_ROWS + WG_N) * BOX_ROW_BYTES,
             "unit": "cycles per k-step", **summarize([r["cycles_per_step"] for r in reps]),
-            "tensor_activity": stat("tensor_activity", "wgmma x WGMMA_CYCLES / elapsed cycles per SM"),
-            "bytes_per_clk_per_sm": stat("bytes_per_clk_per_sm", "bytes/clk/SM"),
-            "l2_bytes_per_clk_per_sm": stat("l2_bytes_per_clk_per_sm", "bytes/clk/SM asked of L2"),
-            "empty_wait_per_step": stat("empty_wait_per_step", "producer cycles per k-step"),
-            "full_wait_per_step": stat("full_wait_per_step", "consumer 1 cycles per k-step"),
-            "full_wait_wg2_per_step": stat("full_wait_wg2_per_step", "consumer 2 cycles per k-step"),
-            "wait_group_per_step": stat("wait_group_per_step", "consumer 1 cycles in wait_group(1) per k-step"),
-            "release_per_step": stat("release_per_step", "consumer 1 cycles in the release per k-step"),
-            "cycles_per_step_by_rank": {k: _median([r["cycles_per_step_by_rank"][k] for r in reps])
-                                        for k in reps[0]["cycles_per_step_by_rank"]},
-            "clock_hz": _median([r["clock_hz"] for r in reps]),
-            "concurrent": all(r["concurrent"] for r in reps),
-            "distinct_sms": min(r["distinct_sms"] for r in reps),
-            "runs": reps}
+            "tensor_activity": _stat(reps, "tensor_activity", "wgmma x WGMMA_CYCLES / elapsed cycles per SM"),
+            "bytes_per_clk_per_sm": _stat(reps, "bytes_per_clk_per_sm", "bytes/clk/SM"),
+            "l2_bytes_per_clk_per_sm": _stat(reps, "l2_bytes_per_clk_per_sm", "bytes/clk/SM asked of L2"),
+            "empty_wait_per_step": _stat(reps, "empty_wait_per_step", "producer cycles per k-step"),
+            "full_wait_per_step": _stat(reps, "full_wait_per_step", "consumer 1 cycles per k-step"),
+            "full_wait_wg2_per_step": _stat(reps, "full_wait_wg2_per_step", "consumer 2 cycles per k-step"),
+            "wait_group_per_step": _stat(reps, "wait_group_per_step", "consumer 1 cycles in wait_group(1) per k-step"),
+            "release_per_step": _stat(reps, "release_per_step", "consumer 1 cycles in the release per k-step"),
+            **_reps_tail(reps)}
 
 
 def add_wgmma_ratios(rows: dict) -> None:
@@ -366,24 +341,8 @@ def tma_lat_rep(recs: list[dict], iters: int) -> dict:
 
 # ----- compile (no GPU needed) -----------------------------------------------------------------------
 def compile_cubin(workdir: Path, arch: str = ARCH, src: Path = KERNEL_SRC) -> tuple[Path, str]:
-    """``nvcc -cubin -arch=<arch> -O3 -Xptxas -v`` of ``src`` into ``workdir``: (cubin, ptxas log);
-    RuntimeError with nvcc's message when nvcc is missing or fails."""
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        raise RuntimeError("nvcc is not on PATH")
-    cubin = Path(workdir) / f"{src.stem}.{arch}.cubin"
-    p = subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-O3", "-Xptxas", "-v", "-o", str(cubin), str(src)],
-                       capture_output=True, text=True)
-    if p.returncode != 0:
-        raise RuntimeError(f"nvcc failed: {p.stderr.strip()[-4000:]}")
-    return cubin, p.stderr
-
-
-def ptxas_warnings(log: str) -> list[str]:
-    """ptxas/nvcc lines that warn or report spills: an empty list means a clean compile."""
-    import re  # noqa: PLC0415
-
-    return [ln.strip() for ln in log.splitlines() if "warning" in ln.lower() or re.search(r"[1-9]\d* bytes spill", ln)]
+    """:func:`probe_common.compile_cubin` of cluster_probe.cu for sm_90a: (cubin, ptxas log)."""
+    return pc.compile_cubin(workdir, arch, src)
 
 
 # ----- GPU side --------------------------------------------------------------------------------------
@@ -396,18 +355,16 @@ class _Device:
         from validation.families.tc_gemm import tma  # noqa: PLC0415
 
         self.cp, self.tma = cp, tma
-        props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
-        self.sm_count = int(props["multiProcessorCount"])
+        self.sm_count = pc.device_facts(cp)[0]
         self.stream = cp.cuda.get_current_stream()
         self._tmp = tempfile.TemporaryDirectory()
+        built = pc.build_module(cp, KERNEL_SRC, ARCH, Path(self._tmp.name), nvrtc_options=("-std=c++17", f"-arch={ARCH}"))
+        self.mod = built.module
         self.compile = {"arch": ARCH, "source": str(KERNEL_SRC.relative_to(REPO_ROOT))}
-        try:
-            cubin, log = compile_cubin(Path(self._tmp.name))
-            self.mod = cp.RawModule(path=str(cubin))
-            self.compile.update(compiled_by="nvcc", ptxas_warnings=ptxas_warnings(log), ptxas_log=log[-4000:])
-        except RuntimeError as exc:  # no nvcc: NVRTC through CuPy
-            self.mod = cp.RawModule(code=KERNEL_SRC.read_text(), options=("-std=c++17", f"-arch={ARCH}"))
-            self.compile.update(compiled_by="nvrtc", note=f"{exc}: compiled by NVRTC")
+        if built.compiled_by == "nvcc":
+            self.compile.update(compiled_by="nvcc", ptxas_warnings=ptxas_warnings(built.log), ptxas_log=built.log[-4000:])
+        else:  # no nvcc: NVRTC through CuPy
+            self.compile.update(compiled_by="nvrtc", note=f"{built.error}: compiled by NVRTC")
         self.tensor = cp.zeros(L2_TENSOR_BYTES // ELEM_BYTES, dtype=cp.float16)
         self.rows = self.tensor.size // TENSOR_COLS
         self.maps = {}
@@ -415,8 +372,7 @@ class _Device:
             args = tma.tiled_args(f"box{rows}", "fp16", self.tensor.data.ptr, (TENSOR_COLS, self.rows),
                                   (TENSOR_COLS * ELEM_BYTES,), (BOX_COLS, rows))
             self.maps[rows] = tma.as_kernel_arg(tma.encode(args))
-        self._spin = self.mod.get_function("cp_spin")
-        self._start, self._end = cp.cuda.Event(), cp.cuda.Event()
+        self._timer = pc.GatedTimer(cp, self.mod.get_function("cp_spin"), GATE_SPIN_CYCLES)
         self.flag = cp.zeros(self.sm_count, dtype=cp.int32)
 
     def fill_random(self) -> None:
@@ -432,19 +388,13 @@ class _Device:
         """Seconds of one launch between CUDA events, queued behind a spin (the host latency stays out).
         RuntimeError when a block's mbarrier wait timed out."""
         cp = self.cp
-        f = self.mod.get_function(name)
-        if smem > 48 * 1024:
-            f.max_dynamic_shared_size_bytes = smem
+        f = pc.get_kernel(self.mod, name, smem)
         self.flag.fill(0)
-        self._spin((1,), (1,), (cp.int64(GATE_SPIN_CYCLES),))
-        self._start.record(self.stream)
-        f((grid,), (threads,), args, shared_mem=smem)
-        self._end.record(self.stream)
-        self._end.synchronize()
+        seconds = self._timer.seconds(lambda: f((grid,), (threads,), args, shared_mem=smem))
         if int(self.flag.max().get()) != 0:
             raise RuntimeError(f"{name}: an mbarrier wait timed out, or (flag 2, ringw) the accumulators were NaN "
                                f"(blocks {cp.nonzero(self.flag)[0].get()[:8]})")
-        return cp.cuda.get_elapsed_time(self._start, self._end) * 1e-3
+        return seconds
 
 
 def run_ring(dev: _Device, cfg: dict, iters: int, reps: int) -> dict:
@@ -532,9 +482,7 @@ def run_probes(quick: bool = False, only: Sequence[str] = GROUPS) -> dict:
     if bad:
         raise ValueError(f"only = {bad}: groups are {list(GROUPS)}")
     t0 = time.perf_counter()
-    from validation.harness.metadata import collect_metadata  # noqa: PLC0415
-
-    meta = collect_metadata()
+    meta = pc.collect_metadata()
     dev = _Device()
     reps = QUICK_REPS if quick else REPS
     res: dict = {"meta": meta, "compile": dev.compile, "ring": {}, "ping": {}, "tma_lat": {}, "wgmma": {},
@@ -616,40 +564,18 @@ def result_file(only: Sequence[str] = GROUPS) -> str:
     return f"{Path(RESULT_FILE).stem}_{'_'.join(only)}.json"
 
 
-def _gpu_missing() -> str | None:
-    try:
-        import cupy as cp  # noqa: PLC0415
-    except Exception as exc:  # noqa: BLE001
-        return f"cupy is not importable ({type(exc).__name__}: {exc})"
-    try:
-        if cp.cuda.runtime.getDeviceCount() < 1:
-            return "no CUDA device found"
-    except Exception as exc:  # noqa: BLE001
-        return f"no usable CUDA device ({type(exc).__name__}: {exc})"
-    return None
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m validation.calibration.cluster_probe",
-                                 description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=None,
-                    help="directory for cluster.json (default: validation/results/<gpu>/calibration)")
-    ap.add_argument("--quick", action="store_true", help="few reps, short launches, fewer configurations")
+    ap = pc.probe_parser("cluster_probe", __doc__.splitlines()[0], RESULT_FILE, "few reps, short launches, fewer configurations")
     ap.add_argument("--only", action="append", choices=GROUPS, default=None,
                     help="run only this group (repeatable); the results then go to cluster_<groups>.json")
     args = ap.parse_args(argv)
     why = _gpu_missing()
     if why:
-        print(f"cluster_probe: needs CuPy and an NVIDIA GPU: {why}", file=sys.stderr)
-        return 2
+        return pc.no_gpu_exit("cluster_probe", why)
     only = tuple(dict.fromkeys(args.only)) if args.only else GROUPS
     res = run_probes(quick=args.quick, only=only)
-    from validation.harness.metadata import gpu_slug  # noqa: PLC0415
-
-    out = Path(args.out) if args.out else RESULTS_ROOT / gpu_slug(res["meta"].get("device_name") or "unknown") / "calibration"
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / result_file(only)
-    path.write_text(json.dumps(res, default=str) + "\n")  # one line: the raw records make it large
+    path = pc.results_dir(args.out, res["meta"]) / result_file(only)
+    pc.write_json(path, res, indent=None)  # one line: the raw records make it large
     print(format_table(res))
     if res["compile"].get("ptxas_warnings"):
         print("ptxas warnings:\n  " + "\n  ".join(res["compile"]["ptxas_warnings"]))

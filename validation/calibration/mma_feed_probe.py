@@ -38,9 +38,7 @@ histogram, LDSM/HMMA/BAR/LDGSTS/DEPBAR order, counts checked against the source)
 
 from __future__ import annotations
 
-import argparse
 import json
-import math
 import sys
 import tempfile
 import time
@@ -49,9 +47,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from validation.calibration import probe_common as pc
+from validation.calibration.probe_common import REPO_ROOT, RESULTS_ROOT, count_prefix, summarize
+from validation.calibration.probe_common import gpu_missing as _gpu_missing
+
 KERNEL_SRC = Path(__file__).resolve().with_suffix(".cu")
-RESULTS_ROOT = REPO_ROOT / "validation" / "results"
 RESULT_FILE = "mma_feed.json"
 TENSOR_JSON = "tensor.json"
 ARCH = "sm_90a"
@@ -252,34 +252,13 @@ def gt_problem(data: str, sm_count: int, bk: int = BK) -> dict:
     return {"m": m, "n": n, "k": k, "m0": m0, "n0": n0, "bytes": (m * k + k * n) * 2}
 
 
-# ----- pure: statistics, records, rates ---------------------------------------------------------------
-def _percentile(sorted_vals: Sequence[float], q: float) -> float:
-    pos = (len(sorted_vals) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(sorted_vals) - 1)
-    return sorted_vals[lo] * (1.0 - (pos - lo)) + sorted_vals[hi] * (pos - lo)
-
-
-def summarize(values: Sequence[float]) -> dict:
-    """Median (``value``), p10, p90, min, max and count (ValueError if empty)."""
-    vals = sorted(float(v) for v in values)
-    if not vals:
-        raise ValueError("summarize: values must not be empty")
-    return {"value": _percentile(vals, 50), "p10": _percentile(vals, 10), "p90": _percentile(vals, 90),
-            "min": vals[0], "max": vals[-1], "n": len(vals)}
-
-
+# ----- pure: records, rates ---------------------------------------------------------------------------
 def parse_records(raw: Sequence[int], blocks: int) -> dict:
     """Per-block records (cycles, ns, smid, start ns): ``cycles``, ``ns``, ``smids``, ``clock_hz`` (median
     of cycles / s), ``distinct_sms`` and ``max_coresident`` (most blocks whose [start, start + ns] spans
     overlap on one SM). ValueError when the count is not REC x blocks or a block recorded no time."""
-    vals = [int(v) for v in raw]
-    if blocks < 1 or len(vals) != REC * blocks:
-        raise ValueError(f"records: {len(vals)} values for blocks = {blocks}; expected {REC} per block")
-    cycles, ns, smids, starts = vals[0::REC], vals[1::REC], vals[2::REC], vals[3::REC]
-    bad = [b for b in range(blocks) if cycles[b] <= 0 or ns[b] <= 0]
-    if bad:
-        raise ValueError(f"records: blocks {bad[:8]} recorded cycles <= 0 or ns <= 0 (kernel did not run?)")
+    cycles, ns, smids, starts = pc.record_columns(raw, blocks, REC)
+    pc.check_timed_blocks(cycles, ns)
     per_sm: dict[int, list[tuple[int, int]]] = {}
     for s, t0, d in zip(smids, starts, ns, strict=True):
         per_sm.setdefault(s, []).append((t0, t0 + d))
@@ -290,9 +269,8 @@ def parse_records(raw: Sequence[int], blocks: int) -> dict:
         for _, e in events:
             cur += e
             most = max(most, cur)
-    hz = sorted(c / (t * 1e-9) for c, t in zip(cycles, ns, strict=True))
     return {"cycles": cycles, "ns": ns, "smids": smids, "distinct_sms": len(per_sm), "max_coresident": most,
-            "clock_hz": _percentile(hz, 50), "cycles_median": _percentile(sorted(cycles), 50)}
+            "clock_hz": pc.median(pc.block_clocks_hz(cycles, ns)), "cycles_median": pc.median(cycles)}
 
 
 def rep_metrics(cfg: Config, rec: dict, iters: int, event_s: float | None, sm_count: int) -> dict:
@@ -374,8 +352,6 @@ def check_traffic_sass(tc: TrafficConfig, s: dict) -> dict:
     (commit_group); adds ``ldgsts``, ``depbar`` and ``ldgdepbar`` counts."""
     if not s.get("ok"):
         return s
-    from validation.calibration.pipes_probe import count_prefix  # noqa: PLC0415
-
     hist = Counter(s["histogram"])
     got = {"ldgsts": count_prefix(hist, "LDGSTS"), "depbar": count_prefix(hist, "DEPBAR"),
            "ldgdepbar": count_prefix(hist, "LDGDEPBAR")}
@@ -426,20 +402,11 @@ def loop_order(ops: Sequence[str]) -> str:
 
 def sass_summary(sass: str, kernel: str) -> dict:
     """The hot loop (the backward branch's body with the most HMMA) of ``kernel``: histogram and order."""
-    import re  # noqa: PLC0415
-
-    from validation.calibration.pipes_probe import count_prefix, function_instructions  # noqa: PLC0415
-
-    instrs = function_instructions(sass, kernel)
     best = None
-    for addr, op, operands in instrs:
-        m = re.match(r"(0x[0-9a-f]+)", operands)
-        if op == "BRA" and m and int(m.group(1), 16) < addr:
-            lo = int(m.group(1), 16)
-            ops = [o for a, o, _ in instrs if lo <= a <= addr]
-            n = count_prefix(Counter(ops), "HMMA")
-            if n and (best is None or n > best[0] or (n == best[0] and len(ops) < len(best[1]))):
-                best = (n, ops)
+    for ops in pc.loop_bodies(pc.function_instructions(sass, kernel)):
+        n = count_prefix(Counter(ops), "HMMA")
+        if n and (best is None or n > best[0] or (n == best[0] and len(ops) < len(best[1]))):
+            best = (n, ops)
     if best is None:
         return {"ok": False, "problem": "no loop with HMMA"}
     hist = Counter(best[1])
@@ -464,54 +431,35 @@ class _Device:
     def __init__(self, reps: int, target_s: float):
         import cupy as cp  # noqa: PLC0415
 
-        from validation.calibration.tensor_probe import compile_cubin, ptxas_warnings  # noqa: PLC0415
-
         self.cp = cp
         self.reps, self.target_s = reps, target_s
-        props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
-        self.sm_count = int(props["multiProcessorCount"])
-        self.stream = cp.cuda.get_current_stream()
+        self.sm_count = pc.device_facts(cp)[0]
         self._tmp = tempfile.TemporaryDirectory()
-        self.sass = None
+        built = pc.build_module(cp, KERNEL_SRC, ARCH, Path(self._tmp.name),
+                                nvrtc_options=(f"--gpu-architecture={ARCH}",), want_sass=True)
+        self.mod, self.sass = built.module, built.sass
         self.compile = {"arch": ARCH, "source": str(KERNEL_SRC.relative_to(REPO_ROOT)), "note": ""}
-        try:
-            cubin, log = compile_cubin(Path(self._tmp.name), ARCH, KERNEL_SRC)
-            self.mod = cp.RawModule(path=str(cubin))
-            self.compile.update(compiled_by="nvcc", ptxas_warnings=ptxas_warnings(log))
-            try:
-                from validation.calibration.pipes_probe import disassemble  # noqa: PLC0415
-
-                self.sass = disassemble(cubin)
-            except RuntimeError as exc:
-                self.compile["note"] = f"{exc}: no SASS checks"
-        except RuntimeError as exc:
-            self.mod = cp.RawModule(code=KERNEL_SRC.read_text(), options=(f"--gpu-architecture={ARCH}",))
-            self.compile.update(compiled_by="nvrtc", note=f"{exc}: compiled by NVRTC, no SASS checks")
+        if built.compiled_by == "nvcc":
+            self.compile.update(compiled_by="nvcc", ptxas_warnings=pc.ptxas_warnings(built.log))
+            if built.sass_error:
+                self.compile["note"] = f"{built.sass_error}: no SASS checks"
+        else:
+            self.compile.update(compiled_by="nvrtc", note=f"{built.error}: compiled by NVRTC, no SASS checks")
         self.out = cp.zeros(1 << 20, dtype=cp.float32)
-        self._start, self._end = cp.cuda.Event(), cp.cuda.Event()
         self._gt: dict = {}
-        self._spin = cp.RawKernel(
+        spin = cp.RawKernel(
             r'extern "C" __global__ void mf_spin(long long n){long long c=clock64();while(clock64()-c<n){}}',
             "mf_spin")
+        self._timer = pc.GatedTimer(cp, spin, GATE_SPIN_CYCLES)
 
     def launch_timed(self, f, grid: int, threads: int, args: tuple, smem: int) -> float:
-        self._spin((1,), (1,), (self.cp.int64(GATE_SPIN_CYCLES),))
-        self._start.record(self.stream)
-        f((grid,), (threads,), args, shared_mem=smem)
-        self._end.record(self.stream)
-        self._end.synchronize()
-        return self.cp.cuda.get_elapsed_time(self._start, self._end) * 1e-3
+        return self._timer.seconds(lambda: f((grid,), (threads,), args, shared_mem=smem))
 
     def size_iters(self, f, grid: int, threads: int, args, smem: int) -> int:
         """A warm-up launch, then up to 3 timed ones scaling ``iters`` to about ``target_s``."""
-        iters = 64
-        f((grid,), (threads,), args(iters), shared_mem=smem)  # warm-up
-        for _ in range(3):
-            t = self.launch_timed(f, grid, threads, args(iters), smem)
-            if t >= 0.5 * self.target_s or iters >= MAX_ITERS:
-                break
-            iters = int(min(MAX_ITERS, max(iters + 1, iters * self.target_s / max(t, 1e-7))))
-        return iters
+        f((grid,), (threads,), args(64), shared_mem=smem)  # warm-up
+        return pc.size_iters(lambda it: self.launch_timed(f, grid, threads, args(it), smem), 64, self.target_s,
+                             MAX_ITERS, 3)
 
     def gt_data(self, data: str, bk: int) -> dict:
         """Device buffers of :func:`gt_problem` (cached per (data, bk)): A, B (fp16 bit patterns, a ramp,
@@ -528,11 +476,10 @@ class _Device:
 
     def run_traffic(self, tc: TrafficConfig) -> tuple[list[dict], int, dict]:
         cp = self.cp
-        f = self.mod.get_function(tc.kernel)
         smem = tc.smem_bytes
         if smem > SMEM_MAX_BLOCK_BYTES:
             raise ValueError(f"{tc.key}: smem_bytes = {smem} > {SMEM_MAX_BLOCK_BYTES}")
-        f.max_dynamic_shared_size_bytes = smem
+        f = pc.get_kernel(self.mod, tc.kernel, smem)
         d = self.gt_data(tc.data, tc.bk)
         grid = self.sm_count
         clk = cp.zeros(REC * grid, dtype=cp.int64)
@@ -548,9 +495,7 @@ class _Device:
         for _ in range(self.reps):
             s = self.launch_timed(f, grid, GT_THREADS, args(iters), smem)
             runs.append(traffic_metrics(tc, parse_records(clk.get(), grid), iters, s, self.sm_count))
-        attrs = getattr(f, "attributes", None) or {}
-        info = {"num_regs": attrs.get("num_regs"), "local_size_bytes": attrs.get("local_size_bytes"),
-                "smem_bytes": smem, "grid": grid, "threads": GT_THREADS}
+        info = {**pc.kernel_attributes(f), "smem_bytes": smem, "grid": grid, "threads": GT_THREADS}
         if tc.data:
             info["problem"] = {"m": d["m"], "n": d["n"], "k": d["k"], "bytes": d["bytes"],
                                "ksteps_before_k_wraps": d["k"] // tc.bk}
@@ -558,11 +503,10 @@ class _Device:
 
     def run_config(self, cfg: Config, noise: int = 0) -> tuple[list[dict], int, dict]:
         cp = self.cp
-        f = self.mod.get_function(cfg.name)
         smem = SMEM_ONE_BLOCK_BYTES if cfg.blocks == 1 else SMEM_TWO_BLOCKS_BYTES
         if cfg.smem_data_bytes > smem:
             raise ValueError(f"{cfg.name}: smem_data_bytes = {cfg.smem_data_bytes} > {smem}")
-        f.max_dynamic_shared_size_bytes = smem
+        f = pc.get_kernel(self.mod, cfg.name, smem)
         grid, threads = cfg.blocks * self.sm_count, 32 * cfg.warps
         clk = cp.zeros(REC * grid, dtype=cp.int64)
 
@@ -574,9 +518,7 @@ class _Device:
         for _ in range(self.reps):
             s = self.launch_timed(f, grid, threads, args(iters), smem)
             runs.append(rep_metrics(cfg, parse_records(clk.get(), grid), iters, s, self.sm_count))
-        attrs = getattr(f, "attributes", None) or {}
-        return runs, iters, {"num_regs": attrs.get("num_regs"), "local_size_bytes": attrs.get("local_size_bytes"),
-                             "smem_bytes": smem, "grid": grid, "threads": threads}
+        return runs, iters, {**pc.kernel_attributes(f), "smem_bytes": smem, "grid": grid, "threads": threads}
 
 
 def run_probe(quick: bool = False, tensor_json: Path | None = None, only: Sequence[str] | None = None) -> dict:
@@ -587,9 +529,9 @@ def run_probe(quick: bool = False, tensor_json: Path | None = None, only: Sequen
     if bad:
         raise ValueError(f"only = {bad}: groups are {', '.join(GROUPS)}")
     t0 = time.perf_counter()
-    from validation.harness.metadata import collect_metadata, gpu_slug  # noqa: PLC0415
+    from validation.harness.metadata import gpu_slug  # noqa: PLC0415
 
-    meta = collect_metadata()
+    meta = pc.collect_metadata()
     dev = _Device(QUICK_REPS if quick else REPS, QUICK_TARGET_S if quick else TARGET_S)
     slug = gpu_slug(meta.get("device_name") or "unknown")
     tj = tensor_json or RESULTS_ROOT / slug / "calibration" / TENSOR_JSON
@@ -641,15 +583,14 @@ def merge_results(old: dict | None, new: dict) -> dict:
     others stay; ``group_runs`` says which run (date, revision) each group comes from; meta, compile and
     peak are the new run's."""
     ran = new["meta"].get("groups_run") or list(GROUPS)
-    stamp = {k: new["meta"].get(k) for k in ("date_utc", "git_revision", "quick")}
+    stamp = pc.run_stamp(new["meta"])
     section = {SWEEP_GROUP: "configs", GT_GROUP: GT_GROUP}
     if not old:
         return {**new, "group_runs": {g: stamp for g in ran}}
     out = {**old, **{k: new[k] for k in ("meta", "compile", "peak_flop_per_clk_sm", "peak_source") if k in new}}
     out["errors"] = {k: e for k, e in old.get("errors", {}).items() if _error_group(k) not in ran}
     out["errors"].update(new.get("errors", {}))
-    runs = dict(old.get("group_runs") or {g: {k: old.get("meta", {}).get(k) for k in stamp}
-                                          for g in GROUPS if section[g] in old})
+    runs = pc.previous_group_runs(old, GROUPS, lambda g: section[g] in old)
     for g in ran:
         out[section[g]] = new.get(section[g], {})
         runs[g] = stamp
@@ -659,13 +600,7 @@ def merge_results(old: dict | None, new: dict) -> dict:
 
 def parse_only(text: str | None) -> tuple[str, ...] | None:
     """``--only`` text -> group names (None: every group); ValueError naming an unknown group."""
-    if not text:
-        return None
-    names = tuple(t.strip() for t in text.split(",") if t.strip())
-    bad = [n for n in names if n not in GROUPS]
-    if bad or not names:
-        raise ValueError(f"--only = {text!r}: unknown group(s) {bad}; groups are {', '.join(GROUPS)}")
-    return names
+    return pc.parse_groups(text, GROUPS)
 
 
 def format_table(res: dict) -> str:
@@ -695,24 +630,8 @@ def format_table(res: dict) -> str:
     return "\n".join(lines)
 
 
-def _gpu_missing() -> str | None:
-    try:
-        import cupy as cp  # noqa: PLC0415
-    except Exception as exc:  # noqa: BLE001
-        return f"cupy is not importable ({type(exc).__name__}: {exc})"
-    try:
-        if cp.cuda.runtime.getDeviceCount() < 1:
-            return "no CUDA device found"
-    except Exception as exc:  # noqa: BLE001
-        return f"no usable CUDA device ({type(exc).__name__}: {exc})"
-    return None
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m validation.calibration.mma_feed_probe",
-                                 description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=None, help="directory for mma_feed.json (default: results/<gpu>/calibration)")
-    ap.add_argument("--quick", action="store_true", help="the 64x64 tile only, 2 reps, short launches")
+    ap = pc.probe_parser("mma_feed_probe", __doc__.splitlines()[0], RESULT_FILE, "the 64x64 tile only, 2 reps, short launches")
     ap.add_argument("--tensor-json", default=None, help="tensor.json with the register-fed peak")
     ap.add_argument("--only", default=None,
                     help=f"comma-separated groups ({', '.join(GROUPS)}); they replace theirs in an existing "
@@ -724,14 +643,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error(str(exc))
     why = _gpu_missing()
     if why:
-        print(f"mma_feed_probe: needs CuPy and an NVIDIA GPU: {why}", file=sys.stderr)
-        return 2
+        return pc.no_gpu_exit("mma_feed_probe", why)
     res = run_probe(a.quick, Path(a.tensor_json) if a.tensor_json else None, only)
-    from validation.harness.metadata import gpu_slug  # noqa: PLC0415
-
-    out = Path(a.out) if a.out else RESULTS_ROOT / gpu_slug(res["meta"].get("device_name") or "unknown") / "calibration"
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / RESULT_FILE
+    path = pc.results_dir(a.out, res["meta"]) / RESULT_FILE
     old = None
     if only and path.exists():
         try:
@@ -739,7 +653,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (OSError, json.JSONDecodeError) as exc:
             print(f"mma_feed_probe: {path} unreadable ({exc}); writing only this run's groups", file=sys.stderr)
     res = merge_results(old, res)
-    path.write_text(json.dumps(res, indent=2, default=str) + "\n")
+    pc.write_json(path, res)
     print(format_table(res))
     print(f"peak {res['peak_flop_per_clk_sm']:.5g} FLOP/clk/SM ({res['peak_source']})")
     if res["compile"].get("ptxas_warnings"):

@@ -61,12 +61,6 @@ adds into IMADs (the probes avoid both, see ``pipes_probe.cu``).
 
 from __future__ import annotations
 
-import argparse
-import json
-import math
-import re
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -75,9 +69,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from validation.calibration import probe_common as pc
+from validation.calibration.probe_common import REPO_ROOT, count_prefix, hot_loop, summarize
+from validation.calibration.probe_common import gpu_missing as _gpu_missing
+
 KERNEL_SRC = Path(__file__).resolve().with_suffix(".cu")
-RESULTS_ROOT = REPO_ROOT / "validation" / "results"
+disassemble = pc.disassemble  # the tests and older callers read the SASS through this module
 RESULT_FILE = "pipes.json"
 
 # must match the #defines of pipes_probe.cu (tests/test_pipes_probe.py checks that they do)
@@ -193,89 +190,11 @@ BARRIER = Probe("lat_bar", "barrier_latency_cycles", (("BAR.SYNC", BAR_STEPS),),
 BARRIER_CURVE_FIELD = "barrier_latency_cycles_by_warps"
 
 
-# ----- statistics -------------------------------------------------------------------------------
-def _percentile(sorted_vals: Sequence[float], q: float) -> float:
-    pos = (len(sorted_vals) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(sorted_vals) - 1)
-    return sorted_vals[lo] * (1.0 - (pos - lo)) + sorted_vals[hi] * (pos - lo)
-
-
-def summarize(values: Sequence[float]) -> dict:
-    """Median, p10, p90, min, max and count of per-run values (ValueError if empty)."""
-    vals = sorted(float(v) for v in values)
-    if not vals:
-        raise ValueError("summarize: values must not be empty")
-    return {"value": _percentile(vals, 50), "p10": _percentile(vals, 10), "p90": _percentile(vals, 90),
-            "min": vals[0], "max": vals[-1], "n": len(vals)}
-
-
 # ----- compile and read the SASS (no GPU needed) --------------------------------------------------
 def compile_cubin(workdir: Path, arch: str = "sm_90", src: Path = KERNEL_SRC) -> Path:
-    """``nvcc -cubin -arch=<arch> -O3`` of ``src`` into ``workdir``; RuntimeError with nvcc's
-    message when nvcc is missing or fails."""
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        raise RuntimeError("nvcc is not on PATH")
-    cubin = Path(workdir) / (src.stem + f".{arch}.cubin")
-    p = subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-O3", "-o", str(cubin), str(src)],
-                       capture_output=True, text=True)
-    if p.returncode != 0:
-        raise RuntimeError(f"nvcc failed on {src.name}: {p.stderr.strip()[-2000:]}")
-    return cubin
-
-
-def disassemble(cubin: Path) -> str:
-    """``cuobjdump -sass`` of a cubin; RuntimeError when cuobjdump is missing or fails."""
-    exe = shutil.which("cuobjdump")
-    if exe is None:
-        raise RuntimeError("cuobjdump is not on PATH")
-    p = subprocess.run([exe, "-sass", str(cubin)], capture_output=True, text=True)
-    if p.returncode != 0:
-        raise RuntimeError(f"cuobjdump failed: {p.stderr.strip()[-2000:]}")
-    return p.stdout
-
-
-_FUNC = re.compile(r"^\s*Function : (\S+)")
-_INSTR = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\s*([^;]*);")
-
-
-def function_instructions(sass: str, kernel: str) -> list[tuple[int, str, str]]:
-    """(address, full mnemonic with modifiers, operands) of every instruction of ``kernel``."""
-    out, cur = [], None
-    for line in sass.splitlines():
-        m = _FUNC.match(line)
-        if m:
-            cur = m.group(1)
-            continue
-        if cur == kernel:
-            m = _INSTR.search(line)
-            if m:
-                out.append((int(m.group(1), 16), m.group(2), m.group(3).strip()))
-    if not out:
-        raise ValueError(f"kernel = {kernel!r}: not in the SASS listing")
-    return out
-
-
-def count_prefix(body: Counter, prefix: str) -> int:
-    """Instructions of ``body`` whose mnemonic is ``prefix`` or starts with ``prefix.``."""
-    return sum(n for op, n in body.items() if op == prefix or op.startswith(prefix + "."))
-
-
-def hot_loop(sass: str, kernel: str, key: str) -> Counter:
-    """Mnemonic counts of the loop body (backward branch to its target) of ``kernel`` with the most
-    ``key`` instructions (the smallest such body when several tie); ValueError when none has any."""
-    instrs = function_instructions(sass, kernel)
-    bodies = []
-    for addr, op, operands in instrs:
-        m = re.match(r"(0x[0-9a-f]+)", operands)
-        if op == "BRA" and m and int(m.group(1), 16) < addr:
-            lo = int(m.group(1), 16)
-            bodies.append(Counter(o for a, o, _ in instrs if lo <= a <= addr))
-    bodies = [b for b in bodies if count_prefix(b, key)]
-    if not bodies:
-        raise ValueError(f"{kernel}: no loop body with {key} in the SASS")
-    return max(bodies, key=lambda b: (count_prefix(b, key), -sum(b.values())))
+    """The cubin of :func:`probe_common.compile_cubin` (``nvcc -cubin -arch=<arch> -O3``) of ``src`` in
+    ``workdir``; RuntimeError with nvcc's message when nvcc is missing or fails."""
+    return pc.compile_cubin(workdir, arch, src)[0]
 
 
 def check_body(probe: Probe, body: Counter) -> tuple[float, list[str]]:
@@ -332,39 +251,25 @@ class _Device:
         import cupy as cp  # noqa: PLC0415
 
         self.cp = cp
-        props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
-        self.sm_count = int(props["multiProcessorCount"])
-        self.arch = f"sm_{props['major']}{props['minor']}"
+        self.sm_count, self.arch = pc.device_facts(cp)
         self.stream = cp.cuda.get_current_stream()
         self._tmp = tempfile.TemporaryDirectory()
-        self.sass = None
+        # no nvcc: NVRTC through CuPy, counts from the source
+        built = pc.build_module(cp, KERNEL_SRC, self.arch, Path(self._tmp.name), want_sass=True)
+        self.mod, self.sass, self.compiled_by = built.module, built.sass, built.compiled_by
         self.compile_note = ""
-        try:
-            cubin = compile_cubin(Path(self._tmp.name), self.arch)
-            self.mod = cp.RawModule(path=str(cubin))
-            self.compiled_by = "nvcc"
-            try:
-                self.sass = disassemble(cubin)
-            except RuntimeError as exc:
-                self.compile_note = f"{exc}: rates use the source's instruction counts"
-        except RuntimeError as exc:  # no nvcc: NVRTC through CuPy, counts from the source
-            self.mod = cp.RawModule(code=KERNEL_SRC.read_text())
-            self.compiled_by = "nvrtc"
-            self.compile_note = f"{exc}: compiled by NVRTC, rates use the source's instruction counts"
-        self._spin = self.mod.get_function("pb_spin")
-        self._start, self._end = cp.cuda.Event(), cp.cuda.Event()
+        if built.compiled_by == "nvrtc":
+            self.compile_note = f"{built.error}: compiled by NVRTC, rates use the source's instruction counts"
+        elif built.sass_error:
+            self.compile_note = f"{built.sass_error}: rates use the source's instruction counts"
+        self._timer = pc.GatedTimer(cp, self.mod.get_function("pb_spin"), GATE_SPIN_CYCLES, spin_threads=32)
 
     def fn(self, name: str):
         return self.mod.get_function(name)
 
     def timed(self, launch) -> float:
         """Seconds of one ``launch()``, between CUDA events, queued behind a spin (gated)."""
-        self._spin((1,), (32,), (self.cp.int64(GATE_SPIN_CYCLES),))
-        self._start.record(self.stream)
-        launch()
-        self._end.record(self.stream)
-        self._end.synchronize()
-        return self.cp.cuda.get_elapsed_time(self._start, self._end) * 1e-3
+        return self._timer.seconds(launch)
 
     def blocks_per_sm(self, fn) -> int:
         """Blocks of THREADS threads that fit on an SM (CUDA occupancy API), at most MAX_BLOCKS_PER_SM."""
@@ -376,8 +281,7 @@ class _Device:
 
 
 def _attributes(fn) -> dict:
-    attrs = getattr(fn, "attributes", None) or {}
-    return {k: attrs[k] for k in ("num_regs", "local_size_bytes") if k in attrs}
+    return {k: v for k, v in pc.kernel_attributes(fn).items() if v is not None}
 
 
 def _clock_hz(clk) -> float:
@@ -386,7 +290,7 @@ def _clock_hz(clk) -> float:
     hz = sorted(float(c) / (float(ns) * 1e-9) for c, ns in d if ns > 0)
     if not hz:
         raise RuntimeError("no block recorded a clock (globaltimer did not advance)")
-    return _percentile(hz, 50)
+    return pc.median(hz)
 
 
 def _rate_instr_per_iter(probe: Probe, sass_info: dict | None) -> tuple[float, str]:
@@ -484,7 +388,7 @@ def run_probes(quick: bool = False) -> dict:
     for w in BARRIER_WARPS:
         r = run_latency(dev, BARRIER, runs, bar_iters, BAR_STEPS, warps=w)
         res["barrier"][str(w)] = _with_check(r, checks.get(BARRIER.kernel))
-    res["meta"] = _metadata()
+    res["meta"] = pc.collect_metadata()
     res["meta"].update({"probe_wall_s": time.perf_counter() - t0, "runs_per_probe": runs, "quick": quick,
                         "sm_count": dev.sm_count})
     res["compile"] = {"arch": dev.arch, "compiled_by": dev.compiled_by, "sass_read": dev.sass is not None,
@@ -500,24 +404,10 @@ def _with_check(r: dict, check: dict | None) -> dict:
             "sass_unroll": check["unroll"]}
 
 
-def _metadata() -> dict:
-    try:
-        from validation.harness.metadata import collect_metadata  # noqa: PLC0415
-    except ImportError:  # before the harness move
-        from validation.metadata import collect_metadata  # noqa: PLC0415
-    return collect_metadata()
-
-
 def gpu_slug(device_name: str) -> str:
     """Results-directory name of a GPU (``"NVIDIA H200"`` -> ``"h200"``): the harness's rule."""
-    try:
-        from validation.harness.metadata import gpu_slug as slug  # noqa: PLC0415
-    except ImportError:  # before the harness move: the same rule
-        words = re.sub(r"[^0-9a-z]+", " ", str(device_name).lower()).split()
-        words = words[1:] if words and words[0] in ("nvidia", "apple", "amd") else words
-        if not words:
-            raise ValueError(f"device_name = {device_name!r}: no letters or digits") from None
-        return "_".join(words)
+    from validation.harness.metadata import gpu_slug as slug  # noqa: PLC0415
+
     return slug(device_name)
 
 
@@ -582,22 +472,15 @@ def format_table(results: dict) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m validation.calibration.pipes_probe",
-                                 description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=None,
-                    help="directory for pipes.json (default: validation/results/<gpu>/calibration)")
-    ap.add_argument("--quick", action="store_true", help=f"{QUICK_RUNS} runs per probe, shorter kernels")
+    ap = pc.probe_parser("pipes_probe", __doc__.splitlines()[0], RESULT_FILE, f"{QUICK_RUNS} runs per probe, shorter kernels")
     args = ap.parse_args(argv)
     why = _gpu_missing()
     if why:
-        print(f"pipes_probe: needs CuPy and an NVIDIA GPU: {why}", file=sys.stderr)
-        return 2
+        return pc.no_gpu_exit("pipes_probe", why)
     results = run_probes(quick=args.quick)
     results["fields"] = fields(results)
-    out = Path(args.out) if args.out else RESULTS_ROOT / gpu_slug(results["meta"].get("device_name") or "unknown") / "calibration"
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / RESULT_FILE
-    path.write_text(json.dumps(results, indent=2, default=str) + "\n")
+    path = pc.results_dir(args.out, results["meta"]) / RESULT_FILE
+    pc.write_json(path, results)
     print(format_table(results))
     bad = [k for g in ("throughput", "latency") for k, r in results[g].items() if r.get("sass_ok") is False]
     if bad:
@@ -606,20 +489,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"note: {results['compile']['note']}")
     print(f"wrote {path} in {results['meta']['probe_wall_s']:.1f} s")
     return 0
-
-
-def _gpu_missing() -> str | None:
-    """None when CuPy and a CUDA device are usable, else a one-line reason."""
-    try:
-        import cupy as cp  # noqa: PLC0415
-    except Exception as exc:  # noqa: BLE001
-        return f"cupy is not importable ({type(exc).__name__}: {exc})"
-    try:
-        if cp.cuda.runtime.getDeviceCount() < 1:
-            return "no CUDA device found"
-    except Exception as exc:  # noqa: BLE001
-        return f"no usable CUDA device ({type(exc).__name__}: {exc})"
-    return None
 
 
 if __name__ == "__main__":

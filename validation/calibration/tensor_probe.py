@@ -72,11 +72,8 @@ and ``pipes.tensor.latency_cycles``); validation/calibration/calibrate.py merges
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import json
-import math
-import re
 import shutil
 import subprocess
 import sys
@@ -87,9 +84,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from validation.calibration import probe_common as pc
+from validation.calibration.probe_common import REPO_ROOT, ptxas_warnings, summarize
+from validation.calibration.probe_common import gpu_missing as _gpu_missing
+
 KERNEL_SRC = Path(__file__).resolve().with_suffix(".cu")
-RESULTS_ROOT = REPO_ROOT / "validation" / "results"
 RESULT_FILE = "tensor.json"
 ARCH = "sm_90a"  # wgmma.mma_async and the tensor-map fences need the sm_90a target (PTX ISA)
 
@@ -221,23 +220,7 @@ RATE_GROUPS = GROUPS[1:]  # rows made by _Device.measure (SASS-checked)
 DATASHEET_NOTE = "datasheet"
 
 
-# ----- statistics and the per-block records (pure) ---------------------------------------------------
-def _percentile(sorted_vals: Sequence[float], q: float) -> float:
-    pos = (len(sorted_vals) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(sorted_vals) - 1)
-    return sorted_vals[lo] * (1.0 - (pos - lo)) + sorted_vals[hi] * (pos - lo)
-
-
-def summarize(values: Sequence[float]) -> dict:
-    """Median (``value``), p10, p90, min, max and count of per-rep values (ValueError if empty)."""
-    vals = sorted(float(v) for v in values)
-    if not vals:
-        raise ValueError("summarize: values must not be empty")
-    return {"value": _percentile(vals, 50), "p10": _percentile(vals, 10), "p90": _percentile(vals, 90),
-            "min": vals[0], "max": vals[-1], "n": len(vals)}
-
-
+# ----- the per-block records (pure) -------------------------------------------------------------------
 def parse_records(raw: Sequence[int], blocks: int) -> dict:
     """The per-block records a probe kernel wrote (``REC`` longs per block: cycles, ns, smid, 0).
 
@@ -245,18 +228,10 @@ def parse_records(raw: Sequence[int], blocks: int) -> dict:
     blocks of cycles / seconds) and ``cycles_median``. ValueError when the record count is not
     ``blocks`` or a block recorded no cycles or no time.
     """
-    vals = [int(v) for v in raw]
-    if blocks < 1 or len(vals) != REC * blocks:
-        raise ValueError(f"records: {len(vals)} values for blocks = {blocks}; expected {REC} per block")
-    cycles = vals[0::REC]
-    ns = vals[1::REC]
-    smids = vals[2::REC]
-    bad = [b for b in range(blocks) if cycles[b] <= 0 or ns[b] <= 0]
-    if bad:
-        raise ValueError(f"records: blocks {bad[:8]} recorded cycles <= 0 or ns <= 0 (kernel did not run?)")
-    hz = sorted(c / (t * 1e-9) for c, t in zip(cycles, ns, strict=True))
+    cycles, ns, smids = pc.record_columns(raw, blocks, REC)[:3]
+    pc.check_timed_blocks(cycles, ns)
     return {"cycles": cycles, "ns": ns, "smids": smids, "distinct_sms": len(set(smids)),
-            "clock_hz": _percentile(hz, 50), "cycles_median": _percentile(sorted(cycles), 50)}
+            "clock_hz": pc.median(pc.block_clocks_hz(cycles, ns)), "cycles_median": pc.median(cycles)}
 
 
 def rep_rates(rec: dict, work_per_block: float, event_s: float | None) -> dict:
@@ -264,34 +239,17 @@ def rep_rates(rec: dict, work_per_block: float, event_s: float | None) -> dict:
     ``outside`` = all blocks' work / (event seconds x clock) / blocks (None without an event time)."""
     per_block = sorted(work_per_block / c for c in rec["cycles"])
     outside = work_per_block / (event_s * rec["clock_hz"]) if event_s else None
-    return {"inside": _percentile(per_block, 50), "outside": outside}
+    return {"inside": pc.percentile(per_block, 50), "outside": outside}
 
 
 # ----- compile and read the SASS (no GPU needed) -------------------------------------------------------
 def compile_cubin(workdir: Path, arch: str = ARCH, src: Path = KERNEL_SRC) -> tuple[Path, str]:
-    """``nvcc -cubin -arch=<arch> -O3 -Xptxas -v`` of ``src`` into ``workdir``: (cubin, ptxas log);
-    RuntimeError with nvcc's message when nvcc is missing or fails."""
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        raise RuntimeError("nvcc is not on PATH")
-    cubin = Path(workdir) / f"{src.stem}.{arch}.cubin"
-    p = subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-O3", "-Xptxas", "-v", "-o", str(cubin), str(src)],
-                       capture_output=True, text=True)
-    if p.returncode != 0:
-        raise RuntimeError(f"nvcc failed: {p.stderr.strip()[-4000:]}")
-    return cubin, p.stderr
-
-
-def ptxas_warnings(log: str) -> list[str]:
-    """ptxas lines that warn (spills, wgmma serialization): an empty list means a clean compile."""
-    return [ln.strip() for ln in log.splitlines()
-            if "warning" in ln.lower() or "serialized" in ln.lower() or re.search(r"[1-9]\d* bytes spill", ln)]
+    """:func:`probe_common.compile_cubin` of tensor_probe.cu for sm_90a: (cubin, ptxas log)."""
+    return pc.compile_cubin(workdir, arch, src)
 
 
 def sass_checks(sass: str, kernels: Sequence[str]) -> dict:
     """Per kernel: the hot loop's key-instruction count, the source's per iteration, unroll, ok."""
-    from validation.calibration.pipes_probe import count_prefix, hot_loop  # noqa: PLC0415
-
     out = {}
     for k in kernels:
         key = next((v for p, v in SASS_KEYS.items() if k.startswith(p)), None)
@@ -299,11 +257,11 @@ def sass_checks(sass: str, kernels: Sequence[str]) -> dict:
             continue
         op, per_iter = key
         try:
-            body: Counter = hot_loop(sass, k, op)
+            body: Counter = pc.hot_loop(sass, k, op)
         except ValueError as exc:
             out[k] = {"op": op, "ok": False, "problem": str(exc)}
             continue
-        n = count_prefix(body, op)
+        n = pc.count_prefix(body, op)
         unroll = n / per_iter
         ok = n > 0 and unroll == int(unroll)
         out[k] = {"op": op, "count": n, "source_per_iter": per_iter, "unroll": unroll, "ok": ok,
@@ -357,44 +315,27 @@ class _Device:
         self.cp = cp
         self.reps = reps
         self.target_s = target_s
-        props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
-        self.sm_count = int(props["multiProcessorCount"])
-        self.arch = f"sm_{props['major']}{props['minor']}"
-        self.stream = cp.cuda.get_current_stream()
+        self.sm_count, self.arch = pc.device_facts(cp)
         self._tmp = tempfile.TemporaryDirectory()
-        self.sass = None
+        built = pc.build_module(cp, KERNEL_SRC, ARCH, Path(self._tmp.name),
+                                nvrtc_options=(f"--gpu-architecture={ARCH}",), want_sass=True)
+        self.mod, self.sass = built.module, built.sass
         self.compile = {"arch": ARCH, "source": str(KERNEL_SRC.relative_to(REPO_ROOT)), "note": ""}
-        try:
-            cubin, log = compile_cubin(Path(self._tmp.name))
-            self.mod = cp.RawModule(path=str(cubin))
-            self.compile.update(compiled_by="nvcc", ptxas_warnings=ptxas_warnings(log))
-            try:
-                from validation.calibration.pipes_probe import disassemble  # noqa: PLC0415
-
-                self.sass = disassemble(cubin)
-            except RuntimeError as exc:
-                self.compile["note"] = f"{exc}: no SASS checks"
-        except RuntimeError as exc:  # no nvcc: NVRTC through CuPy
-            self.mod = cp.RawModule(code=KERNEL_SRC.read_text(), options=(f"--gpu-architecture={ARCH}",))
-            self.compile.update(compiled_by="nvrtc", note=f"{exc}: compiled by NVRTC, no SASS checks")
+        if built.compiled_by == "nvcc":
+            self.compile.update(compiled_by="nvcc", ptxas_warnings=ptxas_warnings(built.log))
+            if built.sass_error:
+                self.compile["note"] = f"{built.sass_error}: no SASS checks"
+        else:  # no nvcc: NVRTC through CuPy
+            self.compile.update(compiled_by="nvrtc", note=f"{built.error}: compiled by NVRTC, no SASS checks")
         self.out = cp.zeros(1 << 18, dtype=cp.float32)  # >= blocks x threads of any launch
-        self._spin = self.mod.get_function("tp_spin")
-        self._start, self._end = cp.cuda.Event(), cp.cuda.Event()
+        self._timer = pc.GatedTimer(cp, self.mod.get_function("tp_spin"), GATE_SPIN_CYCLES)
 
     def fn(self, name: str, smem: int):
-        f = self.mod.get_function(name)
-        if smem > 48 * 1024:
-            f.max_dynamic_shared_size_bytes = smem
-        return f
+        return pc.get_kernel(self.mod, name, smem)
 
     def launch_timed(self, f, grid: int, threads: int, args: tuple, smem: int) -> float:
         """Seconds of one launch between CUDA events, queued behind a spin (the host latency stays out)."""
-        self._spin((1,), (1,), (self.cp.int64(GATE_SPIN_CYCLES),))
-        self._start.record(self.stream)
-        f((grid,), (threads,), args, shared_mem=smem)
-        self._end.record(self.stream)
-        self._end.synchronize()
-        return self.cp.cuda.get_elapsed_time(self._start, self._end) * 1e-3
+        return self._timer.seconds(lambda: f((grid,), (threads,), args, shared_mem=smem))
 
     def measure(self, kernel: str, grid: int, threads: int, smem: int,
                 args: Callable[[int, int], tuple], work_per_block: Callable[[int], float], *,
@@ -413,12 +354,9 @@ class _Device:
             return (cp.int32(iters), cp.int32(a[0]), clk, self.out, *a[1:])
 
         f((grid,), (threads,), full(fixed_iters or iters0, -1), shared_mem=smem)  # warm-up (and caches)
-        iters = fixed_iters or iters0
-        for _ in range(0 if fixed_iters else SIZING_STEPS):  # a short launch overstates its time: resize
-            t = self.launch_timed(f, grid, threads, full(iters, -1), smem)
-            if t >= 0.5 * self.target_s or iters >= max_iters:
-                break
-            iters = int(min(max_iters, max(iters + 1, iters * self.target_s / max(t, 1e-7))))
+        # a short launch overstates its time: resize
+        iters = pc.size_iters(lambda it: self.launch_timed(f, grid, threads, full(it, -1), smem),
+                              fixed_iters or iters0, self.target_s, max_iters, 0 if fixed_iters else SIZING_STEPS)
         runs = []
         for rep in range(self.reps):
             s = self.launch_timed(f, grid, threads, full(iters, rep), smem)
@@ -429,7 +367,6 @@ class _Device:
                          "rate_outside": r["outside"]})
         if float(self.out[:grid].max().get()) != 0.0:
             raise RuntimeError(f"{kernel}: a block reported an mbarrier wait that timed out")
-        attrs = getattr(f, "attributes", None) or {}
         return {"kernel": kernel, "grid": grid, "threads": threads, "smem_bytes": smem, "iters": iters,
                 "reps": self.reps, "runs": runs,
                 **summarize([r["rate_inside"] for r in runs]),
@@ -437,7 +374,7 @@ class _Device:
                 "clock_hz": summarize([r["clock_hz"] for r in runs])["value"],
                 "cycles": summarize([r["cycles_median"] for r in runs]),
                 "distinct_sms": min(r["distinct_sms"] for r in runs),
-                "num_regs": attrs.get("num_regs"), "local_size_bytes": attrs.get("local_size_bytes")}
+                **pc.kernel_attributes(f)}
 
 
 def _scaled(res: dict, factor: float, unit: str, key: str) -> dict:
@@ -679,8 +616,6 @@ def parse_smi_csv(text: str, fields: Sequence[str]) -> list[dict]:
     """nvidia-smi ``--format=csv,noheader,nounits`` lines -> samples: ``t_s`` (epoch seconds, from the
     local-time stamp), ``sm_clock_hz``, ``max_sm_clock_hz``, ``power_w``, ``reasons`` (int mask, None when
     not reported). Lines that do not parse are skipped (nvidia-smi may print a warning line)."""
-    import datetime  # noqa: PLC0415
-
     out = []
     for line in text.splitlines():
         parts = [x.strip() for x in line.split(",")]
@@ -688,7 +623,7 @@ def parse_smi_csv(text: str, fields: Sequence[str]) -> list[dict]:
             continue
         rec = dict(zip(fields, parts, strict=True))
         try:
-            ts = datetime.datetime.strptime(rec["timestamp"], "%Y/%m/%d %H:%M:%S.%f").timestamp()
+            ts = pc.parse_smi_timestamp(rec["timestamp"])
             sample = {"t_s": ts, "sm_clock_hz": float(rec["clocks.sm"]) * 1e6,
                       "max_sm_clock_hz": float(rec["clocks.max.sm"]) * 1e6}
         except ValueError:
@@ -706,12 +641,6 @@ def parse_smi_csv(text: str, fields: Sequence[str]) -> list[dict]:
     return out
 
 
-#: clock event reason bits (nvml.h, nvmlClocksEventReason*)
-SMI_REASON_BITS = {0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap", 0x8: "hw_slowdown",
-                   0x10: "sync_boost", 0x20: "sw_thermal_slowdown", 0x40: "hw_thermal_slowdown",
-                   0x80: "hw_power_brake_slowdown", 0x100: "display_clock_setting"}
-
-
 def smi_summary(samples: Sequence[dict], t0_s: float, t1_s: float) -> dict:
     """The samples stamped within [t0_s, t1_s] (the launch): count, SM clock and power summaries, the
     reason masks seen (hex) and their names."""
@@ -726,7 +655,7 @@ def smi_summary(samples: Sequence[dict], t0_s: float, t1_s: float) -> dict:
         out["power_w"] = summarize(power)
     masks = sorted({s["reasons"] for s in during if s.get("reasons") is not None})
     out["reasons_hex"] = [f"0x{m:x}" for m in masks]
-    out["reasons"] = sorted({name for m in masks for bit, name in SMI_REASON_BITS.items() if m & bit})
+    out["reasons"] = sorted({name for m in masks for name in pc.clock_reason_names(m)})
     return out
 
 
@@ -742,8 +671,7 @@ class _SmiSampler:
             # by PCI bus id, else nvidia-smi's default (the only GPU of the device machine)
             tries = [(d, f) for d in (self.dev, []) for f in (SMI_FIELDS, SMI_FIELDS_NEW)]
             for d, f in tries:
-                p = subprocess.run([self.exe, *d, f"--query-gpu={','.join(f)}", "--format=csv,noheader,nounits"],
-                                   capture_output=True, text=True, timeout=30)
+                p = subprocess.run([self.exe, *d, *pc.smi_query_args(f)], capture_output=True, text=True, timeout=30)
                 if p.returncode == 0 and parse_smi_csv(p.stdout, f):
                     self.dev, self.fields = d, f
                     break
@@ -756,19 +684,13 @@ class _SmiSampler:
         if self.problem:
             return
         self._out = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen([self.exe, *self.dev, f"--query-gpu={','.join(self.fields)}",
-                                      "--format=csv,noheader,nounits", "-lms", str(SMI_PERIOD_MS)],
+        self.proc = subprocess.Popen([self.exe, *self.dev, *pc.smi_query_args(self.fields), "-lms", str(SMI_PERIOD_MS)],
                                      stdout=self._out, stderr=subprocess.DEVNULL, text=True)
 
     def stop(self) -> list[dict]:
         if self.proc is None:
             return []
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        pc.stop_process(self.proc, timeout_s=10)
         self._out.seek(0)
         text = self._out.read()
         self._out.close()
@@ -780,8 +702,8 @@ def clock_row(name: str, kernel: str, grid: int, threads: int, iters: int, event
               tick_ns: float | None, samples: list[dict], t0_s: float, t1_s: float, what: str) -> dict:
     """One clock row: per-block clock64 / globaltimer (``value``: median over blocks, Hz), the window,
     the globaltimer's share of the error, the whole launch's cycles over the event time, nvidia-smi."""
-    hz = [c / (ns * 1e-9) for c, ns in zip(rec["cycles"], rec["ns"], strict=True)]
-    window_ns = _percentile(sorted(rec["ns"]), 50)
+    hz = pc.block_clocks_hz(rec["cycles"], rec["ns"])
+    window_ns = pc.percentile(sorted(rec["ns"]), 50)
     return {"kernel": kernel, "grid": grid, "threads": threads, "iters": iters, "what": what, "unit": "Hz",
             **summarize(hz), "distinct_sms": rec["distinct_sms"], "event_s": event_s,
             "window_ns_median": window_ns,
@@ -867,7 +789,7 @@ def run_probes(quick: bool = False, only: Sequence[str] | None = None) -> dict:
     bad = [g for g in only if g not in GROUPS]
     if bad:
         raise ValueError(f"only = {bad}: groups are {', '.join(GROUPS)}")
-    meta = _metadata()  # first: a failing probe below may leave the CUDA context unusable
+    meta = pc.collect_metadata()  # first: a failing probe below may leave the CUDA context unusable
     dev = _Device(QUICK_REPS if quick else REPS, QUICK_TARGET_S if quick else TARGET_S)
     warps = QUICK_WARPS if quick else WARPS
     res: dict = {"meta": meta, "compile": dev.compile, "errors": {}, "clock_methods": CLOCK_METHODS}
@@ -911,25 +833,18 @@ def merge_results(old: dict | None, new: dict) -> dict:
     old ones (with their errors and wall times), the others stay; ``group_runs`` says which run (date,
     revision) each group comes from; meta and compile are the new run's."""
     ran = new["meta"].get("groups_run") or [g for g in GROUPS if g in new]
-    stamp = {k: new["meta"].get(k) for k in ("date_utc", "git_revision", "quick")}
+    stamp = pc.run_stamp(new["meta"])
     if not old:
         return {**new, "group_runs": {g: stamp for g in ran}}
     out = {**old, "meta": new["meta"], "compile": new["compile"], "clock_methods": new.get("clock_methods")}
     out["errors"] = {g: e for g, e in old.get("errors", {}).items() if g not in ran} | new.get("errors", {})
     out["group_wall_s"] = {**old.get("group_wall_s", {}), **new.get("group_wall_s", {})}
-    runs = dict(old.get("group_runs") or {g: {k: old.get("meta", {}).get(k) for k in stamp}
-                                          for g in GROUPS if g in old})
+    runs = pc.previous_group_runs(old, GROUPS, lambda g: g in old)
     for g in ran:
         out[g] = new.get(g, {})
         runs[g] = stamp
     out["group_runs"] = runs
     return out
-
-
-def _metadata() -> dict:
-    from validation.harness.metadata import collect_metadata  # noqa: PLC0415
-
-    return collect_metadata()
 
 
 # ----- results -> calibrated-profile fields (pure) -------------------------------------------------------
@@ -1011,11 +926,7 @@ def format_table(results: dict) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m validation.calibration.tensor_probe",
-                                 description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=None,
-                    help="directory for tensor.json (default: validation/results/<gpu>/calibration)")
-    ap.add_argument("--quick", action="store_true", help="few reps, short launches, fewer configurations")
+    ap = pc.probe_parser("tensor_probe", __doc__.splitlines()[0], RESULT_FILE, "few reps, short launches, fewer configurations")
     ap.add_argument("--only", default=None,
                     help=f"comma-separated groups to run ({','.join(GROUPS)}); the others in an existing "
                          "tensor.json are kept")
@@ -1023,19 +934,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     only = parse_only(args.only)
     why = _gpu_missing()
     if why:
-        print(f"tensor_probe: needs CuPy and an NVIDIA GPU: {why}", file=sys.stderr)
-        return 2
+        return pc.no_gpu_exit("tensor_probe", why)
     new = run_probes(quick=args.quick, only=only)
     from validation.harness.metadata import gpu_slug  # noqa: PLC0415
 
     slug = gpu_slug(new["meta"].get("device_name") or "unknown")
-    out = Path(args.out) if args.out else RESULTS_ROOT / slug / "calibration"
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / RESULT_FILE
+    path = pc.results_dir(args.out, new["meta"]) / RESULT_FILE
     old = json.loads(path.read_text()) if (only and path.exists()) else None
     results = merge_results(old, new)
     results["fields"] = fields(results, datasheet=datasheet_values(slug))
-    path.write_text(json.dumps(results, indent=2, default=str) + "\n")
+    pc.write_json(path, results)
     print(format_table(new))
     for k, e in results["fields"].items():
         print(f"field {k} = {e['value']:.6g} {e['unit']}" + (f" (datasheet {e[DATASHEET_NOTE]:g})"
@@ -1048,13 +956,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def parse_only(text: str | None) -> tuple[str, ...] | None:
     """``--only`` text -> group names (None: every group); ValueError naming an unknown group."""
-    if not text:
-        return None
-    names = tuple(x.strip() for x in text.split(",") if x.strip())
-    bad = [x for x in names if x not in GROUPS]
-    if bad or not names:
-        raise ValueError(f"--only = {text!r}: unknown group(s) {bad}; groups are {', '.join(GROUPS)}")
-    return names
+    return pc.parse_groups(text, GROUPS)
 
 
 def datasheet_values(gpu: str) -> dict:
@@ -1068,20 +970,6 @@ def datasheet_values(gpu: str) -> dict:
     raw = tomllib.loads(path.read_text())
     return {f"mma.{shape}.{dt}": float(e["value"])
             for shape, by_dt in raw.get("mma", {}).items() for dt, e in by_dt.items()}
-
-
-def _gpu_missing() -> str | None:
-    """None when CuPy and a CUDA device are usable, else a one-line reason."""
-    try:
-        import cupy as cp  # noqa: PLC0415
-    except Exception as exc:  # noqa: BLE001
-        return f"cupy is not importable ({type(exc).__name__}: {exc})"
-    try:
-        if cp.cuda.runtime.getDeviceCount() < 1:
-            return "no CUDA device found"
-    except Exception as exc:  # noqa: BLE001
-        return f"no usable CUDA device ({type(exc).__name__}: {exc})"
-    return None
 
 
 if __name__ == "__main__":
