@@ -59,6 +59,25 @@ def test_grid_covers_c_exactly():
         assert gx * gy * gz == (8192 // bm) * (8192 // bn), k.name
 
 
+def test_fastcu_two_warpgroup_kernels():
+    """matmul_3 / matmul_4 as their runKernelN launch them: 128x256x64 tiles, 256 / 384 threads, one /
+    three 48 KiB stages of dynamic shared memory, the DBG = false instantiation picked by its mangled name."""
+    m3, m4 = K.BY_NAME["fastcu_wgmma_m3"], K.BY_NAME["fastcu_wgmma_m4"]
+    assert (m3.block, m4.block) == ((256, 1, 1), (384, 1, 1))
+    assert (m3.dynamic_smem_bytes, m4.dynamic_smem_bytes) == (49152, 3 * 49152)
+    assert m3.grid(4096, 4096, 4096) == (32 * 16, 1, 1) and m4.debug_pointer
+    c3, c4 = m3.config(4096, 4096, 4096), m4.config(4096, 4096, 4096)
+    assert (c3.consumers, c3.stages, c4.consumers, c4.stages) == (2, 2, 2, 3)
+    assert (c4.bm, c4.bn, c4.bk, c4.wm, c4.wn, c4.threads) == (128, 256, 64, 64, 256, 384)
+    assert K.mangled_template_args("128, 256, 64, 384, 3, false") == "ILi128ELi256ELi64ELi384ELi3ELb0EE"
+    assert K.mangled_template_args("8, -1, true") == "ILi8ELin1ELb1EE"
+    assert K.mangled_template_args("half, 4") is None
+    f = b"\x00.text._ZN2M413matmulKernel4ILi128ELi3ELb0EEEviii\x00.text._ZN2M413matmulKernel4ILi128ELi3ELb1EEEviii\x00"
+    assert K.mangled_name(f, "matmulKernel4", "128, 3, false") == "_ZN2M413matmulKernel4ILi128ELi3ELb0EEEviii"
+    with pytest.raises(K.BuildError):
+        K.mangled_name(f, "matmulKernel4")
+
+
 def test_tolerances():
     assert K.tolerance(K.BY_NAME["leetcuda_mma_s2"], 8192) < 0.03
     assert K.tolerance(K.BY_NAME["fastcu_wgmma_m2"], 8192) == 1.2e-2

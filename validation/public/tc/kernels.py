@@ -11,6 +11,12 @@ Sources (verbatim, under ``src/``; provenance, commits and licences in ``src/REA
   ``ldmatrix``, a ``K_STAGE``-deep ``cp.async`` ring, optional row padding, block swizzle along N;
 * ``fastcu_matmul_2.cuh``: pranjalssh/fast.cu ``examples/matmul/matmul_2.cuh``: bf16 ``wgmma``
   m64n64k16 on 128-byte-swizzled TMA tiles, one warpgroup, one buffer.
+* ``fastcu_matmul_3.cuh``: fast.cu ``examples/matmul/matmul_3.cuh``: ``wgmma`` m64n256k16, 128x256x64
+  tiles, two warpgroups that both compute (thread 0 also issues the TMA), one buffer;
+* ``fastcu_matmul_4.cuh``: fast.cu ``examples/matmul/matmul_4.cuh``: the same tile with a producer
+  warpgroup (``setmaxnreg`` 24) and two consumer warpgroups (240) on a 3-deep TMA + mbarrier ring.
+  (``matmul_5.cuh`` is not taken: a persistent kernel, 128 blocks walking a 16x8-grouped tile
+  schedule, tensor maps passed by value as ``__grid_constant__``: the model has no persistent knob.)
 
 Each kernel is a :class:`PublicKernel`: the wrapper header that includes its source, the explicit
 template instantiation its own host code launches (template arguments as that host code uses them,
@@ -40,9 +46,11 @@ from tilesim.kernels.tc_gemm.config import TcGemmConfig
 SRC_DIR = Path(__file__).resolve().parent / "src"
 STUB_DIR = SRC_DIR / "stub"
 ARCH = "sm_90a"  # wgmma needs the architecture-specific target (PTX ISA: wgmma requires sm_90a)
-#: -diag-suppress 177: upstream's unused ``lane_id`` variables in the DefTruth WMMA kernels (not ours to edit)
-NVCC_OPTIONS: tuple[str, ...] = ("-std=c++17", "-cubin", f"-arch={ARCH}", "-diag-suppress", "177", "-Xptxas", "-v",
-                                 "-I", str(SRC_DIR), "-I", str(STUB_DIR))
+#: -diag-suppress 177: upstream's unused ``lane_id`` variables in the DefTruth WMMA kernels; 20044: fast.cu
+#: matmul_3's ``extern __shared__ SMem<...> s`` ("extern declaration ... treated as a static definition":
+#: its 48 KiB tile is static shared memory). Diagnostics only (not ours to edit; the code is unchanged).
+NVCC_OPTIONS: tuple[str, ...] = ("-std=c++17", "-cubin", f"-arch={ARCH}", "-diag-suppress", "177",
+                                 "-diag-suppress", "20044", "-Xptxas", "-v", "-I", str(SRC_DIR), "-I", str(STUB_DIR))
 NVCC_TIMEOUT_S = 600
 #: LeetCUDA's host code swizzles blocks along N in strips of this many columns of C (its
 #: ``swizzle_stride`` default, as we recall it from the project's README: not read from this commit)
@@ -67,7 +75,8 @@ class PublicKernel:
     ``accumulate`` the accumulator type ("fp16" or "fp32"). ``tensormaps`` "pointer": the kernel takes
     two ``const CUtensorMap*`` in global memory (fast.cu's host code: 128-byte swizzle, no L2
     promotion, box {bk, bm} for A and {bk, bn} for B). ``divides``: (bm, bn, bk) that M, N, K must
-    be multiples of (the kernels have no edge handling).
+    be multiples of (the kernels have no edge handling). ``debug_pointer``: the kernel takes a trailing
+    ``int*`` its DBG = false instantiation never touches (the runner passes a one-int dummy buffer).
     """
 
     name: str
@@ -86,6 +95,7 @@ class PublicKernel:
     dynamic_smem_bytes: int = 0
     tensormaps: str | None = None
     box: tuple[int, int, int] = (0, 0, 0)  # (bm, bn, bk) of the TMA boxes (tensormaps only)
+    debug_pointer: bool = False  # a trailing ``int* DB`` (fast.cu's timing buffer; unused with DBG = false)
     source: str = ""
     notes: str = field(default="")
 
@@ -129,6 +139,25 @@ def _fastcu_m2_cfg(m, n, k):
                         stages=2, consumers=1, cluster=1, epilogue="direct")
 
 
+def _fastcu_2wg_cfg(stages):
+    """fast.cu matmul_3 / matmul_4: 128x256x64 tiles, two warpgroups of 64x256 (m64n256k16), B K-major."""
+    def make(m, n, k):
+        return TcGemmConfig(m=m, n=n, k=k, dtype="bf16", out_dtype="input", b_layout="col", instruction="wgmma",
+                            staging="shared", bm=128, bn=256, bk=64, wm=64, wn=256, shape="m64n256k16",
+                            layout="swizzled", stages=stages, consumers=2, cluster=1, epilogue="direct")
+    return make
+
+
+def _fastcu_smem_bytes(bm, bn, bk, stages):
+    """sizeof(fast.cu's SMem<BLOCK_M, BLOCK_N, BLOCK_K(, STAGES)>): bf16 A[BM*BK*S] and B[BK*BN*S], both
+    128-byte aligned, so no padding: the dynamic shared memory its runKernelN passes and opts in to."""
+    return (bm * bk + bk * bn) * stages * 2
+
+
+_FASTCU_PARAMS_DB = "int, int, int, bf16*, const CUtensorMap*, const CUtensorMap*, int*"
+_FASTCU_COMMON = ("C column-major with 2-byte scalar __stwt (write-through) stores straight from the "
+                  "accumulators; blocks walk N fastest (blockIdx.x % (N/256); the model groups tiles along "
+                  "M); wgmma.wait_group 0 after each k-step's 4 (k16) x 1 (per warpgroup) m64n256k16")
 _HALF3 = "half*, half*, half*, int, int, int"
 _DEFTRUTH = "DefTruth/CUDA-Learn-Notes hgemm/hgemm_wmma.cu"
 _LEETCUDA = "xlite-dev/LeetCUDA kernels/hgemm/mma/basic/hgemm_mma_stage.cu"
@@ -192,6 +221,36 @@ KERNELS: tuple[PublicKernel, ...] = (
                "has neither, so mapped to stages 2 with 1 consumer, which adds a producer warpgroup of "
                "128 threads and overlaps copies with math); wait_group 0 each k-step; C column-major "
                "with 2-byte scalar stores; blocks walk N fastest (the model groups tiles along M)")),
+    PublicKernel(
+        name="fastcu_wgmma_m3", wrapper="wrap_fastcu_m3.cuh", function="M3::matmulKernel3",
+        template_args="128, 256, 64, 256, false", params=_FASTCU_PARAMS_DB, block=(256, 1, 1),
+        grid=lambda m, n, k: ((m // 128) * (n // 256), 1, 1), config=_fastcu_2wg_cfg(2), divides=(128, 256, 64),
+        dtype="bf16", accumulate="fp32", b_layout="col", c_layout="col", tensormaps="pointer",
+        box=(128, 256, 64), dynamic_smem_bytes=_fastcu_smem_bytes(128, 256, 64, 1), debug_pointer=True,
+        source="pranjalssh/fast.cu examples/matmul/matmul_3.cuh",
+        notes=("two warpgroups (256 threads, __launch_bounds__(256)), each computing 64 rows x 256 of the "
+               "128x256 tile; thread 0 also issues both TMA loads; ONE shared buffer (48 KiB: nvcc makes "
+               "its extern __shared__ struct STATIC, so the 48 KiB of dynamic shared memory runKernel3 "
+               "still passes is unused and the block holds ~96 KiB; 159 registers x 256 threads allow one "
+               "block per SM either way), so "
+               "loads and wgmma alternate, with barrier waits and a __syncthreads per k-step (no producer "
+               "warpgroup, no ring: the model has neither, so mapped to consumers 2 with stages 2, which "
+               "adds a 128-thread producer warpgroup (384 threads) and overlaps copies with math); "
+               + _FASTCU_COMMON)),
+    PublicKernel(
+        name="fastcu_wgmma_m4", wrapper="wrap_fastcu_m4.cuh", function="M4::matmulKernel4",
+        template_args="128, 256, 64, 384, 3, false", params=_FASTCU_PARAMS_DB, block=(384, 1, 1),
+        grid=lambda m, n, k: ((m // 128) * (n // 256), 1, 1), config=_fastcu_2wg_cfg(3), divides=(128, 256, 64),
+        dtype="bf16", accumulate="fp32", b_layout="col", c_layout="col", tensormaps="pointer",
+        box=(128, 256, 64), dynamic_smem_bytes=_fastcu_smem_bytes(128, 256, 64, 3), debug_pointer=True,
+        source="pranjalssh/fast.cu examples/matmul/matmul_4.cuh",
+        notes=("a producer warpgroup (thread 0 issues A and B TMA onto one full barrier per stage; "
+               "setmaxnreg.dec to 24) and 2 consumer warpgroups (setmaxnreg.inc to 240) on a 3-deep ring "
+               "(STAGES = 3 in runKernel4; 144 KiB dynamic): the model's knobs exactly, except that "
+               "ptxas reports the __launch_bounds__(384) cap (168 per thread, with 40 bytes of spills under "
+               "nvcc 13), not the 240 / 24 split after setmaxnreg, so the informed register count is the "
+               "cap; each consumer "
+               "arrives on empty[stage] only after wait_group 0; " + _FASTCU_COMMON)),
 )
 
 BY_NAME = {k.name: k for k in KERNELS}
@@ -217,10 +276,29 @@ class Built:
     ptxas_regs: int | None
 
 
-def mangled_name(cubin: bytes, base_name: str) -> str:
-    """The one entry in ``cubin`` (``.text.<name>`` sections) whose name contains ``base_name``."""
+def mangled_template_args(template_args: str) -> str | None:
+    """The Itanium-ABI encoding of an ``int``/``bool`` template argument list (``"128, 3, false"`` ->
+    ``"ILi128ELi3ELb0EE"``); None when an argument is neither an integer literal nor true/false."""
+    parts = []
+    for a in (x.strip() for x in template_args.split(",")):
+        if a in ("true", "false"):
+            parts.append(f"Lb{int(a == 'true')}E")
+        elif re.fullmatch(r"-?\d+", a):
+            parts.append(f"Li{a.replace('-', 'n')}E")
+        else:
+            return None
+    return "I" + "".join(parts) + "E"
+
+
+def mangled_name(cubin: bytes, base_name: str, template_args: str = "") -> str:
+    """The one entry in ``cubin`` (``.text.<name>`` sections) whose name contains ``base_name``; where
+    several do (fast.cu's host code also instantiates the DBG = true kernel), the one whose mangled
+    template arguments are ``template_args`` (all ``int`` or ``bool``)."""
     names = sorted({m.group(1).decode() for m in _TEXT_SECTION.finditer(cubin)})
     hits = [n for n in names if base_name in n]
+    enc = mangled_template_args(template_args) if len(hits) > 1 and template_args else None
+    if enc is not None:
+        hits = [n for n in hits if base_name + enc in n]
     if len(hits) != 1:
         raise BuildError(f"{base_name}: expected one entry containing it in the cubin, found {hits} among {names}")
     return hits[0]
@@ -263,7 +341,7 @@ def compile_all(out_dir: str | Path, kernels=KERNELS) -> dict[str, Built]:
     built = {}
     for k, unit in zip(kernels, units, strict=True):
         cubin = unit.with_suffix(".cubin")
-        name = mangled_name(cubin.read_bytes(), k.base_name)
+        name = mangled_name(cubin.read_bytes(), k.base_name, k.template_args)
         built[k.name] = Built(kernel=k, cubin=cubin, mangled=name, ptxas_regs=regs.get(name))
     return built
 

@@ -17,7 +17,9 @@ Writes ``DIR/times.csv`` (kernel,size,label,status,rel_err,median_s,p10_s,p90_s,
 flops_per_s; label = the mapped configuration's label; regs from CuPy's ``num_regs``) and
 ``DIR/metadata.json`` (:func:`validation.harness.metadata.collect_metadata`, plus the kernels'
 sources and mangled names). A size a kernel cannot compute gets status ``unsupported``; a failed
-build or launch ``error`` with the message on stderr.
+build or launch ``error`` with the message on stderr. A kernel with dynamic shared memory is opted in
+to it (``max_dynamic_shared_size_bytes``, as its host code's ``cudaFuncSetAttribute``); ``--only``
+picks kernels by name (an unknown name is an error).
 """
 
 from __future__ import annotations
@@ -88,6 +90,10 @@ def _launcher(kernel: K.PublicKernel, fn, m, n, k, a, b, c):
         ta = _tensormap_pointer(kernel, "A", a.data.ptr, m, k, bm)
         tb = _tensormap_pointer(kernel, "B", b.data.ptr, n, k, bn)
         args = (np.int32(m), np.int32(n), np.int32(k), c, ta, tb)
+        if kernel.debug_pointer:
+            import cupy
+
+            args = (*args, cupy.zeros(1, dtype=cupy.int32))  # fast.cu's DB: never touched with DBG = false
     else:
         args = (a, b, c, np.int32(m), np.int32(n), np.int32(k))
 
@@ -134,6 +140,8 @@ def run(out_dir: Path, sizes, names=None) -> list[dict]:
         mangled[kernel.name] = b.mangled
         try:
             fn = cupy.RawModule(path=str(b.cubin)).get_function(b.mangled)
+            if kernel.dynamic_smem_bytes:  # the upstream host code's cudaFuncSetAttribute(MaxDynamicSharedMemorySize)
+                fn.max_dynamic_shared_size_bytes = kernel.dynamic_smem_bytes
             regs = int(fn.attributes["num_regs"])
         except Exception as err:  # a cubin the driver refuses: one error row per size
             print(f"{kernel.name}: load failed: {err}", file=sys.stderr)
@@ -191,6 +199,9 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="*", help="kernel names (default: all)")
     args = ap.parse_args(argv)
     sizes = SIZES if args.no_small else (SMALL, *SIZES)
+    unknown = sorted(set(args.only or ()) - set(K.BY_NAME))
+    if unknown:
+        ap.error(f"--only: unknown kernel(s) {', '.join(unknown)}; known: {', '.join(K.BY_NAME)}")
     rows = run(Path(args.out), sizes, set(args.only) if args.only else None)
     bad = [r for r in rows if r["status"] not in ("ok", "unsupported")]
     return 1 if bad else 0
