@@ -1104,26 +1104,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             results["fields"]["block_launch_per_clk_per_sm_by_threads"] = block_rate_field(json.loads(rate.read_text()))
         # recorded as validation/results/<gpu>/calibration/calibration.json: the profile is <gpu>.toml
         gpu = Path(args.from_json).resolve().parent.parent.name
-        tensor = Path(args.from_json).with_name("tensor.json")
-        if tensor.exists():  # validation/calibration/tensor_probe.py, recorded beside
-            rel = tensor.resolve().relative_to(REPO_ROOT) if tensor.resolve().is_relative_to(REPO_ROOT) else tensor
-            record = json.loads(tensor.read_text())
-            results["fields"].update(tensor_fields(record, gpu, str(rel)))
-            results["fields"].update(tma_fields(record, str(rel)))
-            results["fields"].update(wgmma_latency_field(record, str(rel)))
-        feed = Path(args.from_json).with_name("mma_feed.json")
-        if feed.exists():  # validation/calibration/mma_feed_probe.py, recorded beside
-            rel = feed.resolve().relative_to(REPO_ROOT) if feed.resolve().is_relative_to(REPO_ROOT) else feed
-            results["fields"].update(mma_feed_fields(json.loads(feed.read_text()), str(rel)))
-        cluster = Path(args.from_json).with_name("cluster_wgmma.json")
-        if cluster.exists():  # validation/calibration/cluster_probe.py --only wgmma, recorded beside
-            rel = cluster.resolve().relative_to(REPO_ROOT) if cluster.resolve().is_relative_to(REPO_ROOT) else cluster
-            results["fields"].update(cluster_fields(json.loads(cluster.read_text()), str(rel)))
-        clock_load = Path(args.from_json).with_name("clock_load.json")
-        if clock_load.exists():  # validation/calibration/clock_load_probe.py, recorded beside
-            rel = (clock_load.resolve().relative_to(REPO_ROOT) if clock_load.resolve().is_relative_to(REPO_ROOT)
-                   else clock_load)
-            results["fields"].update(clock_load_fields(json.loads(clock_load.read_text()), str(rel)))
+        # the tensor-core probes' records, each beside it when recorded (validation/calibration/*_probe.py)
+        beside = {"tensor.json": lambda rec, rel: {**tensor_fields(rec, gpu, rel), **tma_fields(rec, rel),
+                                                   **wgmma_latency_field(rec, rel)},
+                  "mma_feed.json": mma_feed_fields, "cluster_wgmma.json": cluster_fields,
+                  "clock_load.json": clock_load_fields}
+        for name, fields_of in beside.items():
+            path = Path(args.from_json).with_name(name)
+            if path.exists():
+                rel = path.resolve().relative_to(REPO_ROOT) if path.resolve().is_relative_to(REPO_ROOT) else path
+                results["fields"].update(fields_of(json.loads(path.read_text()), str(rel)))
         profile = args.profile or PROFILES_DIR / f"{gpu}.toml"
         print(f"wrote {write_profile(results, profile)} from {args.from_json}")
         return 0

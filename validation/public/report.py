@@ -46,9 +46,12 @@ def load_rows(results_dir: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def predict_rows(rows: list[dict], hardware: str = "h200", simulate=None) -> tuple[list[dict], list[dict]]:
-    """(predictions, skipped): per ``ok`` row its measured, blind and informed times."""
-    from validation.public.sgemm import kernels as K
+def predict_rows(rows: list[dict], hardware: str = "h200", simulate=None, kernels=None) -> tuple[list[dict], list[dict]]:
+    """(predictions, skipped): per ``ok`` row its measured, blind and informed times. ``kernels`` is the
+    set's mapping module (``BY_NAME``: kernel name -> its ``config(m, n, k)``); default the SGEMMs'."""
+    if kernels is None:
+        from validation.public.sgemm import kernels
+    K = kernels  # noqa: N806
 
     if simulate is None:
         from tilesim.api import simulate
@@ -59,12 +62,12 @@ def predict_rows(rows: list[dict], hardware: str = "h200", simulate=None) -> tup
             continue
         kernel = K.BY_NAME.get(r.get("kernel"))
         if kernel is None:
-            raise ValueError(f"times.csv kernel = {r.get('kernel')!r}: not in validation.public.sgemm.kernels")
+            raise ValueError(f"times.csv kernel = {r.get('kernel')!r}: not in {K.__name__}")
         m, n, k = parse_size(r["size"])
         cfg = kernel.config(m, n, k)
         if r.get("label") and r["label"] != cfg.label:
             raise ValueError(f"times.csv label = {r['label']!r} for {r['kernel']}: the mapping now gives "
-                             f"{cfg.label!r} (re-measure, or revert validation/public/sgemm/kernels.py)")
+                             f"{cfg.label!r} (re-measure, or revert {K.__name__})")
         measured = float(r["median_s"])
         if not (math.isfinite(measured) and measured > 0):
             raise ValueError(f"times.csv median_s = {r['median_s']!r} for {r['kernel']} {r['size']}: must be > 0")

@@ -13,10 +13,10 @@ rank correlation of predicted and measured times; then one table row per kernel 
 from __future__ import annotations
 
 import argparse
-import csv
 from pathlib import Path
 
-from validation.harness.report import spearman
+from validation.public import report as common
+from validation.public.report import parse_size, stats  # noqa: F401  (the same statistics for both sets)
 from validation.public.tc import kernels as K
 
 DEFAULT_RESULTS = Path(__file__).resolve().parents[2] / "results" / "h200" / "public" / "tc"
@@ -24,53 +24,16 @@ MODES = ("blind", "informed")
 
 
 def _size(text: str) -> tuple[int, int, int]:
-    parts = text.lower().split("x")
-    if len(parts) != 3 or not all(p.isdigit() for p in parts):
-        raise ValueError(f"times.csv size = {text!r}: must look like 4096x4096x4096")
-    return int(parts[0]), int(parts[1]), int(parts[2])
+    return parse_size(text)
 
 
 def load_rows(results_dir: Path) -> list[dict]:
-    path = Path(results_dir) / "times.csv"
-    if not path.exists():
-        raise ValueError(f"results = {str(results_dir)!r}: no times.csv there (run validation.public.tc.run)")
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+    return common.load_rows(results_dir)
 
 
 def predict_rows(rows: list[dict], hardware: str = "h200", simulate=None) -> tuple[list[dict], list[dict]]:
     """(predictions, skipped): a prediction per ok row with its blind and informed times."""
-    if simulate is None:
-        from tilesim.api import simulate
-    preds, skipped = [], []
-    for r in rows:
-        if r.get("status") != "ok":
-            skipped.append(r)
-            continue
-        kernel = K.BY_NAME.get(r["kernel"])
-        if kernel is None:
-            raise ValueError(f"times.csv kernel = {r['kernel']!r}: not in validation.public.tc.kernels")
-        m, n, k = _size(r["size"])
-        cfg = kernel.config(m, n, k)
-        if r.get("label") and r["label"] != cfg.label:
-            raise ValueError(f"times.csv label = {r['label']!r} for {r['kernel']}: the mapping now gives "
-                             f"{cfg.label!r} (re-measure or revert kernels.py)")
-        measured = float(r["median_s"])
-        regs = int(r["regs_per_thread"]) if r.get("regs_per_thread") else None
-        out = {"kernel": r["kernel"], "size": r["size"], "label": cfg.label, "measured_s": measured,
-               "regs": regs, "blind_s": simulate(cfg, hardware).time_s,
-               "informed_s": simulate(cfg.with_(regs_per_thread=regs), hardware).time_s if regs else None}
-        if out["informed_s"] is None:
-            out["informed_s"] = out["blind_s"]
-        preds.append(out)
-    return preds, skipped
-
-
-def stats(preds: list[dict], mode: str) -> dict:
-    errs = [p[f"{mode}_s"] / p["measured_s"] - 1.0 for p in preds]
-    rho = spearman([p[f"{mode}_s"] for p in preds], [p["measured_s"] for p in preds]) if len(preds) >= 2 else float("nan")
-    return {"n": len(preds), "mape": sum(abs(e) for e in errs) / len(errs) if errs else float("nan"),
-            "bias": sum(errs) / len(errs) if errs else float("nan"), "spearman": rho}
+    return common.predict_rows(rows, hardware, simulate, kernels=K)
 
 
 def format_report(preds: list[dict], skipped: list[dict]) -> str:
