@@ -7,21 +7,11 @@
 //
 // Kernels: cl_spin (one warp spinning on clock64 until %globaltimer passes `duration_ns`), cl_ffma (1024
 // threads, CL_FFMA_CHAINS independent FFMA chains each), cl_mma (8 warps of mma.sync m16n8k16 fp16 -> fp32,
-// CL_MMA_CHAINS independent accumulators), cl_mma_duty (cl_mma in bursts with a wait after each: mma.sync
-// at a duty cycle), cl_wg (two warpgroups of wgmma.mma_async m64n256k16 fp16 -> fp32
+// CL_MMA_CHAINS independent accumulators), cl_wg (two warpgroups of wgmma.mma_async m64n256k16 fp16 -> fp32
 // from shared memory, 128-byte-swizzle K-major descriptors as tensor_probe.cu's wg_desc; per outer
 // iteration `burst` commit groups of CL_WG_PER_GROUP wgmma, wait_group 1 between groups, then, when
-// off_per_on_q16 > 0, the duty-cycle wait; a third warpgroup, when the block has 384 threads, streams
-// 16-byte loads from an HBM buffer until the wgmma warpgroups are done).
-//
-// Duty cycle (cl_wg and cl_mma_duty, off_per_on_q16 > 0): after each burst the whole tensor load of the SM
-// stops (cl_wg: wait_group 0 and a named barrier over both warpgroups; cl_mma_duty: __syncthreads), waits
-// off_per_on_q16 / 65536 times the burst's own clock64 cycles (polled with nanosleep CL_SLEEP_NS), and
-// starts the next burst with every warp together: on / (on + off) = 65536 / (65536 + off_per_on_q16)
-// whatever the clock or the operands do to the burst's length. Thread 0's waited cycles (summed over the
-// run) are the block record's extra field. (The earlier wait, a fixed off_ns computed from the full-rate
-// run, was shorter than a burst once the two warpgroups drifted apart: one warpgroup's burst then filled
-// the other's wait and the 75% run stayed at full rate.)
+// off_ns > 0, wait_group 0 and a %globaltimer wait of off_ns: the duty-cycle runs; a third warpgroup, when
+// the block has 384 threads, streams 16-byte loads from an HBM buffer until the wgmma warpgroups are done).
 // mode bits of cl_wg: 1 random fp16 operands (else zeros), 2 the wgmma warpgroups only wait duration_ns
 // (no wgmma: the HBM stream alone). Results are folded into a sink compared with a key the compiler cannot
 // know, so nothing is dead code. References: PTX ISA 9.x, "Asynchronous Warpgroup Level Matrix Multiply-
@@ -38,10 +28,6 @@
 #define CL_WG_B_BYTES 32768
 #define CL_STREAM_UNROLL 16 // 16-byte loads in flight per streaming thread
 #define CL_SAMPLE_NS 1000000ULL  // block 0 records (ns, clock) about every millisecond
-#define CL_SLEEP_NS 100     // nanosleep per poll of the duty-cycle wait (the wait overshoots by about this)
-#define CL_STR2(x) #x
-#define CL_STR(x) CL_STR2(x)
-#define CL_SLEEP_NS_STR CL_STR(CL_SLEEP_NS)
 
 __device__ __forceinline__ unsigned long long cl_global_ns() {
     unsigned long long g;
@@ -97,42 +83,6 @@ __device__ __forceinline__ unsigned long long cl_desc(unsigned smem_addr) {
 #define CL_ACC128 "{c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, c21, c22, c23, c24, c25, c26, c27, c28, c29, c30, c31, c32, c33, c34, c35, c36, c37, c38, c39, c40, c41, c42, c43, c44, c45, c46, c47, c48, c49, c50, c51, c52, c53, c54, c55, c56, c57, c58, c59, c60, c61, c62, c63, c64, c65, c66, c67, c68, c69, c70, c71, c72, c73, c74, c75, c76, c77, c78, c79, c80, c81, c82, c83, c84, c85, c86, c87, c88, c89, c90, c91, c92, c93, c94, c95, c96, c97, c98, c99, c100, c101, c102, c103, c104, c105, c106, c107, c108, c109, c110, c111, c112, c113, c114, c115, c116, c117, c118, c119, c120, c121, c122, c123, c124, c125, c126, c127}"
 #define CL_WG "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 " CL_ACC128
 
-// cl_mma's operands (noise != 0: random fp16 bits, else zeros) and zeroed accumulators
-__device__ __forceinline__ void cl_mma_init(float (&d)[CL_MMA_CHAINS][4], unsigned (&a)[4], unsigned (&b)[2],
-                                            int noise) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) a[i] = cl_noise(threadIdx.x * 8u + i, (unsigned)noise);
-    b[0] = cl_noise(threadIdx.x * 8u + 4u, (unsigned)noise);
-    b[1] = cl_noise(threadIdx.x * 8u + 5u, (unsigned)noise);
-#pragma unroll
-    for (int c = 0; c < CL_MMA_CHAINS; ++c)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) d[c][i] = 0.f;
-}
-
-// one cl_mma iteration: CL_MMA_ROUNDS x CL_MMA_CHAINS mma.sync m16n8k16 fp16 -> fp32 per warp
-__device__ __forceinline__ void cl_mma_step(float (&d)[CL_MMA_CHAINS][4], const unsigned (&a)[4],
-                                            const unsigned (&b)[2]) {
-#pragma unroll
-    for (int r = 0; r < CL_MMA_ROUNDS; ++r)
-#pragma unroll
-        for (int c = 0; c < CL_MMA_CHAINS; ++c)
-            asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-                         "{%8,%9}, {%0,%1,%2,%3};"
-                         : "+f"(d[c][0]), "+f"(d[c][1]), "+f"(d[c][2]), "+f"(d[c][3])
-                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-// the accumulators folded into a sink compared with a key the compiler cannot know
-__device__ __forceinline__ void cl_mma_sink(const float (&d)[CL_MMA_CHAINS][4], int noise, float* out) {
-    unsigned bits = 0u;
-#pragma unroll
-    for (int c = 0; c < CL_MMA_CHAINS; ++c)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) bits ^= __float_as_uint(d[c][i]);
-    if (bits == 0x9E3779B9u + (unsigned)noise) out[blockIdx.x * blockDim.x + threadIdx.x] = (float)bits;
-}
-
 extern "C" {
 
 __global__ void __launch_bounds__(32, 1) cl_spin(long long duration_ns, long long* rec, float* out) {
@@ -169,47 +119,39 @@ __global__ void __launch_bounds__(1024, 1) cl_ffma(int iters, int zero, long lon
 
 __global__ void __launch_bounds__(256, 1) cl_mma(int iters, int noise, long long* rec, float* out) {
     unsigned a[4], b[2];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) a[i] = cl_noise(threadIdx.x * 8u + i, (unsigned)noise);
+    b[0] = cl_noise(threadIdx.x * 8u + 4u, (unsigned)noise);
+    b[1] = cl_noise(threadIdx.x * 8u + 5u, (unsigned)noise);
     float d[CL_MMA_CHAINS][4];
-    cl_mma_init(d, a, b, noise);
-    ClClock t = cl_begin();
-    for (int it = 0; it < iters; ++it) cl_mma_step(d, a, b);
-    cl_end(t, rec, -1);
-    cl_mma_sink(d, noise, out);
-}
-
-// cl_mma in bursts: `iters` outer iterations of `burst` cl_mma iterations, then (off_per_on_q16 > 0) thread 0
-// waits off_per_on_q16 / 65536 x the burst's clock64 cycles while the other warps wait at __syncthreads:
-// mma.sync at a duty cycle. Thread 0's waited cycles are the block record's extra field.
-__global__ void __launch_bounds__(256, 1) cl_mma_duty(int iters, int noise, long long* rec, float* out, int burst,
-                                                      long long off_per_on_q16) {
-    unsigned a[4], b[2];
-    float d[CL_MMA_CHAINS][4];
-    cl_mma_init(d, a, b, noise);
-    long long off_cycles = 0;
+#pragma unroll
+    for (int c = 0; c < CL_MMA_CHAINS; ++c)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) d[c][i] = 0.f;
     ClClock t = cl_begin();
     for (int it = 0; it < iters; ++it) {
-        const long long k0 = clock64();
-        for (int r = 0; r < burst; ++r) cl_mma_step(d, a, b);
-        __syncthreads();
-        if (threadIdx.x == 0 && off_per_on_q16 > 0) {
-            const long long k1 = clock64(), off = ((k1 - k0) * off_per_on_q16) >> 16;
-            long long k = clock64();
-            while (k - k1 < off) {
-                __nanosleep(CL_SLEEP_NS);
-                k = clock64();
-            }
-            off_cycles += k - k1;
-        }
-        __syncthreads();
+#pragma unroll
+        for (int r = 0; r < CL_MMA_ROUNDS; ++r)
+#pragma unroll
+            for (int c = 0; c < CL_MMA_CHAINS; ++c)
+                asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+                             "{%8,%9}, {%0,%1,%2,%3};"
+                             : "+f"(d[c][0]), "+f"(d[c][1]), "+f"(d[c][2]), "+f"(d[c][3])
+                             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
     }
-    cl_end(t, rec, threadIdx.x == 0 ? off_cycles : -1);
-    cl_mma_sink(d, noise, out);
+    cl_end(t, rec, -1);
+    unsigned bits = 0u;
+#pragma unroll
+    for (int c = 0; c < CL_MMA_CHAINS; ++c)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) bits ^= __float_as_uint(d[c][i]);
+    if (bits == 0x9E3779B9u + (unsigned)noise) out[blockIdx.x * blockDim.x + threadIdx.x] = (float)bits;
 }
 
 // Two wgmma warpgroups (threads 0..255) and, with 384 threads, an HBM-streaming warpgroup (256..383).
-// iters outer iterations of `burst` commit groups (+ the duty-cycle wait when off_per_on_q16 > 0).
+// iters outer iterations of `burst` commit groups (+ an off_ns wait when off_ns > 0).
 __global__ void __launch_bounds__(384, 1) cl_wg(int iters, int mode, long long* rec, float* out, int burst,
-                                                long long off_per_on_q16, long long duration_ns,
+                                                long long off_ns, long long duration_ns,
                                                 unsigned long long* samples, int max_samples,
                                                 const uint4* hbm, long long hbm_mask16) {
     extern __shared__ __align__(16) unsigned char cl_dyn[];
@@ -230,33 +172,31 @@ __global__ void __launch_bounds__(384, 1) cl_wg(int iters, int mode, long long* 
     ClClock t = cl_begin();
     if (wg < 2 && !(mode & 2)) {
         const int sampler = (blockIdx.x == 0 && threadIdx.x == 0 && samples != nullptr) ? 1 : 0;
-        long long off_cycles = 0;
         asm volatile(
             "{\n"
             ".reg .f32 c<128>;\n"
             ".reg .pred pz, pt, pl, ps, pq, pn;\n"
-            ".reg .b64 da1, da2, da3, db1, db2, db3, t1, dt, nxt, sa, k0, k1, kc, koff;\n"
+            ".reg .b64 da1, da2, da3, db1, db2, db3, t0, t1, dt, nxt, sa;\n"
             ".reg .s32 n, b, ns;\n"
-            "setp.ne.s32 pz, %3, %3;\n"
-            "setp.eq.s32 pt, %3, %3;\n"
-            "setp.ne.s32 ps, %6, 0;\n"
-            "add.s64 da1, %1, 2; add.s64 da2, %1, 4; add.s64 da3, %1, 6;\n"
-            "add.s64 db1, %2, 2; add.s64 db2, %2, 4; add.s64 db3, %2, 6;\n"
-            "mov.s32 n, %3;\n"
+            "setp.ne.s32 pz, %2, %2;\n"
+            "setp.eq.s32 pt, %2, %2;\n"
+            "setp.ne.s32 ps, %5, 0;\n"
+            "add.s64 da1, %0, 2; add.s64 da2, %0, 4; add.s64 da3, %0, 6;\n"
+            "add.s64 db1, %1, 2; add.s64 db2, %1, 4; add.s64 db3, %1, 6;\n"
+            "mov.s32 n, %2;\n"
             "mov.s32 ns, 0;\n"
             "mov.u64 nxt, 0;\n"
             "mov.u64 t1, 0;\n"
             "wgmma.fence.sync.aligned;\n"
-            CL_WG ", %1, %2, pz, 1, 1, 0, 0;\n"
+            CL_WG ", %0, %1, pz, 1, 1, 0, 0;\n"
             "wgmma.commit_group.sync.aligned;\n"
             "wgmma.wait_group.sync.aligned 0;\n"
             "setp.gt.s32 pl, n, 0;\n"
             "@!pl bra.uni CL_DONE;\n"
-            "mov.u64 k0, %%clock64;\n"
             "CL_OUTER:\n"
-            "mov.s32 b, %4;\n"
+            "mov.s32 b, %3;\n"
             "CL_BURST:\n"
-            CL_WG ", %1, %2, pt, 1, 1, 0, 0;\n"
+            CL_WG ", %0, %1, pt, 1, 1, 0, 0;\n"
             CL_WG ", da1, db1, pt, 1, 1, 0, 0;\n"
             CL_WG ", da2, db2, pt, 1, 1, 0, 0;\n"
             CL_WG ", da3, db3, pt, 1, 1, 0, 0;\n"
@@ -265,54 +205,43 @@ __global__ void __launch_bounds__(384, 1) cl_wg(int iters, int mode, long long* 
             "sub.s32 b, b, 1;\n"
             "setp.gt.s32 pl, b, 0;\n"
             "@pl bra.uni CL_BURST;\n"
-            // duty cycle (off_per_on_q16 > 0): both warpgroups' bursts done (named barrier 1), then a wait of
-            // off_per_on_q16 / 65536 x the burst's own clock64 cycles, then both start the next burst together
-            "setp.gt.s64 pl, %5, 0;\n"
+            "setp.gt.s64 pl, %4, 0;\n"
             "@!pl bra.uni CL_NOSLEEP;\n"
             "wgmma.wait_group.sync.aligned 0;\n"
-            "bar.sync 1, 256;\n"
-            "mov.u64 k1, %%clock64;\n"
-            "sub.u64 dt, k1, k0;\n"
-            "mul.lo.u64 koff, dt, %5;\n"
-            "shr.u64 koff, koff, 16;\n"
+            "mov.u64 t0, %%globaltimer;\n"
             "CL_SLEEP:\n"
-            "nanosleep.u32 " CL_SLEEP_NS_STR ";\n"
-            "mov.u64 kc, %%clock64;\n"
-            "sub.u64 dt, kc, k1;\n"
-            "setp.lt.u64 pq, dt, koff;\n"
+            "nanosleep.u32 200;\n"
+            "mov.u64 t1, %%globaltimer;\n"
+            "sub.u64 dt, t1, t0;\n"
+            "setp.lt.u64 pq, dt, %4;\n"
             "vote.sync.any.pred pq, pq, 0xffffffff;\n"  // warp-uniform: no divergent path near wgmma
             "@pq bra.uni CL_SLEEP;\n"
-            "add.u64 %0, %0, dt;\n"
-            "bar.sync 1, 256;\n"
-            "mov.u64 k0, %%clock64;\n"
             "CL_NOSLEEP:\n"
             // block 0, thread 0: a (ns, clock64) sample when CL_SAMPLE_NS have passed (predicated, no branch)
             "@ps mov.u64 t1, %%globaltimer;\n"
             "setp.ge.u64 pq, t1, nxt;\n"
             "and.pred pq, pq, ps;\n"
-            "setp.lt.s32 pn, ns, %7;\n"
+            "setp.lt.s32 pn, ns, %6;\n"
             "and.pred pq, pq, pn;\n"
             "mul.wide.s32 sa, ns, 16;\n"
-            "add.s64 sa, sa, %8;\n"
+            "add.s64 sa, sa, %7;\n"
             "@pq st.global.u64 [sa], t1;\n"
             "@pq mov.u64 dt, %%clock64;\n"
             "@pq st.global.u64 [sa+8], dt;\n"
             "@pq add.s32 ns, ns, 1;\n"
-            "@pq add.u64 nxt, t1, %9;\n"
+            "@pq add.u64 nxt, t1, %8;\n"
             "sub.s32 n, n, 1;\n"
             "setp.gt.s32 pl, n, 0;\n"
             "@pl bra.uni CL_OUTER;\n"
             "CL_DONE:\n"
             "wgmma.wait_group.sync.aligned 0;\n"
             "setp.eq.f32 pl, c0, 0f7F7FFFFF;\n"
-            "@pl st.global.f32 [%10], c1;\n"
+            "@pl st.global.f32 [%9], c1;\n"
             "}\n"
-            : "+l"(off_cycles)
-            : "l"(da), "l"(db), "r"(iters), "r"(burst), "l"(off_per_on_q16), "r"(sampler), "r"(max_samples),
-              "l"(samples), "l"(CL_SAMPLE_NS), "l"(out)
+            :: "l"(da), "l"(db), "r"(iters), "r"(burst), "l"(off_ns), "r"(sampler), "r"(max_samples),
+               "l"(samples), "l"(CL_SAMPLE_NS), "l"(out)
             : "memory");
         if (threadIdx.x == 0) done = 1;
-        if (threadIdx.x == 0 && off_per_on_q16 > 0) extra = off_cycles;
     } else if (wg < 2) {  // mode 2: no wgmma, wait duration_ns (the HBM stream alone)
         while (cl_global_ns() - t.g0 < (unsigned long long)duration_ns) __nanosleep(1000);
         if (threadIdx.x == 0) done = 1;

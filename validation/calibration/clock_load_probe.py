@@ -1,33 +1,23 @@
-"""The H200's SM clock versus load: idle, FFMA, mma.sync and wgmma at full rate and at duty cycles, wgmma + HBM.
+"""The H200's SM clock versus load: idle, FFMA, mma.sync, wgmma at full rate and at duty cycles, wgmma + HBM.
 
-``python -m validation.calibration.clock_load_probe [--out DIR] [--quick] [--only LOAD[,LOAD]]`` runs each
-load of :data:`LOADS` on every SM for about ``target_s`` (0.5 s; ``--quick``: 0.1 s) and writes
-``<DIR>/clock_load.json`` (default DIR: ``validation/results/<gpu>/calibration``); without a GPU it says so
-in one line and exits 2. About 10 s of GPU time for all 16 loads (``--quick``: about 4 s). With ``--only``
-the loads named run and replace theirs in an existing clock_load.json, the other loads stay
-(``group_runs`` says which run each load comes from: :func:`merge_results`).
+``python -m validation.calibration.clock_load_probe [--out DIR] [--quick]`` runs each load on every SM for
+about ``target_s`` (0.5 s; ``--quick``: 0.1 s) and writes ``<DIR>/clock_load.json`` (default DIR:
+``validation/results/<gpu>/calibration``); without a GPU it says so in one line and exits 2. About 10 s of
+GPU time in all (``--quick``: about 3 s).
 
 Per load (kernels in ``clock_load_probe.cu``, one block per SM): the clock from each block's clock64
 cycles over its %globaltimer ns across the whole run (median, min, max over blocks), block 0's clock over
-1 ms windows for the wgmma loads (its (ns, clock64) samples: ``series_hz``), the tensor work per SM as
-FLOP/clk/SM and the tensor duty (FLOP/clk/SM over :data:`TENSOR_PEAK_FLOP_PER_CLK_SM`; for wgmma also
-m64n256k16 count x 128 cycles / elapsed cycles), the HBM stream's bytes/s where one runs, and nvidia-smi
-sampled every 50 ms in a background process (``clocks.sm``, ``power.draw`` and the other fields of
+1 ms windows (its (ns, clock64) samples: ``series_hz``), the tensor work per SM as FLOP/clk/SM and the
+tensor duty (wgmma m64n256k16 count x 128 cycles / elapsed cycles, i.e. FLOP/clk/SM over
+:data:`TENSOR_PEAK_FLOP_PER_CLK_SM`), the HBM stream's bytes/s where one runs, and nvidia-smi sampled
+every 50 ms in a background process (``clocks.sm``, ``power.draw`` and the other fields of
 :data:`SMI_FIELDS` that this nvidia-smi knows; the throttle-reason bit mask decoded with
 :data:`THROTTLE_BITS`), summarised over the middle of the run (the first :data:`SMI_SKIP_FRACTION` left
 out). A missing nvidia-smi leaves those fields None.
-
-Duty-cycle loads (``target_duty`` < 1): bursts of the full-rate load, each followed by a wait of
-(1 - duty) / duty times that burst's own clock64 cycles with the whole SM's tensor work stopped
-(:func:`off_per_on_q16`; the kernel comment says how). ``duty_time`` is the achieved fraction of the run
-spent in bursts (1 - waited cycles / elapsed cycles, per block: :func:`duty_from_records`); the tensor duty
-of a duty load is about ``duty_time`` x the full-rate load's tensor duty (wgmma about 1.0, mma.sync about
-0.67 of the 4096 FLOP/clk/SM peak).
 """
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -35,7 +25,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from validation.calibration import probe_common as pc
@@ -68,9 +57,6 @@ TARGET_S = 0.5
 QUICK_TARGET_S = 0.1
 SIZING_S = 0.02
 MAX_SAMPLES = 4096
-MMA_BURST_ITERS = 128  # cl_mma iterations per mma.sync burst (16 mma.sync per warp each: about 24k cycles at
-#                        the 2/3 tensor rate mma.sync reaches, as long as a wgmma burst)
-Q16 = 1 << 16  # off_per_on_q16 is (1 - duty) / duty in 16.16 fixed point (the kernel shifts the product right by 16)
 SMI_PERIOD_MS = 50
 SMI_SKIP_FRACTION = 0.2
 SMI_FIELDS = ("timestamp", "clocks.sm", "clocks.max.sm", "power.draw", "power.draw.instant", "power.limit",
@@ -160,26 +146,6 @@ def smi_window(samples: Sequence[dict], t0: float, t1: float, skip: float = SMI_
             "throttle_reasons_seen": reasons}
 
 
-def off_per_on_q16(duty: float) -> int:
-    """The duty-cycle kernels' wait per burst cycle, (1 - duty) / duty in 16.16 fixed point (0: full rate);
-    ValueError unless 0 < duty <= 1."""
-    if not 0.0 < duty <= 1.0:
-        raise ValueError(f"duty = {duty}: must be in (0, 1]")
-    return round((1.0 - duty) / duty * Q16)
-
-
-def duty_from_records(rec: dict) -> dict:
-    """Achieved time duty of a duty-cycle run: per block 1 - waited cycles (the record's extra field) / elapsed
-    cycles, summarised over blocks; ValueError when a block's waited cycles are below 0 or above its elapsed
-    cycles."""
-    vals = []
-    for b, (cyc, off) in enumerate(zip(rec["cycles"], rec["extra"], strict=True)):
-        if not 0 <= off <= cyc:
-            raise ValueError(f"block {b}: waited cycles = {off}; must be in 0..{cyc} (its elapsed cycles)")
-        vals.append(1.0 - off / cyc)
-    return pc.summarize(vals)
-
-
 def load_row(name: str, rec: dict, *, flop_per_block: float = 0.0, wgmma_per_block: int = 0,
              stream_bytes_per_block: list[int] | None = None, event_s: float | None = None) -> dict:
     """One load's numbers from its block records (pure)."""
@@ -198,22 +164,20 @@ def load_row(name: str, rec: dict, *, flop_per_block: float = 0.0, wgmma_per_blo
 
 
 def format_table(res: dict) -> str:
-    lines = [f"{'load':20s} {'clock GHz':>9s} {'(min..max)':>13s} {'smi GHz':>7s} {'power W':>8s} "
-             f"{'tensor duty':>11s} {'time duty':>9s} {'HBM GB/s':>8s}  throttle"]
+    lines = [f"{'load':18s} {'clock GHz':>9s} {'(min..max)':>13s} {'smi GHz':>7s} {'power W':>8s} "
+             f"{'tensor duty':>11s} {'HBM GB/s':>8s}  throttle"]
     for r in res.get("loads", {}).values():
         smi = r.get("smi") or {}
         c = r["clock_hz"]
         sc = (smi.get("sm_clock_hz") or {}).get("value")
         pw = (smi.get("power_w") or {}).get("value")
         bw = r.get("hbm_bytes_per_s")
-        dt = (r.get("duty_time") or {}).get("value")
-        dt_text = f"{dt:9.1%}" if dt is not None else f"{'':9s}"
-        lines.append(f"{r['load']:20s} {c['value'] / 1e9:9.4f} {c['min'] / 1e9:6.3f}..{c['max'] / 1e9:<6.3f} "
+        lines.append(f"{r['load']:18s} {c['value'] / 1e9:9.4f} {c['min'] / 1e9:6.3f}..{c['max'] / 1e9:<6.3f} "
                      f"{sc / 1e9 if sc else float('nan'):7.3f} {pw if pw else float('nan'):8.1f} "
-                     f"{r['tensor_duty']:11.1%} {dt_text} {bw / 1e9 if bw else float('nan'):8.0f}  "
+                     f"{r['tensor_duty']:11.1%} {bw / 1e9 if bw else float('nan'):8.0f}  "
                      f"{','.join(sorted((smi.get('throttle_reasons_seen') or {}).keys()))}")
     for k, e in res.get("errors", {}).items():
-        lines.append(f"{k:20s} FAILED: {e}")
+        lines.append(f"{k:18s} FAILED: {e}")
     return "\n".join(lines)
 
 
@@ -265,71 +229,9 @@ class SmiSampler:
                 self._thread.join(timeout=5)
 
 
-# ----- the loads, --only and merging (pure) ---------------------------------------------------------------
-@dataclass(frozen=True)
-class Load:
-    """One load: ``kind`` picks the kernel (spin: cl_spin; ffma: cl_ffma; mma: cl_mma; mma_duty: cl_mma_duty;
-    wg: cl_wg's wgmma warpgroups; wg_hbm: cl_wg with the HBM streamer; hbm: cl_wg's HBM streamer alone),
-    ``rand`` random fp16 operands (else zeros), ``duty`` the target fraction of time in bursts (1: full rate)."""
-
-    name: str
-    kind: str
-    rand: bool = False
-    duty: float = 1.0
-
-
-def _duty_loads(prefix: str, kind: str, rand: bool, duties: Sequence[float]) -> tuple[Load, ...]:
-    return tuple(Load(f"{prefix}_duty{round(d * 100)}", kind, rand, d) for d in duties)
-
-
-#: every load, in the order they run (the random-operand duty loads after their zero-operand ones)
-LOADS: tuple[Load, ...] = (
-    Load("idle_spin", "spin"),
-    Load("ffma", "ffma"),
-    Load("mma_sync", "mma"),
-    Load("mma_sync_rand", "mma", rand=True),
-    *_duty_loads("mma_sync_rand", "mma_duty", True, (0.25, 0.5)),
-    Load("wgmma", "wg"),
-    Load("wgmma_rand", "wg", rand=True),
-    *_duty_loads("wgmma", "wg", False, DUTIES),
-    *_duty_loads("wgmma_rand", "wg", True, DUTIES),
-    Load("wgmma_hbm", "wg_hbm"),
-    Load("hbm_only", "hbm"),
-)
-LOAD_NAMES = tuple(ld.name for ld in LOADS)
-
-
-def parse_only(text: str | None) -> tuple[str, ...] | None:
-    """``--only`` text -> load names (None: every load); ValueError naming an unknown load."""
-    return pc.parse_groups(text, LOAD_NAMES)
-
-
-def merge_results(old: dict | None, new: dict) -> dict:
-    """``new`` (a run of some loads) over ``old`` (a recorded clock_load.json): the loads ``new`` ran replace
-    old ones (rows and errors), the others stay, in :data:`LOAD_NAMES` order; ``group_runs`` says which run
-    (date, revision, quick) each load comes from; meta, compile and the nvidia-smi fields are the new run's,
-    ``smi_samples`` both runs' (by time: each row's ``host_window_epoch_s`` still picks its own)."""
-    ran = list(new["meta"].get("loads_run") or new.get("loads", {}))
-    stamp = pc.run_stamp(new["meta"])
-    if not old:
-        return {**new, "group_runs": {g: stamp for g in ran}}
-    old_loads = old.get("loads", {})
-    loads = {k: v for k, v in old_loads.items() if k not in ran} | new.get("loads", {})
-    order = {k: i for i, k in enumerate(LOAD_NAMES)}
-    out = {**old, **{k: new[k] for k in ("meta", "compile", "smi_fields", "smi_note") if k in new}}
-    out["loads"] = dict(sorted(loads.items(), key=lambda kv: order.get(kv[0], len(order))))
-    out["errors"] = {k: e for k, e in old.get("errors", {}).items() if k not in ran} | new.get("errors", {})
-    runs = pc.previous_group_runs(old, LOAD_NAMES, lambda g: g in old_loads)
-    runs.update({g: stamp for g in ran})
-    out["group_runs"] = {k: runs[k] for k in sorted(runs, key=lambda k: order.get(k, len(order)))}
-    out["smi_samples"] = sorted([*old.get("smi_samples", []), *new.get("smi_samples", [])],
-                                key=lambda x: x.get("t") or 0.0)
-    return out
-
-
 # ----- GPU side ------------------------------------------------------------------------------------------
 class _Device:
-    def __init__(self, quick: bool, hbm: bool):
+    def __init__(self, quick: bool):
         import cupy as cp  # noqa: PLC0415
 
         self.cp = cp
@@ -347,15 +249,15 @@ class _Device:
         self.out = cp.zeros(1 << 20, dtype=cp.float32)
         self.rec = cp.zeros(REC * self.sm_count, dtype=cp.int64)
         self.samples = cp.zeros(2 * MAX_SAMPLES, dtype=cp.uint64)
-        # the HBM buffer only where an HBM load runs (else 16 x 16 bytes the streamer never reads)
-        n = ((QUICK_HBM_BUFFER_BYTES if quick else HBM_BUFFER_BYTES) if hbm else 256) // 16
+        n = (QUICK_HBM_BUFFER_BYTES if quick else HBM_BUFFER_BYTES) // 16
         self.hbm = cp.zeros(4 * n, dtype=cp.uint32)
         self.hbm_mask16 = n - 1
         self._start, self._end = cp.cuda.Event(), cp.cuda.Event()
 
     def launch(self, name: str, threads: int, args: tuple) -> tuple[float, float, float]:
         """(event seconds, host start epoch s, host end epoch s) of one launch on every SM."""
-        f = pc.get_kernel(self.mod, name, ONE_BLOCK_SMEM_BYTES)
+        f = self.mod.get_function(name)
+        f.max_dynamic_shared_size_bytes = ONE_BLOCK_SMEM_BYTES
         self.rec.fill(0)
         self.stream.synchronize()
         h0 = time.time()
@@ -366,122 +268,127 @@ class _Device:
         h1 = time.time()
         return self.cp.cuda.get_elapsed_time(self._start, self._end) * 1e-3, h0, h1
 
-    def sized(self, name: str, threads: int, make_args, iters0: int = 16) -> int:
-        """iters for about target_s: two sizing launches (the second about SIZING_S long), then one more."""
+    def sized(self, name: str, threads: int, make_args, iters0: int = 16) -> tuple[int, float]:
+        """iters for about target_s: two sizing launches (the second about SIZING_S long)."""
         iters = iters0
         for _ in range(2):
             s, _, _ = self.launch(name, threads, make_args(iters))
             iters = max(1, int(iters * min(SIZING_S / max(s, 1e-6), 1e4))) if s < SIZING_S else iters
         s, _, _ = self.launch(name, threads, make_args(iters))
-        return max(1, int(iters * self.target_s / max(s, 1e-6)))
+        return max(1, int(iters * self.target_s / max(s, 1e-6))), s / iters
 
 
-def _run_load(dev: _Device, ld: Load) -> tuple[tuple[float, float, float], dict]:
-    """One load's launch ((event s, host t0, host t1)) and its row arguments and settings."""
-    cp = dev.cp
-    q16 = off_per_on_q16(ld.duty)
-    noise = 1 if ld.rand else 0
-    dur_ns = int(dev.target_s * 1e9)
-    settings = {"target_duty": ld.duty, "off_per_on_q16": q16, "random_operands": ld.rand}
-
-    def wg_args(iters, mode, duration_ns=0, sample=True):
-        return (cp.int32(iters), cp.int32(mode), dev.rec, dev.out, cp.int32(BURST_GROUPS), cp.int64(q16),
-                cp.int64(duration_ns), dev.samples if sample else cp.uint64(0), cp.int32(MAX_SAMPLES),
-                dev.hbm, cp.int64(dev.hbm_mask16))
-
-    if ld.kind == "spin":
-        return dev.launch("cl_spin", 32, (cp.int64(dur_ns), dev.rec, dev.out)), {}
-    if ld.kind in ("ffma", "mma"):
-        kernel, threads = ("cl_ffma", 1024) if ld.kind == "ffma" else ("cl_mma", 256)
-        it = dev.sized(kernel, threads, lambda i: (cp.int32(i), cp.int32(noise), dev.rec, dev.out))
-        r = dev.launch(kernel, threads, (cp.int32(it), cp.int32(noise), dev.rec, dev.out))
-        flop = 0.0 if ld.kind == "ffma" else float(8 * it * MMA_CHAINS * MMA_ROUNDS * MMA_FLOP)
-        return r, {"flop_per_block": flop, "iters": it, "random_operands": ld.rand}
-    if ld.kind == "mma_duty":
-        def args(i):
-            return (cp.int32(i), cp.int32(noise), dev.rec, dev.out, cp.int32(MMA_BURST_ITERS), cp.int64(q16))
-        it = dev.sized("cl_mma_duty", 256, args)
-        r = dev.launch("cl_mma_duty", 256, args(it))
-        flop = float(8 * it * MMA_BURST_ITERS * MMA_CHAINS * MMA_ROUNDS * MMA_FLOP)
-        return r, {"flop_per_block": flop, "iters": it, "burst_iters": MMA_BURST_ITERS, **settings}
-    if ld.kind == "hbm":
-        return dev.launch("cl_wg", 384, wg_args(0, 2, dur_ns, sample=False)), {}
-    threads = 384 if ld.kind == "wg_hbm" else 256
-    it = dev.sized("cl_wg", threads, lambda i: wg_args(i, noise, sample=False))
-    dev.samples.fill(0)
-    r = dev.launch("cl_wg", threads, wg_args(it, noise))
-    wg_count = 2 * (it * BURST_GROUPS * WG_PER_GROUP + 1)
-    return r, {"flop_per_block": float(wg_count * WG_FLOP), "wgmma_per_block": wg_count, "iters": it,
-               "burst_groups": BURST_GROUPS, **settings}
-
-
-def run_probe(quick: bool = False, only: Sequence[str] | None = None) -> dict:
-    """The loads ``only`` (default: all of :data:`LOADS`) on the current GPU (JSON-ready): ``meta`` (with
-    ``loads_run``), ``compile``, ``loads`` (a row per load), ``errors``, ``smi_samples``."""
+def run_probe(quick: bool = False) -> dict:
     t0 = time.perf_counter()
-    only = tuple(only or LOAD_NAMES)
-    bad = [g for g in only if g not in LOAD_NAMES]
-    if bad:
-        raise ValueError(f"only = {bad}: loads are {', '.join(LOAD_NAMES)}")
     meta = pc.collect_metadata()
-    run = [ld for ld in LOADS if ld.name in only]
-    dev = _Device(quick, hbm=any(ld.kind in ("wg_hbm", "hbm") for ld in run))
-    smi = SmiSampler(int(dev.cp.cuda.Device().id))
+    dev = _Device(quick)
+    cp = dev.cp
+    smi = SmiSampler(int(cp.cuda.Device().id))
     res: dict = {"meta": meta, "compile": dev.compile, "smi_fields": smi.fields, "smi_note": smi.note,
                  "loads": {}, "errors": {}}
     n = dev.sm_count
-    setting_keys = ("iters", "burst_groups", "burst_iters", "target_duty", "off_per_on_q16", "random_operands")
+    null = 0  # a null device pointer for the samples / hbm arguments
+
+    def wg_args(iters, mode, off_ns=0, dur_ns=0, burst=BURST_GROUPS, sample=True):
+        return (cp.int32(iters), cp.int32(mode), dev.rec, dev.out, cp.int32(burst), cp.int64(off_ns),
+                cp.int64(dur_ns), dev.samples if sample else cp.uint64(null), cp.int32(MAX_SAMPLES),
+                dev.hbm, cp.int64(dev.hbm_mask16))
+
+    def record(name, event, h0, h1, **kw):
+        rec = parse_records(dev.rec.get(), n)
+        row = load_row(name, rec, event_s=event, **kw)
+        row["host_window_epoch_s"] = [h0, h1]
+        row["smi"] = smi_window(smi.samples, h0, h1) if smi.samples else None
+        res["loads"][name] = row
+        return rec
+
     smi.start()
     try:
         time.sleep(0.3)  # idle samples before the first load
-        for ld in run:
+        loads = []
+        dur_ns = int(dev.target_s * 1e9)
+        loads.append(("idle_spin", lambda: (dev.launch("cl_spin", 32, (cp.int64(dur_ns), dev.rec, dev.out)), {})))
+
+        def simple(kernel, threads, noise, flop_fn):
+            def go():
+                it, _ = dev.sized(kernel, threads, lambda i: (cp.int32(i), cp.int32(noise), dev.rec, dev.out))
+                r = dev.launch(kernel, threads, (cp.int32(it), cp.int32(noise), dev.rec, dev.out))
+                return r, {"flop_per_block": flop_fn(it), "iters": it}
+            return go
+
+        loads.append(("ffma", simple("cl_ffma", 1024, 0, lambda it: 0.0)))
+        loads.append(("mma_sync", simple("cl_mma", 256, 0, lambda it: 8 * it * MMA_CHAINS * MMA_ROUNDS * MMA_FLOP)))
+        loads.append(("mma_sync_rand", simple("cl_mma", 256, 1,
+                                              lambda it: 8 * it * MMA_CHAINS * MMA_ROUNDS * MMA_FLOP)))
+        per_group_s = {}
+
+        def wg(name, mode, duty=1.0, threads=256):
+            def go():
+                if duty < 1.0:
+                    ns_group = per_group_s.get("full")
+                    if ns_group is None:
+                        raise RuntimeError("duty runs need the full-rate wgmma run first")
+                    on_s = BURST_GROUPS * ns_group
+                    off_ns = int(on_s * (1.0 - duty) / duty * 1e9)
+                    it = max(1, int(dev.target_s / (on_s / duty)))
+                else:
+                    off_ns = 0
+                    it, s_per_iter = dev.sized("cl_wg", threads, lambda i: wg_args(i, mode, sample=False))
+                    if mode == 0 and threads == 256:
+                        per_group_s["full"] = s_per_iter / BURST_GROUPS
+                dev.samples.fill(0)
+                r = dev.launch("cl_wg", threads, wg_args(it, mode, off_ns))
+                wg_count = 2 * (it * BURST_GROUPS * WG_PER_GROUP + 1)
+                extra = {"flop_per_block": float(wg_count * WG_FLOP), "wgmma_per_block": wg_count, "iters": it,
+                         "off_ns": off_ns, "burst_groups": BURST_GROUPS, "target_duty": duty}
+                return r, extra
+            return go
+
+        loads.append(("wgmma", wg("wgmma", 0)))
+        loads.append(("wgmma_rand", wg("wgmma_rand", 1)))
+        for d in DUTIES:
+            loads.append((f"wgmma_duty{int(d * 100)}", wg(f"wgmma_duty{int(d * 100)}", 0, d)))
+        loads.append(("wgmma_hbm", wg("wgmma_hbm", 0, threads=384)))
+        loads.append(("hbm_only", None))
+        for name, go in loads:
             try:
-                (ev, h0, h1), extra = _run_load(dev, ld)
-                settings = {k: extra.pop(k) for k in setting_keys if k in extra}
-                rec = parse_records(dev.rec.get(), n)
-                if ld.kind in ("wg_hbm", "hbm"):
-                    extra["stream_bytes_per_block"] = [x * 128 * STREAM_UNROLL * 16 for x in rec["extra"]]
-                row = load_row(ld.name, rec, event_s=ev, **extra)
-                row.update(settings)
-                if ld.duty < 1.0:
-                    row["duty_time"] = duty_from_records(rec)
-                row["host_window_epoch_s"] = [h0, h1]
-                row["smi"] = smi_window(smi.samples, h0, h1) if smi.samples else None
-                if ld.kind in ("wg", "wg_hbm"):
+                if name == "hbm_only":
+                    (ev, h0, h1) = dev.launch("cl_wg", 384, wg_args(0, 2, dur_ns=dur_ns, sample=False))
+                    extra = {}
+                else:
+                    (ev, h0, h1), extra = go()
+                meta_keys = {k: extra.pop(k) for k in ("iters", "off_ns", "burst_groups", "target_duty") if k in extra}
+                rec = dev.rec.get()
+                loops = [int(v) for v in rec[3::REC]] if name in ("wgmma_hbm", "hbm_only") else None
+                stream = [x * 128 * STREAM_UNROLL * 16 for x in loops] if loops else None
+                record(name, ev, h0, h1, stream_bytes_per_block=stream, **extra)
+                res["loads"][name].update(meta_keys)
+                if name.startswith("wgmma"):
                     raw = [int(v) for v in dev.samples.get()]
-                    row["series_hz"] = series_hz([(raw[2 * i], raw[2 * i + 1]) for i in range(MAX_SAMPLES)
-                                                  if raw[2 * i]])
-                res["loads"][ld.name] = row
+                    pairs = [(raw[2 * i], raw[2 * i + 1]) for i in range(MAX_SAMPLES) if raw[2 * i]]
+                    res["loads"][name]["series_hz"] = series_hz(pairs)
             except Exception as exc:  # noqa: BLE001  (recorded, the others still run)
-                res["errors"][ld.name] = f"{type(exc).__name__}: {exc}"
+                res["errors"][name] = f"{type(exc).__name__}: {exc}"
         time.sleep(0.3)
     finally:
         smi.stop()
     res["smi_samples"] = smi.samples
-    res["meta"].update(probe_wall_s=time.perf_counter() - t0, quick=quick, sm_count=n, target_s=dev.target_s,
-                       loads_run=list(only))
+    res["meta"].update(probe_wall_s=time.perf_counter() - t0, quick=quick, sm_count=n, target_s=dev.target_s)
     return res
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = pc.probe_parser("clock_load_probe", __doc__.splitlines()[0], RESULT_FILE, "0.1 s per load, a smaller HBM buffer")
-    ap.add_argument("--only", default=None,
-                    help=f"comma-separated loads to run ({','.join(LOAD_NAMES)}); the others in an existing "
-                         f"{RESULT_FILE} are kept")
     a = ap.parse_args(argv)
-    only = parse_only(a.only)
     why = _gpu_missing()
     if why:
         return pc.no_gpu_exit("clock_load_probe", why)
-    new = run_probe(a.quick, only)
-    path = pc.results_dir(a.out, new["meta"]) / RESULT_FILE
-    old = json.loads(path.read_text()) if (only and path.exists()) else None
-    pc.write_json(path, merge_results(old, new))
-    print(format_table(new))
-    if new["compile"].get("ptxas_warnings"):
-        print("ptxas warnings:\n  " + "\n  ".join(new["compile"]["ptxas_warnings"]))
-    print(f"wrote {path} in {new['meta']['probe_wall_s']:.1f} s" + (f" (merged: {','.join(only)})" if only else ""))
-    return 1 if new["errors"] else 0
+    res = run_probe(a.quick)
+    path = pc.results_dir(a.out, res["meta"]) / RESULT_FILE
+    pc.write_json(path, res)
+    print(format_table(res))
+    print(f"wrote {path} in {res['meta']['probe_wall_s']:.1f} s")
+    return 1 if res["errors"] else 0
 
 
 if __name__ == "__main__":
