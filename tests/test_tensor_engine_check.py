@@ -29,9 +29,16 @@ def test_no_gemm_traffic_row_is_off_by_more_than_30_percent(got):
     assert worst <= 0.30
 
 
-@pytest.mark.xfail(strict=True, reason="the GEMM-like loop with a barrier per k-step is predicted 13-27% fast: "
-                                       "the engine overlaps one warp group's fragment loads with another's MMAs "
-                                       "more than the GPU does after a barrier (a block-wide first round fits these "
-                                       "rows but not the barrier-every-slice rows, so it was not kept)")
 def test_every_gemm_traffic_row_within_15_percent(got):
+    """With the k-step's fragment loads in one round ahead of its MMAs (as the compiler orders them)
+    and the copies' address arithmetic issued before anything else of the step."""
     assert max(abs(p / m - 1) for _, m, p in got["gemm_traffic"]) <= 0.15
+
+
+def test_the_gemm_copy_code_costs_what_its_address_instructions_take_to_issue(got):
+    """The GEMM's copy code (82 more address instructions per warp than the plain copies, counted in
+    the SASS) slows the loop 0.402 -> 0.356 HMMA/clk/SM on the GPU; the engine, which charges those
+    instructions before the step's math, sees 0.420 -> 0.357 (this row was not used to set a value)."""
+    rows = {name: (m, p) for name, m, p in got["gemm_traffic"]}
+    (m0, p0), (m1, p1) = rows["mfgt_copy_k2"], rows["mfgt_gemm_k2"]
+    assert p1 / p0 == pytest.approx(m1 / m0, abs=0.05)

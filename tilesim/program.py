@@ -152,20 +152,26 @@ class GlobalLoad:
     into shared memory by the copy engine, Hopper's TMA: the instructions still give the bytes and
     their layout, but no warp issues them lane by lane). ``chain`` is how many dependent round trips one
     warp makes through these loads per step (a loop that re-reads L1-resident data), for the
-    critical path."""
+    critical path. ``address_instructions`` is how many integer instructions the kernel issues per
+    warp instruction to compute its address and bounds predicate. Cp.async copies (``dest="async"``)
+    issue them after the step's barrier, in program order before the copies and the step's math:
+    they hold the warps' issue before any math starts (mma_feed_probe gemm_traffic: the GEMM's copy
+    code, 82 more such instructions per warp than the plain copy, adds 165 cycles per k-step, one per
+    instruction and scheduler). Other loads issue them with the load instructions."""
 
     tile: TileRef
     instructions: tuple[WarpAccess, ...]
     repeat: int = 1
     dest: str = "register"
     chain: float = 0.0
+    address_instructions: float = 0.0
 
     def __post_init__(self) -> None:
         owner = f"GlobalLoad({self.tile.tensor})"
         _require(len(self.instructions) > 0, owner, "instructions", len(self.instructions), "must not be empty")
         _require(isinstance(self.repeat, int) and self.repeat >= 1, owner, "repeat", self.repeat, "must be an int >= 1")
         _require(self.dest in LOAD_DESTS, owner, "dest", self.dest, f"must be one of {', '.join(LOAD_DESTS)}")
-        _nonneg(owner, chain=self.chain)
+        _nonneg(owner, chain=self.chain, address_instructions=self.address_instructions)
         if self.dest != "register":
             _require(all(w.shared_offsets is not None for w in self.instructions), owner, "dest", self.dest,
                      "needs shared_offsets on every instruction")

@@ -100,7 +100,7 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
         for w in ld.instructions:
             wl = _lines(w, line)
             lines |= wl
-            c.load_instructions += r
+            c.load_instructions += (1 + ld.address_instructions) * r  # Apple has no async copy
             c.load_l1_cycles += len(wl) * io_clk * r
             if ld.dest != "register":  # sync copy: device -> registers -> threadgroup memory
                 for piece in _tg_pieces(w):

@@ -69,6 +69,9 @@ class StepCost:
     load_l2_bytes_each: list = field(default_factory=list)
     load_l1_cacheable: list = field(default_factory=list)
     staging_instructions: float = 0.0  # shared stores of register-staged loads and explicit ones
+    # address and predicate instructions of the step's cp.async copies, issued after its barrier
+    # before anything else of the step (GlobalLoad.address_instructions)
+    staging_address_instructions: float = 0.0
     staging_wavefronts: float = 0.0  # shared wavefronts of those stores (or of cp.async arrivals)
     # cycles the shared-memory pipe is busy with them (the wavefronts, except 16-byte cp.async copies:
     # ldgsts16_pipe_cycles each, measured); None: the wavefronts
@@ -98,8 +101,8 @@ class StepCost:
     @property
     def issue(self) -> float:
         """Every warp instruction of the step."""
-        return (self.load_instructions + self.staging_instructions + self.shared_load_instructions
-                + self.math_instructions + self.barriers + self.store_instructions)
+        return (self.load_instructions + self.staging_instructions + self.staging_address_instructions
+                + self.shared_load_instructions + self.math_instructions + self.barriers + self.store_instructions)
 
     @property
     def smem_wavefronts(self) -> float:
@@ -189,6 +192,10 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
         if ld.dest == "bulk":
             instr = 1.0
         c.load_instructions += instr * r
+        if ld.dest == "async":
+            c.staging_address_instructions += ld.address_instructions * instr * r
+        else:
+            c.load_instructions += ld.address_instructions * instr * r
         c.load_l1_cycles += l1 * r
         c.load_l2_bytes += len(sectors) * sector * r
         c.load_l2_bytes_each.append(float(len(sectors) * sector * r))

@@ -376,7 +376,8 @@ class Engine:
         math instructions. A block that synchronises at barriers splits its warps into up to
         MAX_MATH_GROUPS groups that run their rounds concurrently until the barrier, so one
         group's loads overlap another's math; no warp issues faster than ``warp_issue_per_clk``.
-        The cp.async copies a step issues enter the shared-memory queue after its barrier, ahead of
+        The cp.async copies a step issues enter the shared-memory queue after its barrier and their
+        address arithmetic (on the issue channel, before anything else), ahead of
         its fragment loads, each 16-byte copy holding the pipe ``ldgsts16_pipe_cycles``
         (mma_feed_probe gemm_traffic: 6 zero-fill copies per thread add 266 cycles per k-step to an
         ldmatrix-fed mma.sync loop, validation/results/h200/calibration/mma_feed.json).
@@ -387,8 +388,11 @@ class Engine:
         # writes enter the shared-memory queue as the warps issue them after the barrier, ahead of
         # the step's fragment loads: mma_feed_probe gemm_traffic rows)
         staging = c.staging_wavefronts + (c.staging_pipe_cycles or 0.0)
-        if staging or c.staging_instructions or c.barriers:
-            done = max(ch["smem"].request(t0, staging * share),
+        if staging or c.staging_instructions or c.barriers or c.staging_address_instructions:
+            # the copies' address arithmetic first: the warps issue nothing else until it is done
+            # (GlobalLoad.address_instructions), then the copies reach the shared-memory pipe
+            start = ch["issue"].request(t0, c.staging_address_instructions * share)
+            done = max(ch["smem"].request(start, staging * share),
                        ch["issue"].request(t0, (c.staging_instructions + c.barriers) * share))
             if done > env.now:
                 yield env.timeout(done - env.now)

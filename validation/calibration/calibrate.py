@@ -70,6 +70,7 @@ TENSOR_FIELDS = ("mma.m16n8k16.fp16", "mma.m16n8k16.bf16", "mma.m16n8k8.tf32", "
 TMA_FIELDS = ("tma_latency_cycles", "tma_hbm_latency_cycles", "wgmma_latency_cycles_by_n")
 CLOCK_LOAD_FIELDS = ("sm_clock_hz_by_tensor_activity",)
 FEED_FIELDS = ("ldgsts16_pipe_cycles",)
+SCHEDULERS_PER_SM = 4  # warp schedulers per SM, one instruction each per clock (H100 whitepaper; h200.toml)
 CLUSTER_FIELDS = ("cluster_release_arrive_cycles",)
 #: the cluster_probe wgmma ring row like the H200's cluster GEMMs: 2 consumers, 4 stages, B loaded by
 #: each block, one thread per warpgroup arriving with cluster-scope release on the other block
@@ -964,7 +965,9 @@ def mma_feed_fields(rec: dict, result_path: str = "mma_feed.json") -> dict:
     """``ldgsts16_pipe_cycles``: how long one warp's 16-byte cp.async keeps the shared-memory pipe
     from the fragment loads behind it: the cycles per k-step the ldmatrix-fed mma.sync loop gains when
     6 zero-fill copies per thread are issued after its barrier (gt_zfill_k2, no bytes read) over the
-    same loop with only the commit/wait (gt_commit_k2), per warp copy (mma_feed_probe gemm_traffic)."""
+    same loop with only the commit/wait (gt_commit_k2), per warp copy (mma_feed_probe gemm_traffic),
+    less the issue of the copies' address arithmetic (the loop's extra SASS instructions besides the
+    copies, one per cycle and scheduler: the engine charges them apart, GlobalLoad.address_instructions)."""
     gt = rec.get("gemm_traffic", {})
     with_copies, without = gt.get("gt_zfill_k2"), gt.get("gt_commit_k2")
     if not with_copies or not without:
@@ -974,11 +977,16 @@ def mma_feed_fields(rec: dict, result_path: str = "mma_feed.json") -> dict:
         v = row["cycles_per_kstep"]
         return float(v["value"] if isinstance(v, dict) else v)
 
-    copies = with_copies["copies_per_thread_per_kstep"] * with_copies["warps_per_block"] * with_copies["blocks_per_sm"]
-    value = (cyc(with_copies) - cyc(without)) / copies
+    per_thread = with_copies["copies_per_thread_per_kstep"]
+    warps = with_copies["warps_per_block"] * with_copies["blocks_per_sm"]
+    copies = per_thread * warps
+    extra = with_copies["sass"]["instructions"] - without["sass"]["instructions"] - per_thread
+    issue = extra * warps / SCHEDULERS_PER_SM
+    value = (cyc(with_copies) - cyc(without) - issue) / copies
     return {"ldgsts16_pipe_cycles": {
         "value": value, "benchmark": f"mma_feed_probe gemm_traffic ({result_path}: gt_zfill_k2 {cyc(with_copies):.1f} - "
-                                     f"gt_commit_k2 {cyc(without):.1f} cycles per k-step over {copies} warp copies)",
+                                     f"gt_commit_k2 {cyc(without):.1f} cycles per k-step, less {issue:.0f} cycles of "
+                                     f"issue for {extra} address instructions per warp, over {copies} warp copies)",
         "n": 1, "p10": value, "p90": value, "how": "difference of two medians",
         "date": rec.get("meta", {}).get("date_utc")}}
 

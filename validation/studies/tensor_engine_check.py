@@ -9,7 +9,11 @@ HMMA per clock per SM and the error, and the MAPE per group:
   double buffering, which a tile program cannot say) with no global memory in the loop;
 * ``gemm_traffic``: the GEMM-like loop (64x64 warp tiles, 8 warps, a barrier per k-step of 2 slices)
   with the GEMM's k-step copies put back: none, 6 cp.async per thread from L2, and the same with the
-  GEMM's address arithmetic (taken as 40 integer instructions per warp: an assumption).
+  GEMM's address arithmetic. Each copy's address instructions are the row's own SASS: its loop's
+  instructions less those of the loop without copies (gt_commit_k2) and less the copies, per copy.
+
+Both groups take the k-step's fragment loads in one round ahead of its MMAs, as the compiler
+schedules them (the SASS order of each row).
 
 Rows come from ``validation/results/h200/calibration/mma_feed.json``; nothing here needs a GPU.
 """
@@ -20,18 +24,19 @@ import argparse
 import json
 import statistics
 import sys
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from tilesim.engine.sim import simulate_program
 from tilesim.hardware import load
 from tilesim.kernels.tc_gemm.config import TcGemmConfig
 from tilesim.kernels.tc_gemm.lower import _fragment_reads, _operand_loads
-from tilesim.program import Compute, Launch, Mma, Phase, SharedAccess, Step, TileProgram
+from tilesim.program import Launch, Mma, Phase, SharedAccess, Step, TileProgram
 
 FEED = Path(__file__).resolve().parents[1] / "results" / "h200" / "calibration" / "mma_feed.json"
 SLICES = 512  # k16 slices each block runs (the probe's loop length does not matter in the steady state)
 HMMA = (16, 8, 16)
-GEMM_INT_PER_WARP_STEP = 40  # the GEMM copy's address and predicate arithmetic per warp and k-step (assumed)
 
 
 def _reads(cfg: TcGemmConfig, slices: int) -> list:
@@ -51,25 +56,33 @@ def _feed_program(row: dict) -> tuple[TileProgram, float]:
     slices = sync or 1
     mma = Mma(HMMA, "fp16", warps * (wm // 16) * (wn // 8) * slices, chain=slices)
     step = Step(shared_loads=(SharedAccess(tuple(_reads(cfg, slices)), repeat=warps),), barriers=1 if sync else 0,
-                compute=(mma,), rounds=slices)
+                compute=(mma,))
     smem = (120 if blocks == 1 else 100) * 1024  # as the probe asks, to hold 1 or 2 blocks per SM
     prog = TileProgram(row["kernel"], Launch((132 * blocks, 1, 1), 32 * warps, 128, smem),
                        (Phase("loop", SLICES // slices, step, warp_groups=1 if sync else warps),))
     return prog, mma.count * (SLICES // slices) * blocks
 
 
-def _traffic_program(row: dict) -> tuple[TileProgram, float]:
+def _address_instructions(row: dict, control: dict | None) -> float:
+    """Address instructions per copy in ``row``'s SASS loop: its instructions less the control loop's
+    (same loop, no copies) and less the copies themselves, per copy."""
+    per_thread = row["copies_per_thread_per_kstep"]
+    if not per_thread or control is None:
+        return 0.0
+    return (row["sass"]["instructions"] - control["sass"]["instructions"] - per_thread) / per_thread
+
+
+def _traffic_program(row: dict, control: dict | None = None) -> tuple[TileProgram, float]:
     warps, slices = row["warps_per_block"], row["slices_per_kstep"]
     bm, bn = row["block_tile"]
     wm, wn = row["warp_tile"]
     cfg = TcGemmConfig(m=2048, n=2048, k=2048, bm=bm, bn=bn, bk=16 * slices, wm=wm, wn=wn, b_layout="col", stages=4)
-    loads = _operand_loads(cfg, "async")[:2] if row["copies_per_thread_per_kstep"] else ()
+    addr = _address_instructions(row, control)
+    loads = tuple(replace(ld, address_instructions=addr) for ld in _operand_loads(cfg, "async")[:2]) \
+        if row["copies_per_thread_per_kstep"] else ()
     mma = Mma(HMMA, "fp16", warps * (wm // 16) * (wn // 8) * slices, chain=slices)
-    compute = (mma,)
-    if row["mode"].startswith("gemm"):
-        compute += (Compute("int", warps * GEMM_INT_PER_WARP_STEP),)
     step = Step(loads=loads, shared_loads=(SharedAccess(tuple(_reads(cfg, slices)), repeat=warps),), barriers=1,
-                compute=compute, rounds=slices)
+                compute=(mma,))
     prog = TileProgram(row["kernel"], Launch((132, 1, 1), 32 * warps, 210, 120 * 1024),
                        (Phase("loop", SLICES // slices, step, pipeline_depth=4 if loads else 1),))
     return prog, mma.count * (SLICES // slices)
@@ -82,8 +95,9 @@ def check(path: Path = FEED, hardware: str = "h200") -> dict[str, list[tuple[str
     out: dict[str, list] = {"feed": [], "gemm_traffic": []}
     rows = [("feed", r, _feed_program) for r in rec["configs"].values()
             if r["loads"] and not r["double_buffered"] and "noise" not in r["kernel"]]
-    rows += [("gemm_traffic", r, _traffic_program) for r in rec.get("gemm_traffic", {}).values()
-             if r.get("data") in (None, "l2") and r["slices_per_kstep"] == 2]
+    control = rec.get("gemm_traffic", {}).get("gt_commit_k2")
+    rows += [("gemm_traffic", r, partial(_traffic_program, control=control))
+             for r in rec.get("gemm_traffic", {}).values() if r.get("data") in (None, "l2") and r["slices_per_kstep"] == 2]
     for group, row, build in rows:
         prog, hmma_per_sm = build(row)
         res = simulate_program(prog, hw)

@@ -35,6 +35,7 @@ Edge blocks are counted as full tiles (out-of-bounds chunks still take their ins
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from tilesim.kernels.tc_gemm.config import PAD_BYTES, WARP, WARPGROUP_THREADS, TcGemmConfig
 from tilesim.program import (
@@ -57,6 +58,13 @@ SWIZZLE_SPAN_BYTES = 128  # XOR swizzles permute the 16-byte chunks within 128 b
 # once: loop counter, stage pointers, one wait/commit; one address update per ldmatrix or cp.async).
 FIXED_PER_WARP_STEP = 12
 PER_MEMORY_INSTRUCTION = 1
+# Address and bounds-predicate instructions per 16-byte copy of the operand tiles (the kernels'
+# load_tile: 64-bit addresses, row and column guards, the swizzled shared offset): the SASS of
+# mma_feed_probe's gt_gemm_k2 loop, which runs that code, has 221 instructions per warp and k-step,
+# gt_commit_k2 (the same loop without copies) 105, for 6 copies per thread: (221 - 105 - 6) / 6
+# (validation/results/h200/calibration/mma_feed.json; nvcc 13 for sm_90a; the suite's
+# mma 128x256x32 kernel has 107 for its 6). A compiler fact, no time was read.
+COPY_ADDRESS_INSTRUCTIONS = (221 - 105 - 6) / 6
 # wgmma consumers per warp and k-step: mbarrier wait, wgmma fence, commit, wait_group, the empty-slot
 # arrive and the loop (assumption: about 8 instructions).
 WGMMA_SYNC_PER_WARP_STEP = 8
@@ -236,12 +244,15 @@ def _staged_step(cfg: TcGemmConfig):
     reads: list[WarpAccess] = []
     for kk in range(0, cfg.bk, slice_k):
         reads += _fragment_reads(cfg, b_base, kk)
-    copies = (len(la.instructions) + len(lb.instructions)) / W
-    other = W * (FIXED_PER_WARP_STEP + PER_MEMORY_INSTRUCTION * (len(reads) + copies))
+    la, lb = (replace(ld, address_instructions=COPY_ADDRESS_INSTRUCTIONS) for ld in (la, lb))
+    other = W * (FIXED_PER_WARP_STEP + PER_MEMORY_INSTRUCTION * len(reads))
     del fk
+    # one load-then-use round: the compiler issues (nearly) all of a k-step's fragment loads before its
+    # first MMA (SASS: 14 of 16 ldmatrix ahead of the first HMMA in the suite's mma 128x256x32 loop,
+    # 11 of 16 in mma_feed_probe's two-slice loops)
     step = Step(loads=(la, lb), barriers=2 if cfg.stages == 1 else 1,
                 shared_loads=(SharedAccess(tuple(reads), repeat=W),),
-                compute=(_mma(cfg, cfg.bk), Compute("int", other)), rounds=max(1, cfg.bk // slice_k))
+                compute=(_mma(cfg, cfg.bk), Compute("int", other)), rounds=1)
     return step, math.ceil(cfg.k / cfg.bk), 1
 
 
