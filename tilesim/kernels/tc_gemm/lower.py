@@ -65,6 +65,8 @@ PER_MEMORY_INSTRUCTION = 1
 # (validation/results/h200/calibration/mma_feed.json; nvcc 13 for sm_90a; the suite's
 # mma 128x256x32 kernel has 107 for its 6). A compiler fact, no time was read.
 COPY_ADDRESS_INSTRUCTIONS = (221 - 105 - 6) / 6
+# k-slices of fragment loads nvcc hoists ahead of a k-step's MMAs (SASS of the suite's loops, above)
+HOISTED_SLICES = 2
 # wgmma consumers per warp and k-step: mbarrier wait, wgmma fence, commit, wait_group, the empty-slot
 # arrive and the loop (assumption: about 8 instructions).
 WGMMA_SYNC_PER_WARP_STEP = 8
@@ -247,12 +249,15 @@ def _staged_step(cfg: TcGemmConfig):
     la, lb = (replace(ld, address_instructions=COPY_ADDRESS_INSTRUCTIONS) for ld in (la, lb))
     other = W * (FIXED_PER_WARP_STEP + PER_MEMORY_INSTRUCTION * len(reads))
     del fk
-    # one load-then-use round: the compiler issues (nearly) all of a k-step's fragment loads before its
-    # first MMA (SASS: 14 of 16 ldmatrix ahead of the first HMMA in the suite's mma 128x256x32 loop,
-    # 11 of 16 in mma_feed_probe's two-slice loops)
+    # load-then-use rounds as nvcc orders the loop: up to two k-slices, all of a k-step's fragment
+    # loads ahead of its first MMA (SASS: 14 of 16 ldmatrix ahead of the first HMMA in the suite's
+    # mma 128x128x32 loop, 11 of 16 in mma_feed_probe's two-slice loops); more slices are loaded
+    # slice by slice, the next while the current one's MMAs run (the 128x128x64 loop: 7 of 24 ahead)
+    slices = max(1, cfg.bk // slice_k)
     step = Step(loads=(la, lb), barriers=2 if cfg.stages == 1 else 1,
                 shared_loads=(SharedAccess(tuple(reads), repeat=W),),
-                compute=(_mma(cfg, cfg.bk), Compute("int", other)), rounds=1)
+                compute=(_mma(cfg, cfg.bk), Compute("int", other)),
+                rounds=1 if slices <= HOISTED_SLICES else slices)
     return step, math.ceil(cfg.k / cfg.bk), 1
 
 
