@@ -27,7 +27,9 @@ What is simulated
 
 Steady states (what keeps it fast)
 ----------------------------------
-When a k-loop's step period has settled (two windows within ``STEADY_TOL``) and the other slots
+When a k-loop's step period has settled (two windows within ``STEADY_TOL``; or, where slots taking
+turns at a channel make the windows repeat in a cycle of a few, three runs of the cycle alike, see
+``MAX_WINDOW_CYCLE``: it holds at the cycle's mean) and the other slots
 in a k-loop have settled too, the rest of the loop is not stepped: the group holds, for the
 skipped time, a reservation on every channel equal to its measured consumption rate (so it still
 contends), streams its misses into the L2, and its counters grow by the measured per-step amounts.
@@ -66,6 +68,10 @@ MAX_ROUNDS = 4  # load-then-use rounds simulated per step (rounds beyond are agg
 MAX_MATH_GROUPS = 4  # concurrent warp groups simulated per block between barriers
 MAX_TIMELINE = 20000
 FALLBACK_WINDOWS = 4  # steady windows after which a group holds alone
+# a k-loop whose step windows jitter around a steady mean (slots taking turns at a channel repeat
+# every few windows) is steady once its windows repeat in runs of c, for some c up to this (the
+# last three runs each within STEADY_TOL of the one before); it holds at their mean (_window_cycle)
+MAX_WINDOW_CYCLE = 8
 # a slot whose block groups alternate between two times (one stepping among slots that hold, say)
 # is settled once two groups in a row take together what the two before took (GROUP_STEADY_TOL)
 GROUP_PAIRS = True
@@ -584,6 +590,7 @@ class Engine:
         for ln in lanes[1:]:  # the lead's L1 lookups serve the group's other warp groups
             ln.l1 = lanes[0].l1
         per_step: list[float] = []
+        recent: deque = deque(maxlen=MAX_WINDOW_CYCLE)  # (tally, L2 misses, L1 misses) of the last windows
         i = 0
         held = False
         steady_windows = 0
@@ -594,8 +601,8 @@ class Engine:
             w = min(window, n - i)
             t0 = env.now
             wt = _Tally()
-            lanes[0].missed.clear()
-            lanes[0].l1_missed.clear()
+            lanes[0].missed = {}  # new ones: the last windows' stay in ``recent``
+            lanes[0].l1_missed = {}
             if len(lanes) == 1:
                 # one warp group: its steps run in this process. The two zero timeouts stand for
                 # the events a process of its own would end with (its exit, then the AllOf), so
@@ -608,12 +615,13 @@ class Engine:
                                         for g, ln in enumerate(lanes)])
             tally.add(wt)
             per_step.append((env.now - t0) / w)
+            recent.append((wt, lanes[0].missed, lanes[0].l1_missed))
             i += w
             if held:
                 continue
-            a = per_step[-1]
-            steady = (len(per_step) >= 3 and w == window and per_step[-2] > 0
-                      and abs(a - per_step[-2]) <= self.tol * per_step[-2])
+            cycle = _window_cycle(per_step, self.tol) if w == window else 0
+            steady = cycle > 0
+            a = per_step[-1] if cycle <= 1 else sum(per_step[-cycle:]) / cycle
             left = n - i - window
             if not steady or left <= 0:
                 self.steady.pop(slot, None)
@@ -634,11 +642,15 @@ class Engine:
                 n_hold = 0
             if n_hold > 0:
                 per = _Tally()
-                per.add(wt, 1.0 / w)
-                # the held steps bring in only the tiles this group was fetching itself;
-                # tiles it found resident are someone else's to bring in
-                ranges = [(prefix, i, i + n_hold) for prefix in lanes[0].missed]
-                l1_ranges = [(prefix, i, i + n_hold) for prefix in lanes[0].l1_missed]
+                cycled = list(recent)[-cycle:]
+                for wt_j, _, _ in cycled:  # the mean step over the cycle's windows
+                    per.add(wt_j, 1.0 / (w * cycle))
+                # the held steps bring in only the tiles this group was fetching itself (in the
+                # cycle's windows); tiles it found resident are someone else's to bring in
+                missed = dict.fromkeys(p for _, m, _ in cycled for p in m)
+                l1_missed = dict.fromkeys(p for _, _, m in cycled for p in m)
+                ranges = [(prefix, i, i + n_hold) for prefix in missed]
+                l1_ranges = [(prefix, i, i + n_hold) for prefix in l1_missed]
                 self.steady.pop(slot, None)
                 self.holding[slot] = a
                 done = yield from self._hold(slot, per, a, n_hold, tally, ranges, interruptible=True,
@@ -786,6 +798,28 @@ class Engine:
             occupancy_limiter=self.occ.limiter, waves=wv.waves, roofline_s=bound_s,
             events=self.events, sm_clock_hz=hw.sm_clock_hz, timeline=tuple(self.timeline) if self.want_timeline else None,
         )
+
+
+def _window_cycle(per_step: list[float], tol: float) -> int:
+    """How many step windows a k-loop's period spans once settled: 1 when the last two windows
+    (``per_step``, seconds per step) are within ``tol`` of each other; else the smallest ``c`` (2 to
+    MAX_WINDOW_CYCLE) for which the last three runs of ``c`` windows each took what the run before
+    took, within ``tol``, and the last window took what the window ``c`` before took (slots taking
+    turns at a channel make single windows jitter around a steady mean, repeating every few); 0 when
+    none (a negative ``tol``: never). The loop's first window (it fills the pipeline) never counts."""
+    n = len(per_step)
+    if n < 3:
+        return 0
+    if per_step[-2] > 0 and abs(per_step[-1] - per_step[-2]) <= tol * per_step[-2]:
+        return 1
+    for c in range(2, MAX_WINDOW_CYCLE + 1):
+        if n < 3 * c + 1:
+            break
+        s0, s1, s2 = (sum(per_step[n - (b + 1) * c:n - b * c]) for b in range(3))
+        if (s1 > 0 and s2 > 0 and abs(s0 - s1) <= tol * s1 and abs(s1 - s2) <= tol * s2
+                and abs(per_step[-1] - per_step[-1 - c]) <= tol * per_step[-1 - c]):
+            return c
+    return 0
 
 
 def _project(coord, named: dict, index: str):
