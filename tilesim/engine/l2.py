@@ -84,13 +84,19 @@ class L2Cache:
         now_c = c[-1] + r[-1] * (now_s - t[-1])  # self.clock(now_s), kept up to date below
         broke = False
         misses = []
+        past: dict = {}  # clock at earlier times: tiles of one hold share them (misses now leave them alone)
         for j, prefix in enumerate(prefixes):
             last = get(prefix)
             if ranges:
                 for k0, k1, start, period in reversed(ranges_of(prefix, ())):
                     if k0 <= k < k1:
                         tt = start + (k - k0 + 1) * period
-                        cc = now_c if tt >= now_s else clock_at(tt)
+                        if tt >= now_s:
+                            cc = now_c
+                        else:
+                            cc = past.get(tt)
+                            if cc is None:
+                                cc = past[tt] = clock_at(tt)
                         if last is None or cc > last:
                             last = cc
                         break
