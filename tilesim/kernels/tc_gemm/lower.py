@@ -149,6 +149,15 @@ def _ldmatrix_x4(cfg: TcGemmConfig, base: int, row_elems: int, rows: list[int], 
                       CHUNK_BYTES)
 
 
+def _wmma_fragment(cfg: TcGemmConfig, base: int, row_elems: int, r0: int, c0: int) -> list[WarpAccess]:
+    """The four 4-byte loads of one 16x16 16-bit fragment whose rows start at ``r0`` and columns at ``c0``
+    of a shared tile of ``row_elems`` per row: lane (g = lane / 4, t = lane % 4) reads row g + 8 (j % 2),
+    columns 2t + 8 (j // 2) and the next."""
+    e = cfg.elem_bytes
+    return [WarpAccess(tuple(shared_address(cfg, base, r0 + ln // 4 + 8 * (j % 2), (c0 + 2 * (ln % 4) + 8 * (j // 2)) * e,
+                                            row_elems) for ln in range(WARP)), 4) for j in range(4)]
+
+
 def _fragment_reads(cfg: TcGemmConfig, b_base: int, kk: int) -> list[WarpAccess]:
     """Warp 0's shared loads of its A and B fragments for the k-slice starting at ``kk``."""
     fm, fn, fk = cfg.mma_shape
@@ -156,6 +165,19 @@ def _fragment_reads(cfg: TcGemmConfig, b_base: int, kk: int) -> list[WarpAccess]
     (_, ca), (_, cb) = cfg.smem_tile_shapes
     lanes = range(WARP)
     out: list[WarpAccess] = []
+    if e == 2 and cfg.instruction == "wmma":
+        # load_matrix_sync from shared memory: nvcc 13 emits four 4-byte generic loads (LD.E) per 16x16
+        # fragment, lane (g, t) reading the two elements at row g (+ 8), column 2t (+ 8) of the fragment
+        # as it is stored (A [m][k], B [n][k] or [k][n]; a row-major B fragment is then transposed in
+        # registers by MOVM); SASS of the suite's wmma 128x128x32 loops: 48 LD.E for 12 fragments
+        for i in range(cfg.wm // 16):
+            out += _wmma_fragment(cfg, 0, ca, i * 16, kk)
+        for j in range(cfg.wn // 16):
+            if cfg.b_layout == "row":
+                out += _wmma_fragment(cfg, b_base, cb, kk, j * 16)
+            else:
+                out += _wmma_fragment(cfg, b_base, cb, j * 16, kk)
+        return out
     if e == 2:  # ldmatrix.x4: 16 rows x 16 k of A, or 16 k x 16 n of B
         for i in range(cfg.wm // 16):
             rows = [i * 16 + (ln % 16) for ln in lanes]
@@ -246,8 +268,12 @@ def _staged_step(cfg: TcGemmConfig):
     reads: list[WarpAccess] = []
     for kk in range(0, cfg.bk, slice_k):
         reads += _fragment_reads(cfg, b_base, kk)
-    la, lb = (replace(ld, address_instructions=COPY_ADDRESS_INSTRUCTIONS) for ld in (la, lb))
+    if dest == "async":  # the cp.async copy code the probe measured (register-staged copies: not counted)
+        la, lb = (replace(ld, address_instructions=COPY_ADDRESS_INSTRUCTIONS) for ld in (la, lb))
     other = W * (FIXED_PER_WARP_STEP + PER_MEMORY_INSTRUCTION * len(reads))
+    if cfg.instruction == "wmma" and cfg.b_layout == "row" and cfg.elem_bytes == 2:
+        # a row-major B fragment is transposed in registers: one MOVM.16.MT88 per 8x8 matrix (SASS)
+        other += W * 4 * (cfg.wn // 16) * max(1, cfg.bk // slice_k)
     del fk
     # load-then-use rounds as nvcc orders the loop: up to two k-slices, all of a k-step's fragment
     # loads ahead of its first MMA (SASS: 14 of 16 ldmatrix ahead of the first HMMA in the suite's
