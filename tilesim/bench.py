@@ -8,6 +8,11 @@ these is reported, not silently skipped. Each case is timed ``repeat`` times, lo
 and again with every integer problem field :data:`SCALE` times larger: the steady-state holds make
 the simulator's time nearly independent of the problem size, and :data:`TARGETS` say by how much.
 
+Beside them: every configuration of the built-in scenarios timed once each
+(:func:`time_scenario_configs`, :func:`summarize_walls`, against :data:`SCENARIO_TARGETS`), and a
+benchmark sweep of 1,050 configurations (:func:`bench_sweep_scenario`, against
+:data:`SWEEP_TARGET_S_PER_1000`).
+
 No printing here: the CLI prints.
 """
 
@@ -126,3 +131,98 @@ def time_config(config, hardware, repeat: int) -> BenchTiming:
         result = simulate(config, hardware)
         walls.append(time.perf_counter() - t0)
     return BenchTiming(tuple(walls), result.time_s)
+
+
+# ----------------------------------------------------------------------------------------------
+# every configuration of the built-in scenarios, and a sweep of 1,000 configurations
+
+SCENARIO_TARGETS = {"worst_s": 0.1, "median_s": 0.020}
+"""Issue #11's targets for every configuration of the built-in scenarios (``tilesim/scenarios``),
+each simulated once, lowering included: none above 0.1 s, a median at most 20 ms."""
+
+SWEEP_TARGET_S_PER_1000 = 30.0
+"""Issue #11's target for a whole sweep: 1,000 configurations in at most 30 s on 2 cores."""
+
+
+def bench_sweep_scenario():
+    """The benchmark sweep: 2-D register tilings, block tiles 32 to 128, k-steps 8 to 32, thread
+    tiles 4 or 8, plain or vectorized loads, on five GEMM shapes (1,050 valid configurations of
+    1,080; the kind of grid issue #11 timed: 1,152 reg2d tilings, tiles 32 to 128, four shapes)."""
+    from tilesim.sweep import Scenario
+
+    grid = {"bm": [32, 64, 128], "bn": [32, 64, 128], "bk": [8, 16, 32], "tm": [4, 8], "tn": [4, 8],
+            "vectorize": [False, True]}
+    return Scenario(name="bench_1000", family="gemm", hardware="h200",
+                    description="reg2d tilings 32-128 x k 8-32 x thread tiles 4/8 x vectorize, five shapes",
+                    shapes=((4096, 4096, 4096), (2048, 2048, 2048), (3000, 2000, 1000), (16384, 256, 4096),
+                            (1024, 1024, 1024)),
+                    base={"variant": "reg2d"}, grid=tuple(grid.items()))
+
+
+@dataclass(frozen=True)
+class ConfigWall:
+    """The wall time of one simulation of one configuration of a scenario, lowering included."""
+
+    scenario: str
+    label: str
+    wall_s: float
+
+
+def time_scenario_configs(scenarios, hardware=None,
+                          on_result: Callable[[ConfigWall], None] | None = None) -> list[ConfigWall]:
+    """Simulate every valid configuration of each scenario once, in this process, in scenario
+    order (on ``hardware``, default each scenario's GPU); the wall time of each, lowering included.
+    Configurations a scenario rejects (they break a hardware limit) are not timed."""
+    from tilesim.api import resolve_hardware
+
+    out = []
+    for sc in scenarios:
+        hw = resolve_hardware(hardware if hardware is not None else sc.hardware)
+        for row in sc.expand(hw):
+            if row.cfg is None:
+                continue
+            t0 = time.perf_counter()
+            simulate(row.cfg, hw)
+            got = ConfigWall(sc.name, row.full_label, time.perf_counter() - t0)
+            out.append(got)
+            if on_result is not None:
+                on_result(got)
+    return out
+
+
+def percentile(sorted_values, q: float) -> float:
+    """The ``q``-th percentile (0-100) of ascending values, linearly interpolated."""
+    if not sorted_values:
+        raise ValueError("percentile: no values")
+    if not 0 <= q <= 100:
+        raise ValueError(f"percentile: q = {q}: must be within 0..100")
+    pos = (len(sorted_values) - 1) * q / 100
+    lo = int(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+@dataclass(frozen=True)
+class WallSummary:
+    """Median, 90th percentile and worst of some configurations' wall times (seconds)."""
+
+    count: int
+    median_s: float
+    p90_s: float
+    worst_s: float
+    worst: ConfigWall
+    over: tuple[ConfigWall, ...]  # above SCENARIO_TARGETS["worst_s"], slowest first
+
+    @property
+    def meets_targets(self) -> bool:
+        return not self.over and self.median_s <= SCENARIO_TARGETS["median_s"]
+
+
+def summarize_walls(walls: list[ConfigWall]) -> WallSummary:
+    """The summary of ``walls`` (at least one) against :data:`SCENARIO_TARGETS`."""
+    if not walls:
+        raise ValueError("summarize_walls: no configurations timed")
+    ordered = sorted(walls, key=lambda w: w.wall_s)
+    values = [w.wall_s for w in ordered]
+    over = tuple(w for w in reversed(ordered) if w.wall_s > SCENARIO_TARGETS["worst_s"])
+    return WallSummary(len(values), percentile(values, 50), percentile(values, 90), values[-1], ordered[-1], over)

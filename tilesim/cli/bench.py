@@ -35,11 +35,20 @@ def _suite_first_config(family: str):
 @click.option("--sweep", "sweeps", multiple=True, metavar="SCENARIO",
               help="also time whole sweeps (repeatable; e.g. tile_sizes): wall time, configurations, and "
                    "seconds per 1,000 configurations against the 30 s target")
-@click.option("-j", "--jobs", type=int, default=None, help="worker processes for --sweep [default: every CPU]")
-def bench(repeat, hardware, strict, smoke, sweeps, jobs) -> None:
-    """The simulator's wall time for one representative configuration per kernel family
-    (median of REPEAT runs, lowering included), and at a problem 4x larger in every dimension;
-    with --sweep, whole sweeps beside them."""
+@click.option("-j", "--jobs", type=int, default=None,
+              help="worker processes for the sweeps [default: every CPU]")
+@click.option("--scenario", "scenario_names", multiple=True, metavar="SCENARIO",
+              help="time every configuration of these scenarios once each (repeatable) "
+                   "[default: every built-in scenario]")
+@click.option("--no-scenarios", is_flag=True, help="skip timing the built-in scenarios' configurations")
+@click.option("--no-sweep-1000", "no_sweep_1000", is_flag=True,
+              help="skip the benchmark sweep of 1,050 configurations")
+def bench(repeat, hardware, strict, smoke, sweeps, jobs, scenario_names, no_scenarios, no_sweep_1000) -> None:
+    """The simulator's wall time: one representative configuration per kernel family (median of
+    REPEAT runs, lowering included) and the same at a problem 4x larger in every dimension; every
+    configuration of the built-in scenarios once each (median, 90th percentile, worst, against the
+    targets: 0.1 s each, a 20 ms median); and whole sweeps: a benchmark sweep of 1,050 GEMM
+    configurations in worker processes (seconds per 1,000 against 30 s) and any --sweep SCENARIO."""
     from tilesim import bench as bench_lib
 
     if repeat < 1:
@@ -51,6 +60,10 @@ def bench(repeat, hardware, strict, smoke, sweeps, jobs) -> None:
     if jobs is not None and jobs < 1:
         fail(f"--jobs = {jobs}: must be >= 1")
     scenarios = _load_sweeps(sweeps)  # checked before any work
+    timed = [] if no_scenarios else _load_sweeps(
+        scenario_names or (() if smoke else _builtin_scenarios()))
+    if not (smoke or no_sweep_1000):
+        scenarios.append(bench_lib.bench_sweep_scenario())
     con = console()
     cases = bench_lib.bench_cases(smoke, suite=_suite_first_config)
     tab = Table(title=f"simulator wall time, {repeat} run(s) per case, on {hw.display_name}")
@@ -80,6 +93,8 @@ def bench(repeat, hardware, strict, smoke, sweeps, jobs) -> None:
         ratio = big.median_s / base.median_s if base.median_s > 0 else float("inf")
         checks.append((f"{big_name} = {ratio:.2f}x {name} (<= {target_ratio}x)", ratio <= target_ratio))
     con.print(tab)
+    if timed:
+        checks += _bench_scenario_configs(con, timed, hw)
     if scenarios:
         checks += _bench_sweeps(con, scenarios, hw, jobs)
     for note in notes:
@@ -90,15 +105,57 @@ def bench(repeat, hardware, strict, smoke, sweeps, jobs) -> None:
         sys.exit(1)
 
 
-SWEEP_TARGET_S_PER_1000 = 30.0  # issue #11: a 1,000-configuration sweep in <= 30 s on 2 cores
 SWEEP_MIN_CHECKED = 100  # smaller sweeps are timed but not checked: worker start-up dominates them
+
+
+def _builtin_scenarios() -> list[str]:
+    from tilesim.sweep import available_scenarios
+
+    return available_scenarios()
+
+
+def _bench_scenario_configs(con, scenarios, hw) -> list[tuple[str, bool]]:
+    """Time every configuration of each scenario once in this process; one table, one row per
+    scenario and one for all, and the checks against the targets (bench.SCENARIO_TARGETS)."""
+    from tilesim import bench as bench_lib
+
+    walls = bench_lib.time_scenario_configs(scenarios, hw)
+    if not walls:
+        con.print("  no valid configuration in the scenarios timed", markup=False)
+        return []
+    target_s, median_target_s = bench_lib.SCENARIO_TARGETS["worst_s"], bench_lib.SCENARIO_TARGETS["median_s"]
+    tab = Table(title=f"every configuration of the scenarios, simulated once each (lowering included), "
+                      f"on {hw.display_name}")
+    for col in ("scenario", "configurations", "median ms", "90th pct ms", "worst s", f"over {target_s} s",
+                "slowest"):
+        tab.add_column(col, justify="left" if col in ("scenario", "slowest") else "right", overflow="fold")
+    groups = [(sc.name, [w for w in walls if w.scenario == sc.name]) for sc in scenarios]
+    if len(groups) > 1:
+        groups.append(("all", walls))
+    for name, ws in groups:
+        if not ws:
+            continue
+        st = bench_lib.summarize_walls(ws)
+        tab.add_row(name, str(st.count), f"{st.median_s * 1e3:.1f}", f"{st.p90_s * 1e3:.1f}",
+                    f"{st.worst_s:.3f}", str(len(st.over)), st.worst.label)
+    con.print(tab)
+    st = bench_lib.summarize_walls(walls)
+    slowest = ", ".join(f"{w.scenario} {w.label} {w.wall_s:.3f} s" for w in st.over[:5])
+    more = f" and {len(st.over) - 5} more" if len(st.over) > 5 else ""
+    return [
+        (f"every one of {st.count} scenario configurations <= {target_s} s "
+         f"(worst {st.worst_s:.3f} s, {st.worst.scenario} {st.worst.label}"
+         + (f"; over: {slowest}{more})" if st.over else ")"), not st.over),
+        (f"median per scenario configuration {st.median_s * 1e3:.1f} ms <= {median_target_s * 1e3:.0f} ms",
+         st.median_s <= median_target_s),
+    ]
 
 
 def _load_sweeps(sweeps) -> list:
     from tilesim.sweep import load_scenario
 
     try:
-        return [load_scenario(name) for name in sweeps]
+        return [load_scenario(name) for name in sweeps]  # a list: the benchmark sweep may join it
     except (OSError, ValueError) as e:
         fail(str(e))
 
@@ -108,6 +165,7 @@ def _bench_sweeps(con, scenarios, hw, jobs) -> list[tuple[str, bool]]:
     import os
     import time
 
+    from tilesim import bench as bench_lib
     from tilesim.sweep import default_jobs, run_sweep
 
     jobs = jobs or default_jobs()
@@ -123,7 +181,8 @@ def _bench_sweeps(con, scenarios, hw, jobs) -> list[tuple[str, bool]]:
         per_1000 = wall / n * 1000 if n else float("inf")
         tab.add_row(sc.name, str(n), f"{wall:.2f}", f"{per_1000:.1f}")
         if n >= SWEEP_MIN_CHECKED:
-            checks.append((f"sweep {sc.name}: {per_1000:.1f} s per 1,000 configurations "
-                           f"(<= {SWEEP_TARGET_S_PER_1000:.0f} s)", per_1000 <= SWEEP_TARGET_S_PER_1000))
+            target = bench_lib.SWEEP_TARGET_S_PER_1000
+            checks.append((f"sweep {sc.name}: {n} configurations in {wall:.1f} s, {per_1000:.1f} s per 1,000 "
+                           f"(<= {target:.0f} s) with {jobs} worker(s)", per_1000 <= target))
     con.print(tab)
     return checks
