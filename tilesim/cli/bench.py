@@ -170,16 +170,16 @@ def _bench_sweeps(con, scenarios, hw, jobs) -> list[tuple[str, bool]]:
 
     jobs = jobs or default_jobs()
     tab = Table(title=f"whole sweeps, {jobs} worker process(es), {os.cpu_count()} CPUs, on {hw.display_name}")
-    for col in ("scenario", "configurations", "wall s", "s per 1,000"):
+    for col in ("scenario", "configurations", "rejected", "wall s", "s per 1,000"):
         tab.add_column(col, justify="left" if col == "scenario" else "right")
     checks = []
     for sc in scenarios:
         t0 = time.perf_counter()
         res = run_sweep(sc, hw, jobs=jobs)
         wall = time.perf_counter() - t0
-        n = len(res.rows)
+        n = sum(1 for r in res.rows if r.cfg is not None)  # simulated; rejected ones cost no simulation
         per_1000 = wall / n * 1000 if n else float("inf")
-        tab.add_row(sc.name, str(n), f"{wall:.2f}", f"{per_1000:.1f}")
+        tab.add_row(sc.name, str(n), str(len(res.rows) - n), f"{wall:.2f}", f"{per_1000:.1f}")
         if n >= SWEEP_MIN_CHECKED:
             target = bench_lib.SWEEP_TARGET_S_PER_1000
             checks.append((f"sweep {sc.name}: {n} configurations in {wall:.1f} s, {per_1000:.1f} s per 1,000 "
