@@ -206,6 +206,7 @@ class Engine:
         self.want_timeline = timeline
         self.timeline: list[Interval] = []
         self._proj_cache: dict = {}
+        self._prefix_ids: dict = {}  # (tensor, projection) -> the integer the L2 and L1 know it by
         # tensors whose tiles are looked up in L2 (loads, global atomics): only theirs are tracked
         self.read_tensors = {t.tile.tensor for pl in self.plans for t in (*pl.loads, *pl.atomics)}
         self.l2_lat_s = hw.l2_latency_cycles / clk
@@ -261,8 +262,9 @@ class Engine:
         return self._tiles(tile, index, first, count)[0]
 
     def _tiles(self, tile: TileRef, index: str, first: int, count: int) -> tuple[list, tuple, tuple]:
-        """:meth:`_projections`, with the L2 prefixes ``(tensor, projection)`` and the block counts
-        as tuples of their own (computed once per tile, loop index and block group)."""
+        """:meth:`_projections`, with the L2 prefixes and the block counts as tuples of their own
+        (computed once per tile, loop index and block group). A prefix is a small integer standing
+        for one ``(tensor, projection)`` for the whole run: the caches hash it at every lookup."""
         key = (tile.coords, tile.tensor, index, first, count)
         got = self._proj_cache.get(key)
         if got is None:
@@ -284,7 +286,9 @@ class Engine:
                                   for cx, cy, cz, f, step in forms])
                     seen[proj] = seen.get(proj, 0) + 1
             items = list(seen.items())
-            got = (items, tuple((tile.tensor, proj) for proj in seen), tuple(seen.values()))
+            ids = self._prefix_ids
+            got = (items, tuple(ids.setdefault((tile.tensor, proj), len(ids)) for proj in seen),
+                   tuple(seen.values()))
             if len(self._proj_cache) > 4096:
                 self._proj_cache.clear()
             self._proj_cache[key] = got
