@@ -716,3 +716,14 @@ def test_standalone_benchmark_runs_write_metadata_first(tmp_path, monkeypatch):
     assert res == {"meta": {"device_name": "test"}, "rows": ["bench", 7]}
     assert json.loads((tmp_path / "o" / "x.json").read_text()) == res
     assert list(res) == ["meta", "rows"]
+
+
+@pytest.mark.parametrize("capacity", ["0", "-1"])
+def test_schedule_replay_rejects_a_capacity_that_is_not_positive_before_any_work(capacity, capsys):
+    from validation.studies.schedule_replay import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--capacity-mb", capacity])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--capacity-mb" in err and "must be > 0" in err

@@ -151,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--plot", type=Path, default=None,
                    help="also draw the progress of one SM's blocks for three kernels to this PNG")
     ns = p.parse_args(argv)
+    if ns.capacity_mb is not None and not ns.capacity_mb > 0:  # checked before any work
+        p.error(f"--capacity-mb = {ns.capacity_mb:g}: must be > 0 (megabytes of L2)")
     if not (ns.results / "schedule_trace.npz").exists():
         print(f"schedule_replay: no schedule_trace.npz in {ns.results} (run validation.studies.schedule_trace on a GPU)",
               file=sys.stderr)
@@ -163,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         ns.plot.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(ns.plot, dpi=110)
         print(f"wrote {ns.plot}")
-    rows = replay(ns.results, ns.capacity_mb * 1e6 if ns.capacity_mb else None)
+    rows = replay(ns.results, ns.capacity_mb * 1e6 if ns.capacity_mb is not None else None)
     print(f"{'configuration':55s} {'ncu read MB':>11s} {'replay MB':>10s} {'err':>7s} {'trace cost':>10s}")
     for r in rows:
         meas = r["measured_read_bytes"]
