@@ -71,7 +71,7 @@ FALLBACK_WINDOWS = 4  # steady windows after which a group holds alone
 # a k-loop whose step windows jitter around a steady mean (slots taking turns at a channel repeat
 # every few windows) is steady once its windows repeat in runs of c, for some c up to this (the
 # last three runs each within STEADY_TOL of the one before); it holds at their mean (_window_cycle)
-MAX_WINDOW_CYCLE = 8
+MAX_WINDOW_CYCLE = 12  # 9-window cycles seen: tile_sizes reg2d 64x128x16 t8x8 vec at 4096^3, 4 slots
 # a slot whose block groups alternate between two times (one stepping among slots that hold, say)
 # is settled once two groups in a row take together what the two before took (GROUP_STEADY_TOL)
 GROUP_PAIRS = True
