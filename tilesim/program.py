@@ -195,14 +195,23 @@ class GlobalStore:
 @dataclass(frozen=True)
 class SharedAccess:
     """Shared-memory loads or stores of a block in one step: ``instructions`` times ``repeat``.
-    Bank conflicts are derived from the lane offsets by the cost model."""
+    Bank conflicts are derived from the lane offsets by the cost model.
+
+    ``generic`` loads reach shared memory through a generic pointer (``LD.E``, as nvcc compiles
+    ``wmma::load_matrix_sync`` from shared memory): each instruction also takes a request slot of
+    the SM's global-memory load path, where cp.async copies and global loads queue too, and returns
+    with the L1's latency (long scoreboard) instead of the shared-memory one. Nsight Compute on the
+    H200's WMMA GEMMs: stalls on lg_throttle and long_scoreboard that the ldmatrix kernels do not
+    have; shared_generic_probe: alone, 25-26% slower than LDS at 4-8 warps per SM."""
 
     instructions: tuple[WarpAccess, ...]
     repeat: int = 1
+    generic: bool = False
 
     def __post_init__(self) -> None:
         _require(isinstance(self.repeat, int) and self.repeat >= 1, "SharedAccess", "repeat", self.repeat,
                  "must be an int >= 1")
+        _require(isinstance(self.generic, bool), "SharedAccess", "generic", self.generic, "must be a bool")
 
 
 @dataclass(frozen=True)

@@ -119,6 +119,9 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
             c.staging_ideal += _tg_passes(w) * acc.repeat
         c.staging_bytes += useful_bytes(acc.instructions) * acc.repeat
     for acc in step.shared_loads:
+        if acc.generic:
+            raise ValueError(f"SharedAccess.generic = True: {hw.name} has no generic pointers into threadgroup "
+                             "memory (Metal's address spaces are explicit)")
         for w in acc.instructions:
             c.shared_load_instructions += acc.repeat
             c.shared_load_wavefronts += _tg_passes(w) * acc.repeat

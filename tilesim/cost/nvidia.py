@@ -80,6 +80,8 @@ class StepCost:
     staging_bytes: float = 0.0
     async_staging: bool = False  # the staging wavefronts come with the loads (cp.async)
     shared_load_instructions: float = 0.0
+    # request slots generic shared loads take on the SM's global load path (SharedAccess.generic)
+    shared_load_l1_cycles: float = 0.0
     shared_load_wavefronts: float = 0.0
     shared_load_ideal: float = 0.0
     shared_load_bytes: float = 0.0
@@ -217,13 +219,15 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
             c.staging_ideal += ideal_wavefronts(w.active_lanes, w.width_bytes, banks, bank_w) * acc.repeat
         c.staging_bytes += useful_bytes(acc.instructions) * acc.repeat
     for acc in step.shared_loads:
+        if acc.generic:
+            c.shared_load_l1_cycles += len(acc.instructions) * acc.repeat / hw.l1_requests_per_clk_per_sm
         for w in acc.instructions:
             c.shared_load_instructions += acc.repeat
             c.shared_load_wavefronts += _wavefronts(w, banks, bank_w) * acc.repeat
             c.shared_load_ideal += ideal_wavefronts(w.active_lanes, w.width_bytes, banks, bank_w) * acc.repeat
         c.shared_load_bytes += sum(w.active_lanes * w.width_bytes for w in acc.instructions) * acc.repeat
     if step.shared_loads:
-        crit += hw.smem_latency_cycles
+        crit += (hw.l1_latency_cycles if any(a.generic for a in step.shared_loads) else hw.smem_latency_cycles)
     for op in step.compute:
         if isinstance(op, Mma):
             c.tensor_flops += op.flops

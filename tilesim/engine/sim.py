@@ -212,6 +212,9 @@ class Engine:
         self.l2_lat_s = hw.l2_latency_cycles / clk
         self.hbm_lat_s = hw.hbm_latency_cycles / clk
         self.smem_lat_s = hw.smem_latency_cycles / clk
+        # SharedAccess.generic loads return with the L1's latency
+        self.generic_smem_lat_s = (hw.l1_latency_cycles / clk if any(pl.cost.shared_load_l1_cycles for pl in self.plans)
+                                   else self.smem_lat_s)
         # bulk tensor copies (TMA) complete on an mbarrier: their measured latency from issue to
         # completion, from L2 and from HBM (validation/calibration/tensor_probe.py); a GPU without the
         # measurement takes the load latencies
@@ -427,6 +430,10 @@ class Engine:
         f = share / r
         warps = max(self.warps_per_block * share, 1e-9)
         lds_wave, lds_instr = c.shared_load_wavefronts, c.shared_load_instructions
+        # generic shared loads (SharedAccess.generic) also queue on the L1 path and take its latency
+        lds_l1, lds_lat = c.shared_load_l1_cycles, (self.generic_smem_lat_s if c.shared_load_l1_cycles
+                                                          else self.smem_lat_s)
+        l1 = ch["l1"].request
         atomics = c.atomic_wavefronts
         smem, issue = ch["smem"].request, ch["issue"].request
         pipes = [(ch[pipe].request, amount * f) for pipe, amount in pl.math.items()]
@@ -436,7 +443,7 @@ class Engine:
         for _ in range(r):
             now = env.now
             if lds_wave:
-                done = max(smem(now, lds_wave * f), issue(now, lds_instr * f)) + self.smem_lat_s
+                done = max(smem(now, lds_wave * f), issue(now, lds_instr * f), l1(now, lds_l1 * f)) + lds_lat
                 yield timeout(done - now)
                 now = env.now
             done = max(issue(now, instr), now + issue_s)

@@ -281,7 +281,7 @@ def _staged_step(cfg: TcGemmConfig):
     # slice by slice, the next while the current one's MMAs run (the 128x128x64 loop: 7 of 24 ahead)
     slices = max(1, cfg.bk // slice_k)
     step = Step(loads=(la, lb), barriers=2 if cfg.stages == 1 else 1,
-                shared_loads=(SharedAccess(tuple(reads), repeat=W),),
+                shared_loads=(SharedAccess(tuple(reads), repeat=W, generic=cfg.instruction == "wmma"),),
                 compute=(_mma(cfg, cfg.bk), Compute("int", other)),
                 rounds=1 if slices <= HOISTED_SLICES else slices)
     return step, math.ceil(cfg.k / cfg.bk), 1
