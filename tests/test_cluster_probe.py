@@ -147,6 +147,7 @@ def test_wgmma_configurations_and_result_files():
     assert all(c["consumers"] == 2 for c in cp.wgmma_configs(True))
     assert cp.result_file() == "cluster.json"
     assert cp.result_file(("wgmma",)) == "cluster_wgmma.json"
+    assert cp.result_file(("wgmma",), 1024) == "cluster_wgmma_1024mib.json"
     assert cp.result_file(("ring", "wgmma")) == "cluster_ring_wgmma.json"
     with pytest.raises(ValueError, match="groups are"):
         cp.run_probes(only=("nonsense",))

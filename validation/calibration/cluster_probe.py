@@ -350,7 +350,7 @@ def compile_cubin(workdir: Path, arch: str = ARCH, src: Path = KERNEL_SRC) -> tu
 class _Device:
     """CuPy, the compiled module, the L2-resident tensor and its two tensor maps."""
 
-    def __init__(self):
+    def __init__(self, tensor_bytes: int = L2_TENSOR_BYTES):
         import cupy as cp  # noqa: PLC0415
 
         from validation.families.tc_gemm import tma  # noqa: PLC0415
@@ -366,7 +366,7 @@ class _Device:
             self.compile.update(compiled_by="nvcc", ptxas_warnings=ptxas_warnings(built.log), ptxas_log=built.log[-4000:])
         else:  # no nvcc: NVRTC through CuPy
             self.compile.update(compiled_by="nvrtc", note=f"{built.error}: compiled by NVRTC")
-        self.tensor = cp.zeros(L2_TENSOR_BYTES // ELEM_BYTES, dtype=cp.float16)
+        self.tensor = cp.zeros(tensor_bytes // ELEM_BYTES, dtype=cp.float16)
         self.rows = self.tensor.size // TENSOR_COLS
         self.maps = {}
         for rows in sorted({A_ROWS, *B_ROWS}):
@@ -477,7 +477,7 @@ def run_tma_lat(dev: _Device, b_rows: int, mode: int, iters: int, reps: int) -> 
             "runs": runs}
 
 
-def run_probes(quick: bool = False, only: Sequence[str] = GROUPS) -> dict:
+def run_probes(quick: bool = False, only: Sequence[str] = GROUPS, tensor_bytes: int = L2_TENSOR_BYTES) -> dict:
     """The groups ``only`` (default: every group) on the current GPU (JSON-ready): meta, compile, ring, ping,
     tma_lat, wgmma, errors. ValueError naming an unknown group."""
     bad = [g for g in only if g not in GROUPS]
@@ -485,7 +485,7 @@ def run_probes(quick: bool = False, only: Sequence[str] = GROUPS) -> dict:
         raise ValueError(f"only = {bad}: groups are {list(GROUPS)}")
     t0 = time.perf_counter()
     meta = pc.collect_metadata()
-    dev = _Device()
+    dev = _Device(tensor_bytes)
     reps = QUICK_REPS if quick else REPS
     res: dict = {"meta": meta, "compile": dev.compile, "ring": {}, "ping": {}, "tma_lat": {}, "wgmma": {},
                  "errors": {}}
@@ -521,7 +521,7 @@ def run_probes(quick: bool = False, only: Sequence[str] = GROUPS) -> dict:
                 res["errors"][key] = f"{type(exc).__name__}: {exc}"
         add_wgmma_ratios(res["wgmma"])
     res["meta"].update({"probe_wall_s": time.perf_counter() - t0, "reps": reps, "quick": quick,
-                        "sm_count": dev.sm_count, "tensor_bytes": L2_TENSOR_BYTES, "tensor_cols": TENSOR_COLS,
+                        "sm_count": dev.sm_count, "tensor_bytes": tensor_bytes, "tensor_cols": TENSOR_COLS,
                         "a_rows": A_ROWS, "consumers": CONSUMERS, "record_fields": list(RECORD_FIELDS),
                         "aux_fields": list(AUX_FIELDS), "groups": list(only),
                         "wgmma_tensor_data": "uniform random fp16 in [-1, 1]" if "wgmma" in only else None})
@@ -559,24 +559,32 @@ def format_table(results: dict) -> str:
     return "\n".join(lines)
 
 
-def result_file(only: Sequence[str] = GROUPS) -> str:
-    """cluster.json for every group; cluster_<g1>_<g2>.json for a subset (the full file is not overwritten)."""
+def result_file(only: Sequence[str] = GROUPS, tensor_mib: int | None = None) -> str:
+    """cluster.json for every group; cluster_<g1>_<g2>.json for a subset (the full file is not overwritten);
+    ``_<N>mib`` added with a tensor other than the L2-resident default."""
+    tail = f"_{tensor_mib}mib" if tensor_mib else ""
     if set(only) == set(GROUPS):
-        return RESULT_FILE
-    return f"{Path(RESULT_FILE).stem}_{'_'.join(only)}.json"
+        return f"{Path(RESULT_FILE).stem}{tail}.json"
+    return f"{Path(RESULT_FILE).stem}_{'_'.join(only)}{tail}.json"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = pc.probe_parser("cluster_probe", __doc__.splitlines()[0], RESULT_FILE, "few reps, short launches, fewer configurations")
     ap.add_argument("--only", action="append", choices=GROUPS, default=None,
                     help="run only this group (repeatable); the results then go to cluster_<groups>.json")
+    ap.add_argument("--tensor-mib", type=int, default=None,
+                    help=f"size of the tensor the rings read, MiB (default {L2_TENSOR_BYTES >> 20}: L2-resident); "
+                         "e.g. 1024: every block streams its own rows from HBM")
     args = ap.parse_args(argv)
+    if args.tensor_mib is not None and args.tensor_mib < 16:
+        ap.error(f"--tensor-mib = {args.tensor_mib}: must be >= 16")
     why = _gpu_missing()
     if why:
         return pc.no_gpu_exit("cluster_probe", why)
     only = tuple(dict.fromkeys(args.only)) if args.only else GROUPS
-    res = run_probes(quick=args.quick, only=only)
-    path = pc.results_dir(args.out, res["meta"]) / result_file(only)
+    res = run_probes(quick=args.quick, only=only,
+                     tensor_bytes=(args.tensor_mib << 20) if args.tensor_mib else L2_TENSOR_BYTES)
+    path = pc.results_dir(args.out, res["meta"]) / result_file(only, args.tensor_mib)
     pc.write_json(path, res, indent=None)  # one line: the raw records make it large
     print(format_table(res))
     if res["compile"].get("ptxas_warnings"):
