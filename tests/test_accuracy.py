@@ -50,14 +50,13 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("softmax", "hbm_bytes"): "DRAM bytes: 11 configurations beyond 15%, all output write-back on shapes that "
                               "nearly fit in L2 (the GPU keeps dirty lines, evicts clean input first)",
     ("layernorm", "hbm_bytes"): "DRAM bytes: 29 configurations beyond 15%, the same write-back effect",
-    ("tc_gemm", "mape"): "MAPE 24.0%, predicted fast (bias -20.2%): mma.sync GEMMs 10-45% fast (the engine "
+    ("tc_gemm", "mape"): "MAPE 22.5%, predicted fast (bias -18.8%): mma.sync GEMMs 10-45% fast (the engine "
                          "predicts their k-step loop within 12%, validation/studies/tensor_engine_check.py, but "
                          "128x128 tiles with 2 blocks per SM are predicted L2-bound and run 25-45% slower); wgmma "
-                         "clusters of 2 run 25-35% slower than single blocks, predicted about as fast (the remote "
-                         "release the engine charges, cluster_probe's 1059 cycles a k-step, accounts for part); "
-                         "WMMA kernels 20-50% fast",
-    ("tc_gemm", "spearman"): "ranks within a size: Spearman 0.85-0.95 (8192^3 the lowest)",
-    ("tc_gemm", "regret"): "top-1 regret 12-36%: the model prefers cluster-2 wgmma kernels, slower on the GPU",
+                         "clusters of 2 still 15-25% fast (their ring on HBM-streamed data releases stages slower: "
+                         "cluster_wgmma_1024mib.json, not modelled); WMMA kernels 20-50% fast",
+    ("tc_gemm", "spearman"): "ranks within a size: Spearman 0.897-0.970 (8192^3 the lowest)",
+    ("tc_gemm", "regret"): "top-1 regret 0-11.8% (3001x4000x2008: a cluster-2 wgmma kernel picked)",
     ("tc_gemm", "hbm_bytes"): "DRAM bytes: configurations beyond 15% (max 70%), mostly 3001x4000x2008 and "
                               "WMMA from global memory",
 }

@@ -219,3 +219,21 @@ def test_a_cluster_pair_pays_the_measured_remote_release_every_k_step():
         H200.get("cluster_release_arrive_cycles"))
     with pytest.raises(ValueError, match="Step.cluster_arrives = -1"):
         Step(cluster_arrives=-1)
+
+
+def test_a_wgmma_consumer_step_takes_at_least_its_measured_loop():
+    """Besides its release, a consumer's k-step waits for its stage, issues its wgmmas and waits for the
+    previous group: cluster_probe's ring measures that as the ring's k-step less the release (352
+    cycles), longer than one wgmma's dependent latency (201 at N = 256), so it bounds the step's chain;
+    the calibration derives it from the recorded probe."""
+    import json  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    from validation.calibration import calibrate  # noqa: PLC0415
+
+    ring = Path(__file__).resolve().parents[1] / "validation/results/h200/calibration/cluster_wgmma.json"
+    got = calibrate.cluster_fields(json.loads(ring.read_text()))
+    assert got["wgmma_consumer_step_cycles"]["value"] == pytest.approx(H200.get("wgmma_consumer_step_cycles"))
+    wg = _cost(TcGemmConfig(**SQUARE, **WGMMA))
+    assert wg.critical_path_cycles >= H200.get("wgmma_consumer_step_cycles")
+    assert H200.get("wgmma_consumer_step_cycles") > H200.wgmma_latency_cycles_at(256)

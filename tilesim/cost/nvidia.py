@@ -140,6 +140,17 @@ def mma_latency_cycles(hw, op: Mma) -> float:
     return hw.pipe_latency_cycles("tensor")
 
 
+def mma_chain_cycles(hw, op: Mma) -> float:
+    """Clocks of a step's dependent MMA chain on one warp's (warpgroup's) critical path: ``chain``
+    times the latency, and for a warpgroup's wgmma step at least what the consumer's whole k-step
+    takes besides its stage release (``wgmma_consumer_step_cycles``, cluster_probe's wgmma ring:
+    the full-barrier wait, issuing the step's wgmmas, wait_group), where measured."""
+    cycles = op.chain * mma_latency_cycles(hw, op)
+    if op.scope == "warpgroup" and hw.has("wgmma_consumer_step_cycles"):
+        cycles = max(cycles, hw.get("wgmma_consumer_step_cycles"))
+    return cycles
+
+
 def cluster_arrive_cycles(hw) -> float:
     """Clocks one thread spends in an mbarrier arrive with cluster-scope release on another block of
     its cluster (``cluster_release_arrive_cycles``, cluster_probe's wgmma ring: 1059 against 67 for a
@@ -241,7 +252,7 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
                 c.shared_load_ideal += operand_bytes / (banks * bank_w)
                 c.shared_load_bytes += operand_bytes
             if op.chain:
-                crit += op.chain * mma_latency_cycles(hw, op)
+                crit += mma_chain_cycles(hw, op)
         elif isinstance(op, Shuffle):
             c.shuffle_wavefronts += op.count
             c.math_instructions += op.count

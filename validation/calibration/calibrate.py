@@ -71,7 +71,7 @@ TMA_FIELDS = ("tma_latency_cycles", "tma_hbm_latency_cycles", "wgmma_latency_cyc
 CLOCK_LOAD_FIELDS = ("sm_clock_hz_by_tensor_activity",)
 FEED_FIELDS = ("ldgsts16_pipe_cycles",)
 SCHEDULERS_PER_SM = 4  # warp schedulers per SM, one instruction each per clock (H100 whitepaper; h200.toml)
-CLUSTER_FIELDS = ("cluster_release_arrive_cycles",)
+CLUSTER_FIELDS = ("cluster_release_arrive_cycles", "wgmma_consumer_step_cycles")
 #: the cluster_probe wgmma ring row like the H200's cluster GEMMs: 2 consumers, 4 stages, B loaded by
 #: each block, one thread per warpgroup arriving with cluster-scope release on the other block
 CLUSTER_RELEASE_ROW = "wgmma.c2.s4.c2_own_remote.rel_one"
@@ -998,9 +998,22 @@ def cluster_fields(rec: dict, result_path: str = "cluster_wgmma.json") -> dict:
     if not row or "release_per_step" not in row:
         return {}
     r = row["release_per_step"]
-    return {"cluster_release_arrive_cycles": {
+    date = rec.get("meta", {}).get("date_utc")
+    out = {"cluster_release_arrive_cycles": {
         "value": float(r["value"]), "benchmark": f"cluster_probe {CLUSTER_RELEASE_ROW} release_per_step ({result_path})",
-        "n": int(r["n"]), "p10": float(r["p10"]), "p90": float(r["p90"]), "date": rec.get("meta", {}).get("date_utc")}}
+        "n": int(r["n"]), "p10": float(r["p10"]), "p90": float(r["p90"]), "date": date}}
+    # the rest of the consumer's k-step: its full-barrier wait, issuing its 4 wgmma m64n256k16, wait_group 1
+    # (the ring's cycles per k-step less the release); with the release on the same thread, nothing else
+    # overlaps them
+    if "full_wait_per_step" in row:
+        period, rel = float(row["value"]), float(r["value"])
+        parts = ", ".join(f"{k} {float(row[k]['value']):.1f}" for k in ("full_wait_per_step", "wait_group_per_step"))
+        out["wgmma_consumer_step_cycles"] = {
+            "value": period - rel, "n": int(r["n"]), "p10": period - rel, "p90": period - rel, "date": date,
+            "how": "difference of two medians",
+            "benchmark": f"cluster_probe {CLUSTER_RELEASE_ROW} ({result_path}): {period:.1f} cycles per k-step less the "
+                         f"release's {rel:.1f} (of which {parts})"}
+    return out
 
 
 def source_text(entry: dict, date: str) -> str:
