@@ -45,6 +45,63 @@ DEFAULT_STAGES = {"none": 1, "regs": 2, "cp_async": 2}
 DTYPE_BYTES = {"fp32": 4}
 MAX_SMEM_PAD = 32
 
+# ----- the blind register estimate (GemmConfig.register_terms / estimated_regs) -----------------------
+# The constants were chosen on ptxas's counts of 2,047 configurations outside the suite (nvcc 13.0,
+# sm_90; validation/studies/gemm_register_counts.py, fit.csv), term by term from the kernels' SASS
+# (validation/families/gemm/gemm.cu); no measured time was read.
+#: thread and block indices, M/N/K, alpha/beta, the A/B/C pointers, the shared-memory bases, k-loop state
+REGS_BASE = 22
+#: ptxas's count for every naive kernel (and the least of nearly every smem one) in fit.csv
+REGS_FLOOR = 32
+#: per global load of a k-tile: its 64-bit address and bounds predicate (pipelines none and regs)
+REGS_PER_LOAD = 3
+#: per cp.async instruction of a k-tile: shared address, 64-bit global address, source size
+REGS_PER_COPY = 3
+#: per A fragment register when A rows are read as float4 along k (4 k-steps per load): the later
+#: k-steps' A values stay live; half of the 3 extra on average at the peak (fit.csv)
+REGS_KVEC_A_EXTRA = 1.5
+#: ptxas lands on a register-limited occupancy step when the kernel is at most this many registers
+#: over it (fit.csv: 127/128 registers for 128-thread blocks, 64 for 256, 32 for 1024 recur)
+REGS_OCCUPANCY_SNAP = 8
+# Register-file facts of the targets (the same on sm_80 and sm_90): CUDA C++ Programming Guide,
+# "Technical Specifications per Compute Capability" (64K 32-bit registers per SM, 255 per thread,
+# 2048 threads and 32 blocks per SM) and the CUDA occupancy calculator (allocation unit 256 registers
+# per warp, four scheduler partitions).
+REGS_PER_SM = 65536
+REG_ALLOC_UNIT_PER_WARP = 256
+REG_PARTITIONS = 4
+MAX_REGS_PER_THREAD = 255
+MAX_THREADS_PER_SM = 2048
+MAX_BLOCKS_PER_SM = 32
+WARP_SIZE = 32
+
+
+def launch_bound_regs(threads: int) -> int:
+    """The most registers per thread ptxas gives a kernel with ``__launch_bounds__(threads)``: one
+    block must fit the register file (65536 / threads, in units of 8), at most 255."""
+    per_thread = REGS_PER_SM // threads
+    return MAX_REGS_PER_THREAD if per_thread > MAX_REGS_PER_THREAD else per_thread - per_thread % 8
+
+
+def register_limited_blocks(regs: int, threads: int) -> int:
+    """Blocks per SM allowed by registers (and the SM's thread and block limits) at ``regs`` per thread."""
+    warps_per_block = math.ceil(threads / WARP_SIZE)
+    per_warp = math.ceil(regs * WARP_SIZE / REG_ALLOC_UNIT_PER_WARP) * REG_ALLOC_UNIT_PER_WARP
+    warps = REG_PARTITIONS * ((REGS_PER_SM // REG_PARTITIONS) // per_warp)
+    return min(warps // warps_per_block, MAX_THREADS_PER_SM // threads, MAX_BLOCKS_PER_SM)
+
+
+def snap_to_occupancy_step(regs: int, threads: int, slack: int = REGS_OCCUPANCY_SNAP) -> int:
+    """``regs``, or the most registers that allow one more block per SM when that is at most
+    ``slack`` fewer (and one more block is possible at all)."""
+    blocks = register_limited_blocks(regs, threads)
+    if blocks >= min(MAX_THREADS_PER_SM // threads, MAX_BLOCKS_PER_SM):
+        return regs
+    step = regs
+    while step > 1 and register_limited_blocks(step, threads) == blocks:
+        step -= 1
+    return step if regs - step <= slack else regs
+
 
 def _require(cond: bool, name: str, value, rule: str) -> None:
     if not cond:
@@ -213,29 +270,77 @@ class GemmConfig:
         return self.smem_buffers * (ra * sa + rb * sb) * self.elem_bytes
 
     @property
-    def estimated_regs(self) -> int:
-        """Registers per thread: the override if given, else an estimate from the tile.
+    def register_terms(self) -> dict[str, float]:
+        """The named terms of the blind register estimate (registers per thread), before the
+        launch-bound cap and the occupancy snap of :attr:`estimated_regs`:
 
-        Accumulators + A/B fragments + prefetch staging + about 26 for addresses, loop state and
-        indices (a lead, compared with ``nvcc -Xptxas -v`` in the validation records).
+        * ``base``: :data:`REGS_BASE` (indices, sizes, alpha/beta, pointers, shared bases, k-loop);
+        * ``accumulators``: the outputs a thread owns (1; tm; tm*tn; wmiter*wniter*tm*tn);
+        * ``fragments``: one k-step's A and B operands (1+1; tm+1; tm+tn; wmiter*tm + wniter*tn);
+        * ``a_kvec``: :data:`REGS_KVEC_A_EXTRA` per A fragment register when A sits in shared memory
+          as [bm][bk] rows readable as 16-byte vectors along k (not vectorized, row stride and bk
+          multiples of 4): each float4 carries 4 k-steps of one A row, so later k-steps' A stays live;
+        * ``staging``: the global->shared transfers of one k-tile, ``loads`` = ceil(bm*bk/(w*threads))
+          + ceil(bk*bn/(w*threads)) per thread (w = 4 vectorized, else 1): pipeline none
+          :data:`REGS_PER_LOAD` per load (the 64-bit address and its bounds predicate; the loaded
+          values are dead before the inner product starts); regs the same plus the w values each
+          load keeps live across the inner product (the prefetched tile); cp_async
+          :data:`REGS_PER_COPY` per cp.async instruction (4 per vectorized A load, A being stored
+          transposed by 4-byte copies; 1 per vectorized B load when the B buffer rows are 16-byte
+          aligned, else 4).
+
+        naive kernels: ``base`` only, floored at :data:`REGS_FLOOR` by :attr:`estimated_regs`."""
+        v = self.variant
+        if v in ("naive_uncoalesced", "naive"):
+            return {"base": REGS_BASE, "accumulators": 1, "fragments": 2, "a_kvec": 0, "staging": 0}
+        if v == "smem":
+            acc, a, b = 1, 1, 1
+        elif v == "reg1d":
+            acc, a, b = self.tm, self.tm, 1
+        elif v == "reg2d":
+            acc, a, b = self.tm * self.tn, self.tm, self.tn
+        else:
+            acc = self.wmiter * self.wniter * self.tm * self.tn
+            a, b = self.wmiter * self.tm, self.wniter * self.tn
+        lda = self.smem_a_shape[1]
+        kvec = v != "smem" and not self.vectorize and lda % 4 == 0 and self.bk % 4 == 0
+        w = 4 if self.vectorize else 1
+        a_loads = math.ceil(self.bm * self.bk / (w * self.threads))
+        b_loads = math.ceil(self.bk * self.bn / (w * self.threads))
+        if self.pipeline == "none":
+            staging = REGS_PER_LOAD * (a_loads + b_loads)
+        elif self.pipeline == "regs":
+            staging = (REGS_PER_LOAD + w) * (a_loads + b_loads)
+        else:
+            b_aligned = (self.bn + self.smem_pad) % 4 == 0
+            copies = a_loads * w + b_loads * (1 if (not self.vectorize or b_aligned) else 4)
+            staging = REGS_PER_COPY * copies
+        return {"base": REGS_BASE, "accumulators": acc, "fragments": a + b,
+                "a_kvec": REGS_KVEC_A_EXTRA * a if kvec else 0, "staging": staging}
+
+    @property
+    def estimated_regs(self) -> int:
+        """Registers per thread: the override if given, else the blind rule from the kernel's structure.
+
+        The sum of :attr:`register_terms` (rounded), at least :data:`REGS_FLOOR`. Over the kernel's
+        launch bound (``__launch_bounds__(threads)``, :func:`launch_bound_regs`) ptxas would cap the
+        count and spill; the estimate is then returned uncapped, so that :func:`check_fits` rejects
+        the tiling as before. Otherwise it is snapped down to the next register-limited occupancy step
+        when that step lies within :data:`REGS_OCCUPANCY_SNAP` registers (:func:`snap_to_occupancy_step`:
+        ptxas schedules a kernel that is a few registers over a step into it).
+
+        Chosen on the compiler's counts of 2,047 kernels outside the suite
+        (``validation/results/h200/studies/gemm_regs/fit.csv``, nvcc 13.0 sm_90, from
+        ``python -m validation.studies.gemm_register_counts fit``); no time was read. Figures against
+        the suite's NVRTC counts and a held-out set: ``tests/test_register_estimates.py``.
         """
         if self.regs_per_thread is not None:
             return self.regs_per_thread
-        v = self.variant
-        base = 26
-        if v in ("naive_uncoalesced", "naive", "smem"):
-            acc, frag = 1, 2
-        elif v == "reg1d":
-            acc, frag = self.tm, 1 + 1
-        elif v == "reg2d":
-            acc, frag = self.tm * self.tn, self.tm + self.tn
-        else:
-            acc = self.wmiter * self.wniter * self.tm * self.tn
-            frag = self.wmiter * self.tm + self.wniter * self.tn
-        staging = 0
-        if self.pipeline == "regs":
-            staging = math.ceil((self.bm * self.bk + self.bk * self.bn) / self.threads)
-        return acc + frag + staging + base
+        total = round(sum(self.register_terms.values()))
+        regs = max(total, REGS_FLOOR)
+        if regs > launch_bound_regs(self.threads):
+            return regs  # ptxas would cap it and spill: left over the bound, check_fits rejects the tiling
+        return snap_to_occupancy_step(regs, self.threads)
 
     @property
     def flops(self) -> float:

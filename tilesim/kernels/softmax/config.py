@@ -58,14 +58,20 @@ REGS_CACHED_BASE = 16
 """Registers besides the data values (the blind estimate's constants), the same for every cache:
 two 64-bit pointers (x and y rows, 4), the row, the thread's rank in its row, the vectors per row,
 the loop counter and bound (or the unrolled chunk index), the max, the sum, the reciprocal, a
-64-bit step address (2) and two temporaries (16). Compared with the compiler (``regs_per_thread``
-of ``validation/results/h200/softmax/times.csv``, NVRTC on the H200, 112 suite kernels): median
-absolute difference 2 registers, 95% within 8, 74% with the same occupancy. The misses are the
-classic three-pass loops that ptxas gives 40 rather than 32 registers at unroll x vector = 16
-(thread_row, warp_shuffle, block_tree-int at 256 threads, while block_tree-seq and online get 32) and
-the unroll-8 loops (56 and 71): the classic form's ``acc[U][V]`` accumulators are live alongside
-a step's loads there; the rule counts the loads only. (A streaming base of 24, the former rule:
-median 4, 66% equal occupancy.)"""
+64-bit step address (2) and two temporaries (16)."""
+REGS_CLASSIC_EXTRA = 8
+"""What the classic three-pass form (thread_row, warp_shuffle, block_tree without the registers
+cache) keeps beyond the one-pass online form at the same ``unroll x vector``: its ``acc[U][V]``
+slots live alongside a step's loads, which the compiler does not fold into the load registers as it
+does the online form's running state. Compared with ptxas (issue #10): the suite's NVRTC counts are
+40 at unroll x vector = 16, 56 at 32 and 28 / 24 at 4 for the classic kernels (online: 32 at 16); an
+offline nvcc 13.0 check of 46 classic configurations outside the suite (threads 128..512, unroll x
+vector 4..32, cache none) gave 28-30 at 4, 29-32 at 8, 36-44 at 16 and 56-80 at 32. Against the 112
+suite kernels (``tests/test_register_estimates.py``): 96.4% within 8 registers and 81.2% with the
+compiler's occupancy (74.1% without this term). The misses left: NVRTC gives 32 rather than 40 to
+the classic block_tree with the sequential tree at 128 and 256 threads and to every block_tree at
+1024 threads (offline nvcc gives 36 to both trees at 256: a compiler choice, not a structure the
+rule sees), and a few registers-cache kernels a step from an occupancy boundary."""
 
 
 def _require(cond: bool, name: str, value, rule: str) -> None:
@@ -209,13 +215,19 @@ class SoftmaxConfig:
         state, max, sum, reciprocal: :data:`REGS_STREAMING_BASE` = :data:`REGS_CACHED_BASE`) plus
         the data values a thread holds at once: with cache = registers its slice of the row
         (``chunks * vector`` floats, live from the first load to the last store); otherwise one
-        step's loads in flight (``unroll * vector``; the compiler mostly reuses those registers for
-        the per-slot accumulators of the classic form)."""
+        step's loads in flight (``unroll * vector``), and for the classic three-pass form
+        (:attr:`is_classic`) :data:`REGS_CLASSIC_EXTRA` for its per-slot accumulators."""
         if self.regs_per_thread is not None:
             return self.regs_per_thread
         if self.cache == "registers":
             return min(255, REGS_CACHED_BASE + self.chunks * self.vector)
-        return min(255, REGS_STREAMING_BASE + self.unroll * self.vector)
+        extra = REGS_CLASSIC_EXTRA if self.is_classic else 0
+        return min(255, REGS_STREAMING_BASE + self.unroll * self.vector + extra)
+
+    @property
+    def is_classic(self) -> bool:
+        """True for the three-pass form with ``acc[U][V]`` slots (every variant but online)."""
+        return self.variant != "online"
 
     @property
     def label(self) -> str:
