@@ -102,7 +102,9 @@ def test_timeline_names_phases_in_plain_words_and_draws_holds_as_periods(tmp_pat
     cfg = fam.make(m=4096, n=4096, k=4096, bm=128, bn=128, bk=8, tm=8, tn=8)
     r = tilesim.simulate(cfg, "h200", timeline=True)
     holds = [iv for iv in r.timeline if iv.kind == "steady"]
-    assert holds and all(iv.period_s > 0 and iv.repetitions > 10 for iv in holds)
+    # k-loop steps settle into a period; with one 159-register block per SM whole waves repeat too
+    assert holds and all(iv.period_s > 0 and iv.repetitions >= 2 for iv in holds)
+    assert any(iv.phase == "k-loop" and iv.repetitions > 10 for iv in holds)
     assert all(iv.period_s == 0 and iv.repetitions == 0 for iv in r.timeline if iv.kind != "steady")
     fig = timeline_figure(r, kernel=fam.full_label(cfg))
     canvas = FigureCanvasAgg(fig)
@@ -115,7 +117,8 @@ def test_timeline_names_phases_in_plain_words_and_draws_holds_as_periods(tmp_pat
     words = [t.get_text() for t in legend.get_texts()]
     assert any(w.startswith("waiting for loads") for w in words)
     assert any(w.startswith("computing") for w in words)
-    assert any(w.startswith("settled: repeats every 1.83 µs") for w in words), words
+    shortest_us = min(iv.period_s for iv in holds) * 1e6
+    assert any(w.startswith(f"settled: repeats every {shortest_us:.2f} µs") for w in words), words
     assert "phase: k-loop" in words and "phase: epilogue" in words
     shown = words + [t.get_text() for ax in fig.axes for t in ax.texts] + [ax.get_title() for ax in fig.axes]
     assert not any("steady" in w for w in shown)

@@ -42,12 +42,12 @@ def _suite_first_config(family: str):
                    "[default: every built-in scenario]")
 @click.option("--no-scenarios", is_flag=True, help="skip timing the built-in scenarios' configurations")
 @click.option("--no-sweep-1000", "no_sweep_1000", is_flag=True,
-              help="skip the benchmark sweep of 1,050 configurations")
+              help="skip the benchmark sweep of 1,188 configurations")
 def bench(repeat, hardware, strict, smoke, sweeps, jobs, scenario_names, no_scenarios, no_sweep_1000) -> None:
     """The simulator's wall time: one representative configuration per kernel family (median of
     REPEAT runs, lowering included) and the same at a problem 4x larger in every dimension; every
     configuration of the built-in scenarios once each (median, 90th percentile, worst, against the
-    targets: 0.1 s each, a 20 ms median); and whole sweeps: a benchmark sweep of 1,050 GEMM
+    targets: 0.1 s each, a 20 ms median); and whole sweeps: a benchmark sweep of 1,188 GEMM
     configurations in worker processes (seconds per 1,000 against 30 s) and any --sweep SCENARIO."""
     from tilesim import bench as bench_lib
 
