@@ -1,5 +1,6 @@
 """The ``tilesim`` command line: simulate one kernel of any registered family, list the families,
-sweep a scenario, inspect hardware, benchmark the simulator, forward to the validation harness.
+sweep a scenario, run the source document's GEMM studies, inspect hardware, benchmark the simulator,
+forward to the validation harness.
 
 This package is the only part of ``tilesim`` that prints or writes files; it parses, calls the
 library and prints, one module per command. Kernel families come from
@@ -10,7 +11,7 @@ and exits with status 2. matplotlib is imported only when a plot is written, and
 package only inside ``tilesim validate``.
 """
 
-from tilesim.cli import bench, hardware, plot, simulate, sweep, tune, validate  # noqa: F401  (they add their commands)
+from tilesim.cli import bench, hardware, plot, simulate, study, sweep, tune, validate  # noqa: F401  (they add their commands)
 from tilesim.cli.base import cli, main
 
 __all__ = ["cli", "main"]
