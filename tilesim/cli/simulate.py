@@ -89,7 +89,8 @@ def _family_command(fam: registry.KernelFamily) -> click.Command:
                      help="simulate every step (no steady-state holds; slower)"),
         click.Option(["--compile", "compile_"], is_flag=True,
                      help="build the kernel with nvcc for the GPU's architecture (no GPU needed) and use "
-                          "its register count instead of the model's estimate"),
+                          "its register count, static shared memory and (with nvdisasm) its k-loop's "
+                          "integer instructions from the SASS instead of the model's estimates"),
     ]
 
     def run(hardware, as_json, timeline_png, exact, compile_, **knobs):
@@ -119,9 +120,40 @@ class _SimulateGroup(OneLineErrors):
             raise click.UsageError(str(e), ctx) from None
 
 
-@cli.group(cls=_SimulateGroup)
-def simulate() -> None:
-    """Simulate one kernel: `tilesim simulate <family> --<knob> VALUE ...` (`tilesim families`)."""
+@cli.group(cls=_SimulateGroup, invoke_without_command=True)
+@click.option("--cu", "cu", default=None, metavar="FILE",
+              help="your own CUDA file: compile it with nvcc (no GPU) and simulate --program with its figures")
+@click.option("--kernel", "kernel", default=None, metavar="NAME", help="the kernel of --cu to read")
+@click.option("--program", "program", default=None, metavar="FILE.py",
+              help="the kernel's tile program: a Python file defining PROGRAM or program()")
+@click.option("--hardware", "cu_hardware", default="h200", show_default=True, help="GPU, with --cu")
+@click.option("--json", "cu_json", is_flag=True, help="with --cu: print result.to_dict() as JSON only")
+@click.option("--exact", "cu_exact", is_flag=True, help="with --cu: simulate every step")
+@click.pass_context
+def simulate(ctx, cu, kernel, program, cu_hardware, cu_json, cu_exact) -> None:
+    """Simulate one kernel: `tilesim simulate <family> --<knob> VALUE ...` (`tilesim families`), or
+    your own: `tilesim simulate --cu FILE --kernel NAME --program PROGRAM.py`."""
+    given = [o for o, v in (("--cu", cu), ("--kernel", kernel), ("--program", program)) if v is not None]
+    if ctx.invoked_subcommand is not None:
+        if given or cu_json or cu_exact or cu_hardware != "h200":
+            fail(f"{', '.join(given) or 'these options'} go without a family (`tilesim simulate --cu FILE "
+                 "--kernel NAME --program FILE`); a family's options come after its name")
+        return
+    if not given:
+        click.echo(ctx.get_help())
+        return
+    missing = [o for o in ("--cu", "--kernel", "--program") if o not in given]
+    if missing:
+        fail(f"{', '.join(missing)} missing: your own kernel needs --cu FILE --kernel NAME --program FILE")
+    from tilesim.cli.compiled import simulate_cu
+
+    def report(prog, result, notes):
+        _print_report(console(), None, None, tilesim.resolve_hardware(cu_hardware), result, (prog,), notes)
+
+    try:
+        simulate_cu(cu, kernel, program, cu_hardware, cu_json, cu_exact, report)
+    except ValueError as e:
+        fail(str(e))
 
 
 def _check_choices(fam: registry.KernelFamily, cfg) -> None:
@@ -203,10 +235,14 @@ def _check_compile_target(hw) -> None:
         raise ValueError(str(e)) from None
 
 
-def _compiled_config(fam, cfg, hw, as_json: bool):
+def _compiled_programs(fam, cfg, hw, as_json: bool):
     """``cfg`` with ``regs_per_thread`` set to what nvcc allocates for its kernels (the maximum over
-    the kernels it launches), compiled for ``hw``'s architecture; prints one line saying so (on
-    stderr under ``--json``). Errors (no nvcc, nvcc fails, Apple GPU, no CUDA source) are one line."""
+    the kernels it launches), compiled for ``hw``'s architecture, and its programs informed by the
+    compile (:func:`tilesim.cli.compiled.inform`: static shared memory, and the SASS k-loop's
+    integer overhead when the configuration launches one kernel). Prints what it used (on stderr
+    under ``--json``). Returns ``(cfg, programs, notes)``. Errors (no nvcc, nvcc fails, Apple GPU,
+    no CUDA source) are one line."""
+    from tilesim.cli.compiled import inform
     from validation.harness import compile as nvcc  # the CLI may import validation, lazily
 
     try:
@@ -218,13 +254,22 @@ def _compiled_config(fam, cfg, hw, as_json: bool):
         res = nvcc.compiled_resources(fam.name, cfg, arch)
     except nvcc.CompileError as e:
         raise ValueError(str(e)) from None
-    estimate = max(p.launch.regs_per_thread for p in tilesim.lower(cfg))
+    estimates = tilesim.lower(cfg)  # the program as the model estimates it (cfg has no register count yet)
+    cfg = dataclasses.replace(cfg, regs_per_thread=res["regs_per_thread"])
+    if len(estimates) == 1 and len(res["kernels"]) == 1:
+        program, notes = inform(estimates[0], {**res, "loop_mix": next(iter(res["kernels"].values()))["loop_mix"]},
+                                err=as_json)
+        return cfg, (program,), notes
+    # several kernels: the maximum register count for every launch, as before; no per-kernel mix
+    estimate = max(p.launch.regs_per_thread for p in estimates)
     click.echo(f"registers: {res['regs_per_thread']} (nvcc {res['nvcc_version'].split(',')[0]}, {res['arch']}; "
-               f"the model's estimate was {estimate})", err=as_json)
+               f"the model's estimate was {estimate}; {len(res['kernels'])} kernels: their SASS loop mix "
+               "and static shared memory are not used)", err=as_json)
     if res["spill_store_bytes"] or res["spill_load_bytes"]:
-        click.echo(f"spills: {res['spill_store_bytes']} B stored, {res['spill_load_bytes']} B loaded per thread "
-                   f"({res['local_bytes']} B stack frame; the model does not charge them)", err=as_json)
-    return dataclasses.replace(cfg, regs_per_thread=res["regs_per_thread"])
+        click.echo(f"warning: spills: {res['spill_store_bytes']} B stored, {res['spill_load_bytes']} B loaded per "
+                   f"thread ({res['local_bytes']} B stack frame); the model does not charge local-memory traffic",
+                   err=as_json)
+    return cfg, tilesim.lower(cfg), {}
 
 
 def _simulate(fam, values: dict, hardware: str, as_json: bool, timeline_png, exact: bool,
@@ -234,6 +279,7 @@ def _simulate(fam, values: dict, hardware: str, as_json: bool, timeline_png, exa
         fail(f"{fam.name}: missing {', '.join('--' + m.replace('_', '-') for m in missing)} "
               f"(no default; `tilesim families {fam.name}` lists the knobs)")
     check_output(timeline_png, "--timeline")
+    notes: dict = {}
     try:
         hw = tilesim.resolve_hardware(hardware)
         if compile_:
@@ -241,11 +287,12 @@ def _simulate(fam, values: dict, hardware: str, as_json: bool, timeline_png, exa
         cfg, filled = _config_with_working_defaults(fam, values, hw)
         if filled:
             click.echo(f"note: {filled}", err=True)
+        kernel = cfg
         if compile_:
-            cfg = _compiled_config(fam, cfg, hw, as_json)
+            cfg, kernel, notes = _compiled_programs(fam, cfg, hw, as_json)
             fam.check_fits(cfg, hw)
-        result = tilesim.simulate(cfg, hw, timeline=timeline_png is not None, steady_state=not exact)
-        programs = () if as_json else tilesim.lower(cfg)
+        result = tilesim.simulate(kernel, hw, timeline=timeline_png is not None, steady_state=not exact)
+        programs = () if as_json else tilesim.lower(kernel)
     except ValueError as e:
         fail(str(e))
     if timeline_png is not None:
@@ -256,14 +303,20 @@ def _simulate(fam, values: dict, hardware: str, as_json: bool, timeline_png, exa
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))
         return
-    _print_report(console(), fam, cfg, hw, result, programs)
+    _print_report(console(), fam, cfg, hw, result, programs, notes)
 
 
-def _print_report(con: Console, fam, cfg, hw, r, programs) -> None:
-    size = " x ".join(f"{f}={getattr(cfg, f)}" for f in fam.problem_fields)
-    con.print(f"[bold]{escape(fam.full_label(cfg))}[/bold]  {fam.name} {escape(size)} on "
-              f"{escape(hw.display_name)}" + (" (calibrated)" if hw.calibrated else ""))
-    counts = fam.counts(cfg)
+def _print_report(con: Console, fam, cfg, hw, r, programs, notes=None) -> None:
+    """The human report; ``fam`` and ``cfg`` are None for a hand-written program (``--cu``)."""
+    if fam is None:
+        con.print(f"[bold]{escape(programs[0].name)}[/bold]  your tile program on {escape(hw.display_name)}"
+                  + (" (calibrated)" if hw.calibrated else ""))
+        counts = {"min_hbm_bytes": sum(p.min_hbm_bytes for p in programs)}
+    else:
+        size = " x ".join(f"{f}={getattr(cfg, f)}" for f in fam.problem_fields)
+        con.print(f"[bold]{escape(fam.full_label(cfg))}[/bold]  {fam.name} {escape(size)} on "
+                  f"{escape(hw.display_name)}" + (" (calibrated)" if hw.calibrated else ""))
+        counts = fam.counts(cfg)
     summary = Table(show_header=False, box=None, pad_edge=False)
     summary.add_column(style="bold")
     summary.add_column()
@@ -323,6 +376,10 @@ def _print_report(con: Console, fam, cfg, hw, r, programs) -> None:
     tr.add_row("issue", "warp instructions", fmt_count(t.instructions))
     tr.add_row("issue", "of which FFMA", fmt_count(t.ffma))
     con.print(tr)
+    if notes and notes.get("mix"):
+        from tilesim.cli.compiled import mix_table
+
+        con.print(mix_table(notes["mix"]))
 
 
 # ----------------------------------------------------------------------------------------------

@@ -16,8 +16,10 @@ Caveat: the recorded H200 results read their registers from CuPy's NVRTC (``kern
 whose register allocation may differ from the offline ``nvcc`` of the same release
 (``tests/test_compile_path.py`` counts how often they agree on the recorded suites).
 
-Out of scope here (issue #10, later): the inner loop's instruction mix from the SASS, and a user's own
-``.cu`` file given with a kernel name and a tile program.
+When ``nvdisasm`` (or ``cuobjdump``) is on the PATH the cubin is also disassembled and each entry
+function gets ``loop_mix``: its k-loop's instruction mix (:mod:`validation.harness.sass`); without
+one, ``sass_missing`` says which tools are missing and everything else still works.
+:func:`compile_file` does the same for a user's own ``.cu`` file and one kernel of it.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from pathlib import Path
 #: H200/H100 compute capability 9.0, A100 8.0)
 ARCH_BY_HARDWARE = {"h200": "sm_90", "h100_sxm": "sm_90", "a100_sxm4": "sm_80"}
 NVCC_TIMEOUT_S = 300
-_CACHE_VERSION = 1
+_CACHE_VERSION = 2  # 2: the SASS loop mix
 
 _ENTRY = re.compile(r"Compiling entry function '([^']+)' for '([^']+)'")
 _FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
@@ -130,10 +132,16 @@ def compile_source(code: str, options=(), arch: str = "sm_90", *, label: str = "
     ``nvcc_version``, ``arch`` and ``cached`` (read from the cache)."""
     if not re.fullmatch(r"sm_\d+a?", arch):
         raise CompileError(f"arch = {arch!r}: must look like sm_90 or sm_90a")
+    from validation.harness import sass
+
     nvcc = nvcc_path()
     version = _nvcc_version(nvcc)
     options = tuple(options)
-    key = hashlib.sha256(json.dumps([_CACHE_VERSION, code, options, arch, version]).encode()).hexdigest()
+    try:
+        sass_tool, sass_missing = Path(sass.disassembler()[0]).name, ""
+    except sass.SassUnavailable as e:
+        sass_tool, sass_missing = None, str(e)
+    key = hashlib.sha256(json.dumps([_CACHE_VERSION, code, options, arch, version, sass_tool]).encode()).hexdigest()
     cached = cache_dir() / f"{key}.json"
     if use_cache and cached.is_file():
         try:
@@ -151,6 +159,12 @@ def compile_source(code: str, options=(), arch: str = "sm_90", *, label: str = "
             raise CompileError(f"nvcc took over {NVCC_TIMEOUT_S} s on {label} ({arch})") from None
         except OSError as e:
             raise CompileError(f"nvcc could not run on {label} ({arch}): {e}") from None
+        mixes = {}
+        if r.returncode == 0 and sass_tool:
+            try:
+                mixes = sass.function_mixes(sass.disassemble(str(Path(tmp) / "kernel.cubin")))
+            except sass.SassUnavailable as e:
+                sass_tool, sass_missing = None, str(e)
     if r.returncode != 0:
         errors = [ln.strip() for ln in (r.stderr + r.stdout).splitlines() if "error" in ln.lower()]
         first = errors[0] if errors else (r.stderr.strip().splitlines() or [f"exit status {r.returncode}"])[-1]
@@ -160,9 +174,11 @@ def compile_source(code: str, options=(), arch: str = "sm_90", *, label: str = "
     if not kernels:
         raise CompileError(f"nvcc {version} compiled no kernel for {label} ({arch}): no entry function in "
                            "ptxas's report")
+    for name, k in kernels.items():
+        k["loop_mix"] = mixes.get(name)
     fields = ("regs_per_thread", "local_bytes", "spill_store_bytes", "spill_load_bytes", "static_smem_bytes")
     out = {f: max(k[f] for k in kernels.values()) for f in fields}
-    out.update(kernels=kernels, nvcc_version=version, arch=arch)
+    out.update(kernels=kernels, nvcc_version=version, arch=arch, sass_tool=sass_tool, sass_missing=sass_missing)
     if use_cache:
         try:
             cached.parent.mkdir(parents=True, exist_ok=True)
@@ -178,8 +194,9 @@ def compile_source(code: str, options=(), arch: str = "sm_90", *, label: str = "
 def compiled_resources(family: str, config, arch: str = "sm_90", *, use_cache: bool = True) -> dict:
     """What nvcc allocates for the kernels ``config`` launches, compiled for ``arch`` (no GPU):
     ``regs_per_thread``, ``local_bytes``, ``spill_store_bytes``, ``spill_load_bytes`` and
-    ``static_smem_bytes`` (each the maximum over the kernels), ``kernels`` (per entry function),
-    ``nvcc_version``, ``arch``, ``cached``.
+    ``static_smem_bytes`` (each the maximum over the kernels), ``kernels`` (per entry function, with
+    its ``loop_mix``: the SASS k-loop's instruction mix, or None), ``nvcc_version``, ``arch``,
+    ``sass_tool`` (the disassembler used, or None) and ``sass_missing`` (why not), ``cached``.
 
     The source is the family runner's ``kernel_source(config)``. Raises :class:`CompileError`
     (one line) when nvcc is missing or fails, ``ValueError`` when the family has no runner or the
@@ -193,6 +210,37 @@ def compiled_resources(family: str, config, arch: str = "sm_90", *, use_cache: b
     src = runner.kernel_source(config)
     label = ", ".join(src.name_expressions) or family
     return compile_source(src.code, src.options, arch, label=label, use_cache=use_cache)
+
+
+def find_kernel(kernels: dict, name: str) -> str:
+    """The entry function of ``kernels`` (ptxas's names, mangled for C++) that is the kernel ``name``:
+    the same name (``extern "C"``), or a mangled ``_Z<len><name>...`` (a free function or template
+    instance; the first in order when several instances match). ``ValueError`` lists them otherwise."""
+    if name in kernels:
+        return name
+    prefix = f"_Z{len(name)}{name}"
+    matches = [k for k in kernels if k.startswith(prefix)]
+    if not matches:
+        raise ValueError(f"--kernel {name}: no such kernel; the file's kernels: {', '.join(kernels)}")
+    return matches[0]
+
+
+def compile_file(path, kernel: str, arch: str = "sm_90", options=("--std=c++17",), *,
+                 use_cache: bool = True) -> dict:
+    """A user's own ``.cu`` file compiled for ``arch`` (no GPU): :func:`compile_source`'s figures for
+    the one entry function ``kernel`` names (see :func:`find_kernel`), with ``kernel`` (its ptxas name),
+    ``loop_mix``, ``nvcc_version``, ``arch``, ``sass_tool``/``sass_missing`` and ``cached``. The file is
+    compiled from its own folder, so its relative ``#include`` s work."""
+    path = Path(path)
+    try:
+        code = path.read_text()
+    except OSError as e:
+        raise ValueError(f"--cu {path}: cannot read it ({e.strerror or e})") from None
+    opts = (*tuple(options), f"-I{path.resolve().parent}")
+    res = compile_source(code, opts, arch, label=path.name, use_cache=use_cache)
+    name = find_kernel(res["kernels"], kernel)
+    return {**res["kernels"][name], "kernel": name, "nvcc_version": res["nvcc_version"], "arch": res["arch"],
+            "sass_tool": res["sass_tool"], "sass_missing": res["sass_missing"], "cached": res["cached"]}
 
 
 # ----- nvcc against the recorded (NVRTC) counts ----------------------------------------------------------
