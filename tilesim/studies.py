@@ -196,7 +196,8 @@ def naive_vs_tiled(hw: HardwareSpec, shape=SEED_SHAPE, measured: Measured | None
                                                    "compulsory_hbm_bytes": rows[0]["compulsory_hbm_bytes"]})
     nv = rows[1]
     tiled = rows[2:len(NAIVE_VS_TILED)]
-    best = min((r for r in tiled if r["pred_time_s"]), key=lambda r: r["pred_time_s"])
+    best = min((r for r in tiled if r["pred_time_s"]), key=lambda r: r["pred_time_s"],
+               default={"label": "none launches", "pred_time_s": None, "meas_time_s": None})
     summary = [
         f"naive reads {naive_reads:,} elements: {naive_reads / 1e9:.1f} GB at one byte each "
         f"(the document: 137 GB), {naive_reads / SEED_HBM_BYTES_PER_S * 1e3:.1f} ms at 3.35 TB/s "
@@ -311,7 +312,7 @@ def tradeoff(hw: HardwareSpec, shape=SEED_SHAPE, measured: Measured | None = Non
                 "limits_broken": broken,
             })
     ok = [r for r in rows if r["pred_time_s"]]
-    best = min(ok, key=lambda r: r["pred_time_s"])
+    best = min(ok, key=lambda r: r["pred_time_s"], default={"label": "none launches", "pred_time_s": None})
     summary = [f"{r['label']}: " + (r["limits_broken"] if r["limits_broken"] else
                f"{r['smem_per_block_bytes'] / 1024:g} KiB, {r['regs_per_thread']} regs, "
                f"{r['blocks_per_sm']} blocks/SM ({r['occupancy_limiter']}), R = {r['reuse']:g}, "
@@ -366,7 +367,8 @@ def double_buffering(hw: HardwareSpec, shape=SEED_SHAPE, measured: Measured | No
         rs = [r for r in rows if r["tiling"] == tiling]
         summary.append(f"{tiling}: " + ", ".join(
             f"{r['pipeline']}{r['stages'] if r['pipeline'] == 'cp_async' else ''} "
-            f"{_fmt_ms(r['pred_time_s'])}" + (f" ({r['pred_gain']:+.0%})" if r['pipeline'] != "none" else "")
+            + (r["limits_broken"] or _fmt_ms(r["pred_time_s"]))
+            + (f" ({r['pred_gain']:+.0%})" if r["pipeline"] != "none" and r["pred_gain"] is not None else "")
             + (f" [measured {_fmt_ms(r['meas_time_s'])}"
                + (f" {r['meas_gain']:+.0%}]" if r["pipeline"] != "none" and r["meas_gain"] is not None else "]")
                if r["meas_time_s"] else "") for r in rs))

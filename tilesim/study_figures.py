@@ -14,6 +14,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import math  # noqa: E402
+import textwrap  # noqa: E402
 
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
@@ -121,9 +122,10 @@ def reuse_figure(result) -> Figure:
         ax.annotate(r["tile"], (x, _nan(r["analytic_reuse"])), textcoords="offset points", xytext=(6, -12),
                     fontsize=7)
         if r["limits_broken"]:
-            ax.annotate(f"{r['tile']} not simulated:\n{r['limits_broken']}", (x, r["analytic_reuse"]),
-                        textcoords="offset points", xytext=(-150, 25), fontsize=7, color=C_HBM,
-                        arrowprops=dict(arrowstyle="->", color=C_HBM, lw=0.8))
+            note = ax.annotate("\n".join(textwrap.wrap(f"{r['tile']} not simulated: {r['limits_broken']}", 40)),
+                               (x, r["analytic_reuse"]), textcoords="offset points", xytext=(-150, 25),
+                               fontsize=7, color=C_HBM, arrowprops=dict(arrowstyle="->", color=C_HBM, lw=0.8))
+            note.set_in_layout(False)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
     ax.set_xlim(lo, hi)
@@ -281,8 +283,10 @@ def register_tiling_figure(result) -> Figure:
               markeredgecolor="black")
     for y, r in zip(ys, rows, strict=True):
         if r["limits_broken"]:
-            ax_t.annotate(f"does not launch: {r['limits_broken']}", (0.02, y), xycoords=("axes fraction", "data"),
-                          va="center", fontsize=7, color=C_HBM)
+            note = ax_t.annotate("\n".join(textwrap.wrap(f"does not launch: {r['limits_broken']}", 70)),
+                                 (0.02, y), xycoords=("axes fraction", "data"), va="center", fontsize=7,
+                                 color=C_HBM)
+            note.set_in_layout(False)
     ax_t.set_xlabel("time (ms)")
     ax_t.set_title("time", fontsize=9)
     labels = [f"{r['label']}\n{r['threads']} threads, {r['thread_tile']} per thread, {r['regs_per_thread']} regs"
