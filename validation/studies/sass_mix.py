@@ -13,8 +13,13 @@ not math, memory or barrier; the family estimates it as ``OTHER_FIXED_PER_WARP_S
 factor (model k-steps per SASS loop iteration, from the FFMA counts: 2 for the naive kernels, whose
 k-loop nvcc unrolls 16 times against the model's 8-wide step), registers and spills.
 
-``python -m validation.studies.sass_mix`` (about 1 minute on 2 cores; the compiles are cached in the
+``python -m validation.studies.sass_mix`` (about 20 s on 2 cores; the compiles are cached in the
 user's cache, see ``validation.harness.compile.cache_dir``). Prints a summary.
+
+``--times`` also predicts every measured row of the suite twice, with the recorded (NVRTC) register
+counts as the accuracy report's informed mode does: with the family's integer estimate and with the
+SASS count in its place, and prints both errors against the measured medians (the measured times
+are read, never changed, and nothing is fitted to them); it writes ``sass_mix_times.csv`` beside.
 """
 
 from __future__ import annotations
@@ -83,7 +88,36 @@ def row_for(label: str, cfg, compiled: dict) -> dict:
     return row
 
 
+def time_rows(compiled: dict) -> list[dict]:
+    """Per measured row: the measured median and the two informed predictions (see ``--times``)."""
+    import dataclasses
+
+    out = []
+    for row in rows.read_rows(RESULTS / "gemm" / "times.csv"):
+        if row.get("status") != "ok" or row["label"] not in compiled:
+            continue
+        cfg = report.config_from_row("gemm", row)
+        if row.get("regs_per_thread"):
+            cfg = dataclasses.replace(cfg, regs_per_thread=int(float(row["regs_per_thread"])))
+        program = tilesim.lower(cfg)[0]
+        (k,) = compiled[row["label"]]["kernels"].values()
+        informed = sass.apply_loop_mix(program, k["loop_mix"])[0] if k["loop_mix"] else program
+        measured = float(row["median_s"])
+        est, sas = (tilesim.simulate(p, "h200").time_s for p in (program, informed))
+        out.append({"label": row["label"], "size": f"{cfg.m}x{cfg.n}x{cfg.k}", "measured_s": measured,
+                    "predicted_estimate_s": est, "predicted_sass_s": sas,
+                    "error_estimate": round(est / measured - 1, 5), "error_sass": round(sas / measured - 1, 5)})
+    return out
+
+
+def _errors(out: list[dict], key: str) -> str:
+    errs = [r[key] for r in out]
+    return (f"MAPE {100 * statistics.mean(abs(e) for e in errs):.1f}%, mean signed {100 * statistics.mean(errs):+.1f}%, "
+            f"max {100 * max(abs(e) for e in errs):.1f}%")
+
+
 def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
         version = nvcc.nvcc_version()
         tool = sass.disassembler()
@@ -116,6 +150,19 @@ def main(argv=None) -> int:
         print(f"staged kernels: SASS/model integer overhead median {statistics.median(ratios):.2f}, "
               f"range {min(ratios):.2f}-{max(ratios):.2f}; FFMA equal in "
               f"{sum(r['sass_FFMA'] == r['model_FFMA'] for r in staged)}/{len(staged)}")
+    if "--times" in argv:
+        t = time_rows({label: c for (label, _), c in zip(configs, compiled, strict=True)})
+        path = OUT.with_name("sass_mix_times.csv")
+        with path.open("w", newline="") as f:
+            f.write("# Predictions (tilesim, informed by the recorded NVRTC registers) against the recorded H200 "
+                    "medians, with the GEMM family's integer estimate and with the SASS k-loop's count "
+                    f"(nvcc {version}). Written by python -m validation.studies.sass_mix --times\n")
+            w = csv.DictWriter(f, fieldnames=list(t[0]))
+            w.writeheader()
+            w.writerows(t)
+        print(f"wrote {path.relative_to(RESULTS.parents[1])}: {len(t)} measured rows")
+        print(f"  family's integer estimate: {_errors(t, 'error_estimate')}")
+        print(f"  SASS integer count:        {_errors(t, 'error_sass')}")
     return 0
 
 
