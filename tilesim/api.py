@@ -46,16 +46,24 @@ def lower(kernel, hardware: str | HardwareSpec | None = None) -> tuple[TileProgr
 
 
 def simulate(kernel, hardware: str | HardwareSpec = "h200", *, timeline: bool = False,
-             steady_state: bool = True) -> SimResult:
+             steady_state: bool = True, on_progress=None) -> SimResult:
     """Predict the time and the traffic per level of ``kernel`` on ``hardware``.
 
     ``kernel`` is a family configuration (e.g. :class:`~tilesim.kernels.gemm.config.GemmConfig`), a
     hand-written :class:`~tilesim.program.TileProgram`, or a tuple of programs launched in turn. Invalid input raises ``ValueError``
     naming the field before anything runs. ``steady_state=False`` steps every k-step instead of
-    holding settled phases (slower, the reference).
+    holding settled phases (slower, the reference). ``on_progress(fraction)``, when given, is called
+    as the simulation advances (fraction of the block steps of all launches done, 0 to 1).
     """
     hw = resolve_hardware(hardware)
-    results = [simulate_program(p, hw, timeline=timeline, steady_state=steady_state) for p in lower(kernel, hw)]
+    programs = lower(kernel, hw)
+    results = []
+    for i, p in enumerate(programs):
+        each = None
+        if on_progress is not None:
+            def each(f, i=i):
+                on_progress((i + f) / len(programs))
+        results.append(simulate_program(p, hw, timeline=timeline, steady_state=steady_state, on_progress=each))
     return results[0] if len(results) == 1 else combine(results)
 
 
@@ -71,4 +79,4 @@ def combine(results: list[SimResult]) -> SimResult:
     return replace(longest, kernel="+".join(r.kernel for r in results), time_s=total_s, utilization=util,
                    traffic=type(first.traffic)(**traffic), flops=sum(r.flops for r in results),
                    roofline_s=sum(r.roofline_s for r in results), events=sum(r.events for r in results),
-                   timeline=None)
+                   timeline=None, loads=None)

@@ -37,13 +37,22 @@ BOUND_COLORS = {
 }
 """Bar colour per bound resource (others fall back to black)."""
 
-KIND_COLORS = {"load_wait": "#d62728", "compute": "#1f77b4", "steady": "#2ca02c", "epilogue": "#ff7f0e"}
-"""Colour per timeline interval kind."""
+KIND_COLORS = {"load_wait": "#d62728", "compute": "#1f77b4", "steady": "#2ca02c", "epilogue": "#ff7f0e",
+               "barrier": "#9467bd", "dependency": "#17becf", "loads": "#7f7f7f"}
+"""Colour per timeline interval kind (and per part of a step: barrier, dependency)."""
 
 KIND_WORDS = {"load_wait": "waiting for loads (nothing to compute until they arrive)",
-              "compute": "computing (math, shared-memory reads; the next loads may be in flight)",
-              "epilogue": "writing results"}
+              "compute": "computing (math and shared-memory reads)",
+              "barrier": "storing tiles to shared memory, waiting at the barrier",
+              "dependency": "waiting on a dependency chain (results the next instructions need)",
+              "epilogue": "writing results",
+              "loads": "loads in flight: a line per step's loads, from issue to arrival"}
 """What a timeline interval kind means, in the legend's words ("steady" holds get their own line)."""
+
+PART_KINDS = {"barrier": "barrier", "math": "compute", "dependency": "dependency", "stores": "epilogue"}
+"""The colour (kind) of each part of a step (:attr:`~tilesim.result.Interval.parts`)."""
+
+LOAD_WORDS = {"loads": "global loads", "cp.async": "cp.async copies", "tma": "TMA copies"}
 
 PHASE_COLORS = ("#c7c7c7", "#f7b6d2", "#dbdb8d", "#9edae5", "#c49c94", "#ffbb78")
 """Colour of the thin phase strip under each slot, by the order phases first appear."""
@@ -169,81 +178,230 @@ def _zoom_window(timeline) -> tuple[float, float]:
     return lo, min(t_end, lo + 12 * step)
 
 
-def _draw_slots(ax, timeline, slots, phases, window=None) -> None:
-    """Per slot, its stepped spans as bars, its settled holds as hatched bands with a tick per
-    period (where the ticks are at least 3 pixels apart), and a thin phase strip beneath."""
+def _hold_pattern(hold, spans, loads) -> tuple[list, list]:
+    """What a settled hold repeats: the spans and loads of its slot in the period before it (the last
+    stepped period), as (kind, offset_s, length_s, warp_group) relative to the period's start."""
+    t0, t1 = hold.start_s - hold.period_s, hold.start_s
+
+    def clip(ivs):
+        return [(iv, max(iv.start_s, t0) - t0, min(iv.end_s, t1) - max(iv.start_s, t0))
+                for iv in ivs if iv.slot == hold.slot and iv.end_s > t0 and iv.start_s < t1 and iv is not hold]
+    return clip(spans), clip(loads)
+
+
+def _period_seconds(hold, spans, depth: int = 3) -> dict[str, float]:
+    """Seconds per period of a settled hold spent on each activity, in words: from the period before
+    it, a settled run inside that period counted by its own period's mix (``depth`` levels)."""
+    pattern, _ = _hold_pattern(hold, spans, ())
+    share: dict[str, float] = {}
+    for iv, _off, length in pattern:
+        if iv.kind == "load_wait":
+            share["waiting for loads"] = share.get("waiting for loads", 0.0) + length
+        elif iv.kind == "compute":
+            parts = iv.parts or (("math", iv.end_s - iv.start_s),)
+            if iv.phase == "epilogue":
+                parts = (("stores", iv.end_s - iv.start_s),)
+            scale = length / max(sum(x for _, x in parts), 1e-30)
+            for part, x in parts:
+                word = {"math": "computing", "barrier": "at the barrier", "dependency": "on dependencies",
+                        "stores": "writing"}[part]
+                share[word] = share.get(word, 0.0) + x * scale
+        elif iv.kind == "steady" and iv.period_s > 0 and depth > 0:
+            inner = _period_seconds(iv, spans, depth - 1)
+            scale = length / max(sum(inner.values()), 1e-30)
+            for word, x in inner.items():
+                share[word] = share.get(word, 0.0) + x * scale
+    return share
+
+
+def _hold_mix(hold, spans) -> str:
+    """A hold's period in words: the shares of its time waiting for loads, computing and so on."""
+    share = _period_seconds(hold, spans)
+    total = sum(share.values())
+    if total <= 0:
+        return ""
+    return ", ".join(f"{100 * v / total:.0f}% {k}" for k, v in sorted(share.items(), key=lambda kv: -kv[1])
+                     if v >= 0.005 * total)
+
+
+def _step_bars(ax, iv, y, h, t_off=0.0, alpha=1.0) -> None:
+    """One stepped span: waiting for loads, or a step's parts (barrier, math, dependency, stores)."""
+    x = (iv.start_s + t_off) * 1e6
+    if iv.kind == "load_wait":
+        ax.broken_barh([(x, (iv.end_s - iv.start_s) * 1e6)], (y, h), facecolors=KIND_COLORS["load_wait"],
+                       edgecolor="none", alpha=alpha)
+        return
+    if iv.phase == "epilogue" or not iv.parts:
+        color = KIND_COLORS["epilogue" if iv.phase == "epilogue" else "compute"]
+        ax.broken_barh([(x, (iv.end_s - iv.start_s) * 1e6)], (y, h), facecolors=color, edgecolor="none",
+                       alpha=alpha)
+        return
+    for part, s in iv.parts:
+        ax.broken_barh([(x, s * 1e6)], (y, h), facecolors=KIND_COLORS[PART_KINDS[part]], edgecolor="none",
+                       alpha=alpha)
+        x += s * 1e6
+
+
+def _load_lines(ax, flights, y0, t_off=0.0, alpha=1.0) -> None:
+    """Loads in flight as thin lines above a track, one level per load outstanding at once."""
+    ends: list[float] = []
+    for start, end in sorted(flights):
+        level = next((j for j, e in enumerate(ends) if e <= start), len(ends))
+        if level == len(ends):
+            ends.append(end)
+        else:
+            ends[level] = end
+        y = y0 + 0.05 * min(level, 3)
+        ax.hlines(y, (start + t_off) * 1e6, (end + t_off) * 1e6, color=KIND_COLORS["loads"], lw=1.2, alpha=alpha)
+
+
+def _tracks(timeline, per_group: bool) -> list[tuple[int, int]]:
+    """(slot, warp group) per track: every warp group when ``per_group``, else one track per slot."""
+    if per_group:
+        return sorted({(iv.slot, iv.warp_group) for iv in timeline if iv.kind != "steady"}
+                      | {(iv.slot, 0) for iv in timeline})
+    return sorted({(iv.slot, 0) for iv in timeline})
+
+
+def _draw_slots(ax, timeline, tracks, phases, window=None, loads=(), zoom=False) -> None:
+    """Per track (a block slot, or a warp group of one), its stepped spans as bars split into their
+    parts, its loads in flight as thin lines above it, its settled holds as hatched bands with a tick
+    per period (where the ticks are at least 3 pixels apart) and, in the zoom, the hold's period
+    repeated faintly inside it; a thin phase strip beneath each track."""
     lo, hi = window if window else (0.0, max(iv.end_s for iv in timeline))
     ax.set_xlim(lo * 1e6, hi * 1e6)
     width_px = ax.figure.get_figwidth() * ax.figure.dpi * 0.85
     px_per_s = width_px / max(hi - lo, 1e-30)
-    for slot in slots:
-        mine = [iv for iv in timeline if iv.slot == slot and iv.end_s > lo and iv.start_s < hi]
-        for kind in ("load_wait", "compute"):
-            for epi in (False, True):
-                spans = [(iv.start_s * 1e6, (iv.end_s - iv.start_s) * 1e6) for iv in mine
-                         if iv.kind == kind and (iv.phase == "epilogue") == epi]
-                color = KIND_COLORS["epilogue" if epi else kind]
-                if spans:
-                    ax.broken_barh(spans, (slot - 0.3, 0.6), facecolors=color, edgecolor="none")
-        for iv in mine:
-            if iv.kind == "steady":
-                ax.broken_barh([(iv.start_s * 1e6, (iv.end_s - iv.start_s) * 1e6)], (slot - 0.3, 0.6),
-                               facecolors="#dff0d8", edgecolor=KIND_COLORS["steady"], hatch="///", lw=0.8)
-                if iv.period_s > 0 and iv.period_s * px_per_s >= 3:
-                    n0 = max(0, int((lo - iv.start_s) / iv.period_s))
-                    n1 = min(int(round(iv.repetitions)), int((hi - iv.start_s) / iv.period_s) + 1)
-                    ticks = [(iv.start_s + j * iv.period_s) * 1e6 for j in range(n0, n1 + 1)]
-                    ax.vlines(ticks, slot - 0.3, slot + 0.3, color=KIND_COLORS["steady"], lw=1.0)
-                shown = (min(iv.end_s, hi) - max(iv.start_s, lo)) * px_per_s
-                if iv.period_s > 0 and shown > 150:
-                    mid = (max(iv.start_s, lo) + min(iv.end_s, hi)) / 2 * 1e6
-                    ax.text(mid, slot, f"repeats every {_fmt_us(iv.period_s * 1e6)} × {iv.repetitions:.0f}",
-                            ha="center", va="center", fontsize=7,
-                            bbox={"facecolor": "white", "edgecolor": "none", "pad": 1, "alpha": 0.9})
+    per_group = len({g for _, g in tracks}) > 1
+    for row, (slot, group) in enumerate(tracks):
+        def mine(ivs, slot=slot, group=group):
+            return [iv for iv in ivs if iv.slot == slot and iv.end_s > lo and iv.start_s < hi
+                    and (iv.warp_group == group or iv.kind == "steady")]
+        spans = mine(timeline)
+        for iv in spans:
+            if iv.kind in ("load_wait", "compute"):
+                _step_bars(ax, iv, row - 0.25, 0.5)
+        _load_lines(ax, [(iv.start_s, iv.end_s) for iv in mine(loads)], row - 0.45)
+        for iv in spans:
+            if iv.kind != "steady":
+                continue
+            ax.broken_barh([(iv.start_s * 1e6, (iv.end_s - iv.start_s) * 1e6)], (row - 0.25, 0.5),
+                           facecolors="#dff0d8", edgecolor=KIND_COLORS["steady"], hatch="///", lw=0.8)
+            if iv.period_s > 0 and iv.period_s * px_per_s >= 3:
+                n0 = max(0, int((lo - iv.start_s) / iv.period_s))
+                n1 = min(int(round(iv.repetitions)), int((hi - iv.start_s) / iv.period_s) + 1)
+                if zoom and iv.period_s * px_per_s >= 12:  # the period it stands for, repeated faintly
+                    pattern, flights = _hold_pattern(iv, [s for s in timeline if s.warp_group == group
+                                                          and s.kind != "steady"],
+                                                     [f for f in loads if f.warp_group == group])
+                    for j in range(n0, min(n1, int(round(iv.repetitions)))):
+                        off = iv.start_s + j * iv.period_s - (iv.start_s - iv.period_s)
+                        for p, _o, _len in pattern:
+                            _step_bars(ax, p, row - 0.25, 0.5, t_off=off, alpha=0.35)
+                        _load_lines(ax, [(f.start_s, f.end_s) for f, _o, _len in flights], row - 0.45,
+                                    t_off=off, alpha=0.35)
+                ticks = [(iv.start_s + j * iv.period_s) * 1e6 for j in range(n0, n1 + 1)]
+                ax.vlines(ticks, row - 0.25, row + 0.25, color=KIND_COLORS["steady"], lw=1.0)
+            shown = (min(iv.end_s, hi) - max(iv.start_s, lo)) * px_per_s
+            if iv.period_s > 0 and shown > 150:
+                mid = (max(iv.start_s, lo) + min(iv.end_s, hi)) / 2 * 1e6
+                mix = _hold_mix(iv, timeline) if shown > 420 else ""
+                ax.text(mid, row, f"repeats every {_fmt_us(iv.period_s * 1e6)} × {iv.repetitions:.0f}"
+                        + (f": {mix}" if mix else ""), ha="center", va="center", fontsize=7,
+                        bbox={"facecolor": "white", "edgecolor": "none", "pad": 1, "alpha": 0.9})
         for phase in phases:
-            spans = [(iv.start_s * 1e6, (iv.end_s - iv.start_s) * 1e6) for iv in mine if iv.phase == phase]
-            if spans:
-                ax.broken_barh(spans, (slot - 0.45, 0.1), facecolors=phases[phase], edgecolor="none")
-    ax.set_yticks(slots, [f"block slot {s}" for s in slots], fontsize=8)
-    ax.set_ylim(min(slots) - 0.6, max(slots) + 0.6)
+            ph = [(iv.start_s * 1e6, (iv.end_s - iv.start_s) * 1e6) for iv in spans if iv.phase == phase]
+            if ph:
+                ax.broken_barh(ph, (row + 0.3, 0.1), facecolors=phases[phase], edgecolor="none")
+    names = [f"block slot {s}" + (f", warp group {g}" if per_group else "") for s, g in tracks]
+    ax.set_yticks(range(len(tracks)), names, fontsize=8)
+    ax.set_ylim(-0.6, len(tracks) - 0.4)
     ax.invert_yaxis()
     ax.set_xlabel("time since the kernel's launch (µs)")
     ax.grid(axis="x", alpha=0.3)
 
 
-def timeline_figure(result, *, kernel: str | None = None) -> Figure:
-    """Why a kernel is fast or slow: per resident block slot of the representative SM, when it
-    waits for its loads, when it computes, when it writes results, and which program phase it is
-    in; a settled run of steps that the engine held (rather than stepped) is a hatched band with a
-    tick per repetition of its period, labelled with the period.
+def loads_in_flight(loads, timeline, slot: int, lo: float, hi: float) -> tuple[list[float], list[int]]:
+    """Steps of loads of ``slot`` (all its warp groups) issued and not yet arrived, over [lo, hi]:
+    ``(times_s, counts)`` of a step function; inside a settled hold the loads of the period before it
+    repeat, as the hold stands for."""
+    flights = [(iv.start_s, iv.end_s) for iv in loads if iv.slot == slot]
+    for hold in (iv for iv in timeline if iv.kind == "steady" and iv.slot == slot and iv.period_s > 0):
+        if hold.end_s <= lo or hold.start_s >= hi:
+            continue
+        _, pattern = _hold_pattern(hold, (), [iv for iv in loads if iv.slot == slot])
+        n0 = max(0, int((lo - hold.start_s) / hold.period_s))
+        n1 = min(int(round(hold.repetitions)), int((hi - hold.start_s) / hold.period_s) + 1)
+        for j in range(n0, n1):
+            off = hold.start_s + j * hold.period_s - (hold.start_s - hold.period_s)
+            flights += [(f.start_s + off, min(f.end_s + off, hold.end_s)) for f, _o, _len in pattern]
+    edges = sorted({lo, hi, *(t for f in flights for t in f if lo < t < hi)})
+    counts = [sum(1 for a, b in flights if a <= t < b) for t in edges]
+    return edges, counts
 
-    Two panels: the whole kernel, and a zoom a dozen steps wide (around the first settled run,
-    where the last stepped steps and the repeating period are side by side). ``result`` is a
-    :class:`~tilesim.result.SimResult` simulated with ``timeline=True``; the title names
-    ``kernel`` (default ``result.kernel``; give the label with the problem size), the GPU and the
-    predicted time.
+
+def timeline_figure(result, *, kernel: str | None = None) -> Figure:
+    """Why a kernel is fast or slow: per resident block slot of the representative SM (per warp group
+    where a phase runs its warps as independent groups), when it waits for its loads, stores tiles to
+    shared memory and waits at the barrier, computes, waits on a dependency chain, writes results, and
+    which program phase it is in; its loads in flight as thin lines above each track (a line starting
+    while the track computes is double buffering at work). A settled run of steps that the engine held
+    (rather than stepped) is a hatched band with a tick per repetition of its period, labelled with the
+    period and what it is made of; in the zoom the period before it is drawn again, faintly, once per
+    repetition.
+
+    Three panels: the whole kernel; a zoom a dozen steps wide (around the first settled run, where the
+    last stepped steps and the repeating period are side by side); and the loads in flight per block
+    slot in that zoom. ``result`` is a :class:`~tilesim.result.SimResult` simulated with
+    ``timeline=True``; the title names ``kernel`` (default ``result.kernel``; give the label with the
+    problem size), the GPU and the predicted time.
     """
     timeline = getattr(result, "timeline", None)
     if timeline is None:
         raise ValueError("result.timeline is None: simulate with timeline=True")
     if not timeline:
         raise ValueError("result.timeline is empty: nothing to draw")
-    slots = sorted({iv.slot for iv in timeline})
+    loads = getattr(result, "loads", None) or ()
     phases = {p: PHASE_COLORS[i % len(PHASE_COLORS)]
               for i, p in enumerate(dict.fromkeys(iv.phase for iv in timeline if iv.phase))}
-    h = 0.9 + 0.42 * len(slots)
-    fig = Figure(figsize=(11, 2 * h + 2.2), layout="constrained")
-    ax_all, ax_zoom = fig.subplots(2, 1)
-    _draw_slots(ax_all, timeline, slots, phases)
+    slots_tracks = _tracks(timeline, per_group=False)
+    group_tracks = _tracks(timeline, per_group=True)
+    h_all, h_zoom = 0.9 + 0.42 * len(slots_tracks), 0.9 + 0.42 * len(group_tracks)
+    fig = Figure(figsize=(11, h_all + h_zoom + 2.0 + 2.4), layout="constrained")
+    ax_all, ax_zoom, ax_loads = fig.subplots(3, 1, height_ratios=[h_all, h_zoom, 1.5])
+    _draw_slots(ax_all, timeline, slots_tracks, phases, loads=loads)
     window = _zoom_window(timeline)
-    _draw_slots(ax_zoom, timeline, slots, phases, window)
+    _draw_slots(ax_zoom, timeline, group_tracks, phases, window, loads=loads, zoom=True)
     ax_all.axvspan(window[0] * 1e6, window[1] * 1e6, color="k", alpha=0.12, lw=0)
-    ax_zoom.set_title(f"zoom: {_fmt_us((window[1] - window[0]) * 1e6)} from {window[0] * 1e6:.4g} µs", fontsize=9)
+    ax_zoom.set_title(f"zoom: {_fmt_us((window[1] - window[0]) * 1e6)} from {window[0] * 1e6:.4g} µs "
+                      "(faint inside a settled run: the period it repeats)", fontsize=9)
+    top = 0
+    for slot, _ in slots_tracks:
+        t, n = loads_in_flight(loads, timeline, slot, *window)
+        ax_loads.step([x * 1e6 for x in t], n, where="post", lw=1.2, label=f"block slot {slot}")
+        top = max([top, *n])
+    ax_loads.set_xlim(window[0] * 1e6, window[1] * 1e6)
+    ax_loads.set_ylim(-0.2, top + 0.8)
+    ax_loads.set_ylabel("steps' loads\nin flight", fontsize=8)
+    ax_loads.set_xlabel("time since the kernel's launch (µs)")
+    kinds_sent = sorted({LOAD_WORDS.get(iv.kind, iv.kind) for iv in loads})
+    ax_loads.set_title("loads in flight in the zoom: steps whose loads are issued and not yet arrived"
+                       + (f" ({', '.join(kinds_sent)})" if kinds_sent else " (none)") + ", per block slot",
+                       fontsize=9)
+    ax_loads.grid(alpha=0.3)
+    if len(slots_tracks) > 1:
+        ax_loads.legend(fontsize=7, loc="upper right", ncols=min(4, len(slots_tracks)))
     kinds = {iv.kind for iv in timeline}
-    has_epi = any(iv.phase == "epilogue" for iv in timeline)
-    handles = [Patch(color=KIND_COLORS[k], label=KIND_WORDS[k]) for k in ("load_wait", "compute") if k in kinds]
+    used = {PART_KINDS[p] for iv in timeline for p, _ in iv.parts if iv.phase != "epilogue"}
+    has_epi = any(iv.phase == "epilogue" for iv in timeline) or "epilogue" in used
+    handles = [Patch(color=KIND_COLORS[k], label=KIND_WORDS[k]) for k in ("load_wait", "compute")
+               if k in kinds]
+    handles += [Patch(color=KIND_COLORS[k], label=KIND_WORDS[k]) for k in ("barrier", "dependency") if k in used]
     if has_epi:
         handles.append(Patch(color=KIND_COLORS["epilogue"], label=KIND_WORDS["epilogue"]))
+    if loads:
+        handles.append(Line2D([], [], color=KIND_COLORS["loads"], lw=1.2,
+                              label=KIND_WORDS["loads"] + f" ({', '.join(kinds_sent)})"))
     holds = [iv for iv in timeline if iv.kind == "steady" and iv.period_s > 0]
     if holds:
         periods = sorted(iv.period_s * 1e6 for iv in holds)
@@ -252,7 +410,7 @@ def timeline_figure(result, *, kernel: str | None = None) -> Figure:
         reps = sum(iv.repetitions for iv in holds)
         handles.append(Patch(facecolor="#dff0d8", edgecolor=KIND_COLORS["steady"], hatch="///",
                              label=f"settled: repeats every {per} (a tick per repetition; "
-                                   f"{reps:.0f} steps not simulated one by one)"))
+                                   f"{reps:.0f} repetitions not simulated one by one)"))
     handles += [Patch(color=c, label=f"phase: {p}") for p, c in phases.items()]
     fig.legend(handles=handles, loc="outside lower center", fontsize=8, ncols=2, frameon=False)
     hw = getattr(result, "hardware", "")

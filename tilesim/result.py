@@ -8,14 +8,24 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Interval:
-    """One span of a resident block slot on the representative SM (for timeline plots)."""
+    """One span of a resident block slot on the representative SM (for timeline plots).
+
+    In :attr:`SimResult.timeline` a slot's spans follow one another: ``kind`` is "load_wait" (waiting
+    for the step's loads), "compute" (the rest of the step: ``parts`` says how long it stored tiles to
+    shared memory and waited at the barrier, did its math, waited on its dependency chain, wrote its
+    stores) or "steady" (a held run of settled steps or block groups, standing for every warp group
+    of the slot). In :attr:`SimResult.loads` a span is one step's loads of a warp group, from issue to
+    arrival, overlapping the slot's other spans; ``kind`` says what they are: "loads" (global loads),
+    "cp.async" or "tma" copies."""
 
     slot: int
-    kind: str  # "load_wait", "compute", "steady" (a held run of settled steps)
+    kind: str
     start_s: float
     end_s: float
     phase: str = ""  # the program phase it belongs to
     period_s: float = 0.0  # a "steady" hold: the length of the settled step it repeats (0: not a hold)
+    warp_group: int = 0  # the warp group of the block (0 where the phase runs its warps as one)
+    parts: tuple = ()  # a "compute" span: ((part, seconds), ...) in order: barrier, math, dependency, stores
 
     @property
     def repetitions(self) -> float:
@@ -69,6 +79,7 @@ class SimResult:
     events: int  # simulated k-steps and epilogues (a measure of the engine's work)
     sm_clock_hz: float = 0.0  # the SM clock the kernel ran at (lower than the GPU's under tensor load)
     timeline: tuple[Interval, ...] | None = field(default=None, compare=False)
+    loads: tuple[Interval, ...] | None = field(default=None, compare=False)  # loads in flight (timeline=True)
 
     @property
     def tflops(self) -> float:
@@ -81,4 +92,5 @@ class SimResult:
         d["tflops"] = self.tflops
         if not with_timeline:
             d.pop("timeline")
+            d.pop("loads")
         return d

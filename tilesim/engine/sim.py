@@ -100,9 +100,10 @@ class _Tally:
 class _Lane:
     """A warp group's load pipeline: the completion times of loads issued ahead."""
 
-    __slots__ = ("pending", "issued", "missed", "l1", "l1_missed")
+    __slots__ = ("pending", "issued", "missed", "l1", "l1_missed", "group")
 
-    def __init__(self) -> None:
+    def __init__(self, group: int = 0) -> None:
+        self.group = group  # the warp group's index in its block (for the timeline)
         self.pending: deque = deque()
         self.issued = 0
         self.missed: dict = {}  # bytes missed per tile prefix in the current window
@@ -166,7 +167,7 @@ class Engine:
     """One simulation run. Build it, call :meth:`run`, read the returned :class:`SimResult`."""
 
     def __init__(self, program: TileProgram, hw: HardwareSpec, *, timeline: bool = False,
-                 steady_state: bool = True) -> None:
+                 steady_state: bool = True, on_progress=None) -> None:
         self.p = program
         self.hw = hw
         self.tol = STEADY_TOL if steady_state else -1.0
@@ -205,6 +206,11 @@ class Engine:
         self.events = 0
         self.want_timeline = timeline
         self.timeline: list[Interval] = []
+        self.loads: list[Interval] = []  # with the timeline: each step's loads, from issue to arrival
+        # on_progress(fraction done): called as block steps are simulated (or held), when given
+        self.on_progress = on_progress
+        self.units_total = max(1, program.launch.blocks * sum(pl.trips for pl in self.plans))
+        self.units_done = 0
         self._proj_cache: dict = {}
         self._prefix_ids: dict = {}  # (tensor, projection) -> the integer the L2 and L1 know it by
         # tensors whose tiles are looked up in L2 (loads, global atomics): only theirs are tracked
@@ -318,9 +324,22 @@ class Engine:
         return missed
 
     # ----- processes ----------------------------------------------------------------------------
-    def _record(self, slot: int, kind: str, t0: float, t1: float, phase: str = "", period_s: float = 0.0) -> None:
+    def _record(self, slot: int, kind: str, t0: float, t1: float, phase: str = "", period_s: float = 0.0,
+                warp_group: int = 0, parts: tuple = ()) -> None:
         if self.want_timeline and len(self.timeline) < MAX_TIMELINE and t1 > t0:
-            self.timeline.append(Interval(slot, kind, t0, t1, phase, period_s))
+            self.timeline.append(Interval(slot, kind, t0, t1, phase, period_s, warp_group, parts))
+
+    def _record_loads(self, pl: _Plan, slot: int, lane: _Lane, ready: float) -> None:
+        """With the timeline: one step's loads of a warp group, in flight from now until ``ready``."""
+        now = self.env.now
+        if len(self.loads) < MAX_TIMELINE and ready > now:
+            what = "tma" if pl.bulk else "cp.async" if any(ld.dest == "async" for ld in pl.loads) else "loads"
+            self.loads.append(Interval(slot, what, now, ready, pl.phase.name, 0.0, lane.group))
+
+    def _progress(self, units: int) -> None:
+        """``units`` more block steps simulated or held (see ``on_progress``)."""
+        self.units_done += units
+        self.on_progress(min(1.0, self.units_done / self.units_total))
 
     def _issue_loads(self, pl: _Plan, k: int, first: int, count: int, share: float, lane: _Lane | None,
                      tally: _Tally, l1_steps: dict) -> float:
@@ -409,19 +428,27 @@ class Engine:
                        ch["issue"].request(t0, (c.staging_instructions + c.barriers) * share))
             if done > env.now:
                 yield env.timeout(done - env.now)
+        staged = env.now
         groups = pl.math_groups
         if groups == 1:
             yield from self._math(pl, share)
         else:
             yield simpy.AllOf(env, [env.process(self._math(pl, share / groups)) for _ in range(groups)])
+        computed = env.now
         if env.now < t0 + pl.crit_s:
             yield env.timeout(t0 + pl.crit_s - env.now)
         v = tally.v
         it = pl.tally.v
         for key in ("issue", *MATH_PIPES, "tensor", "smem", "smem_bytes", "smem_ideal", "ffma"):
             v[key] += it[key] * share
+        waited = env.now
         if pl.stores or pl.atomics:
             yield from self._stores(pl, k, first, count, share, tally)
+        if self.want_timeline:  # the step's parts, in order, for the timeline
+            parts = (("barrier", staged - t0), ("math", computed - staged), ("dependency", waited - computed),
+                     ("stores", env.now - waited))
+            return tuple((what, s) for what, s in parts if s > 0)
+        return ()
 
     def _math(self, pl: _Plan, share: float):
         """One group of warps through the step's load-then-use rounds (a process)."""
@@ -508,17 +535,21 @@ class Engine:
         depth = pl.depth
         for i in range(start, start + steps):
             while lane.issued < min(n, i + depth):
-                lane.pending.append(self._issue_loads(pl, lane.issued, first, count, share,
-                                                      lane if lead else None, tally, lane.l1))
+                ready = self._issue_loads(pl, lane.issued, first, count, share, lane if lead else None, tally,
+                                          lane.l1)
+                lane.pending.append(ready)
+                if self.want_timeline:
+                    self._record_loads(pl, slot, lane, ready)
                 lane.issued += 1
             ready = lane.pending.popleft()
             t0 = env.now
             if ready > t0:
                 yield env.timeout(ready - t0)
-            self._record(slot, "load_wait", t0, env.now, pl.phase.name)
             t1 = env.now
-            yield from self._compute(pl, i, first, count, share, tally)
-            self._record(slot, "compute", t1, env.now, pl.phase.name)
+            parts = yield from self._compute(pl, i, first, count, share, tally)
+            if self.want_timeline:
+                self._record(slot, "load_wait", t0, t1, pl.phase.name, warp_group=lane.group)
+                self._record(slot, "compute", t1, env.now, pl.phase.name, warp_group=lane.group, parts=parts)
             self.events += 1
 
     def _hold(self, slot: int, per: _Tally, period_s: float, times: int, tally: _Tally, ranges=(),
@@ -597,7 +628,7 @@ class Engine:
         n = pl.trips
         window = pl.window
         share = 1.0 / pl.groups
-        lanes = [_Lane() for _ in range(pl.groups)]
+        lanes = [_Lane(g) for g in range(pl.groups)]
         for ln in lanes[1:]:  # the lead's L1 lookups serve the group's other warp groups
             ln.l1 = lanes[0].l1
         per_step: list[float] = []
@@ -628,6 +659,8 @@ class Engine:
             per_step.append((env.now - t0) / w)
             recent.append((wt, lanes[0].missed, lanes[0].l1_missed))
             i += w
+            if self.on_progress is not None:
+                self._progress(w * count)
             if held:
                 continue
             cycle = _window_cycle(per_step, self.tol) if w == window else 0
@@ -668,6 +701,8 @@ class Engine:
                                              phase=pl.phase.name, l1_ranges=l1_ranges)
                 self.holding.pop(slot, None)
                 i += done
+                if self.on_progress is not None:
+                    self._progress(done * count)
                 for ln in lanes:
                     ln.issued += done
                 held = done == n_hold
@@ -730,6 +765,8 @@ class Engine:
                     self.group_holding[slot] = d1
                     yield from self._hold(slot, per, d1, j, hold)
                     self.group_holding.pop(slot, None)
+                    if self.on_progress is not None:
+                        self._progress(j * sms * sum(pl.trips for pl in self.plans))
                     self._scale_and_add(hold, count)
                     history.clear()
 
@@ -808,6 +845,7 @@ class Engine:
             blocks_per_sm=self.occ.blocks_per_sm, occupancy=self.occ.occupancy,
             occupancy_limiter=self.occ.limiter, waves=wv.waves, roofline_s=bound_s,
             events=self.events, sm_clock_hz=hw.sm_clock_hz, timeline=tuple(self.timeline) if self.want_timeline else None,
+            loads=tuple(self.loads) if self.want_timeline else None,
         )
 
 
@@ -878,15 +916,18 @@ def _linear_forms(coords: tuple, index: str) -> list | None:
 
 
 def simulate_program(program: TileProgram, hw: HardwareSpec, *, timeline: bool = False,
-                     steady_state: bool = True) -> SimResult:
+                     steady_state: bool = True, on_progress=None) -> SimResult:
     """Run the discrete-event model of ``program`` on ``hw``.
 
     ``steady_state=False`` simulates every k-step of every block group instead of holding settled
-    phases: the reference the fast path approximates, tens of times slower.
+    phases: the reference the fast path approximates, tens of times slower. ``on_progress(fraction)``,
+    when given, is called as the block steps are simulated (a rerun at a settled SM clock, see
+    :func:`_settle_clock`, starts again from 0).
     """
     check_program(program, hw)
-    result = Engine(program, hw, timeline=timeline, steady_state=steady_state).run()
-    result = _settle_clock(program, hw, result, timeline=timeline, steady_state=steady_state)
+    result = Engine(program, hw, timeline=timeline, steady_state=steady_state, on_progress=on_progress).run()
+    result = _settle_clock(program, hw, result, timeline=timeline, steady_state=steady_state,
+                           on_progress=on_progress)
     check_not_faster_than_roofline(result)
     return result
 
