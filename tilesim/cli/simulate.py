@@ -23,6 +23,7 @@ from tilesim.cli.base import (
     load_families,
     save_figure,
 )
+from tilesim.cli.progress import progress
 from tilesim.kernels import registry
 from tilesim.sweep import COMPUTE_BOUND_FLOP_PER_BYTE
 
@@ -291,7 +292,10 @@ def _simulate(fam, values: dict, hardware: str, as_json: bool, timeline_png, exa
         if compile_:
             cfg, kernel, notes = _compiled_programs(fam, cfg, hw, as_json)
             fam.check_fits(cfg, hw)
-        result = tilesim.simulate(kernel, hw, timeline=timeline_png is not None, steady_state=not exact)
+        if exact:  # every step simulated: seconds to minutes, so show how far it is
+            result = _simulate_with_progress(kernel, hw, timeline_png is not None, fam.full_label(cfg))
+        else:
+            result = tilesim.simulate(kernel, hw, timeline=timeline_png is not None)
         programs = () if as_json else tilesim.lower(kernel)
     except ValueError as e:
         fail(str(e))
@@ -304,6 +308,24 @@ def _simulate(fam, values: dict, hardware: str, as_json: bool, timeline_png, exa
         click.echo(json.dumps(result.to_dict(), indent=2))
         return
     _print_report(console(), fam, cfg, hw, result, programs, notes)
+
+
+def _simulate_with_progress(kernel, hw, timeline: bool, label: str):
+    """``tilesim.simulate(..., steady_state=False)`` with its progress on standard error (a bar on a
+    terminal, a line per percent when piped); a rerun at the SM clock of the kernel's tensor load
+    starts again from 0%, named so."""
+    name = f"simulating {label} step by step"
+    with progress(name, counts=False) as update:
+        state = {"last": 0.0, "run": 1}
+
+        def on_progress(fraction: float) -> None:
+            if fraction < state["last"]:
+                state["run"] += 1
+                update.restart(f"{name} (run {state['run']}: at the SM clock under this tensor load)")
+            state["last"] = fraction
+            update(round(1000 * fraction), 1000)
+
+        return tilesim.simulate(kernel, hw, timeline=timeline, steady_state=False, on_progress=on_progress)
 
 
 def _print_report(con: Console, fam, cfg, hw, r, programs, notes=None) -> None:

@@ -20,6 +20,7 @@ from tilesim.cli.base import (
     fmt_count,
     save_figure,
 )
+from tilesim.cli.progress import progress
 
 # ----------------------------------------------------------------------------------------------
 # sweep
@@ -57,20 +58,6 @@ def _outputs(scenarios, csv_path, json_path, plot_path, traffic_path, no_plot) -
             check_output(plan[key], opt, stdout_ok=key == "json")
         plans.append(plan)
     return plans
-
-
-class _PercentLines:
-    """Progress when standard error is not a terminal: one line per new whole percent."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.last = -1
-
-    def __call__(self, row, done: int, total: int) -> None:
-        pct = 100 * done // max(total, 1)
-        if pct != self.last:
-            self.last = pct
-            click.echo(f"{self.name}: {pct}% ({done}/{total})", err=True)
 
 
 @cli.command()
@@ -163,8 +150,6 @@ def _dask_client(mode, scheduler, jobs):
 
 def _sweep_one(sc, hw, plan: dict, top: int, jobs: int, fresh: bool, client) -> bool:
     """One scenario: simulate, print, write. False when no configuration could be simulated."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from tilesim.sweep import SweepCSV, run_sweep
 
     to_stdout = plan["json"] == "-"
@@ -180,28 +165,13 @@ def _sweep_one(sc, hw, plan: dict, top: int, jobs: int, fresh: bool, client) -> 
             fail(str(e))
         if done:
             con.print(f"resuming {plan['csv']}: {len(done)} row(s) already there are kept, not simulated again")
-    err = console(stderr=True)
-    if err.is_terminal:
-        progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TimeElapsedColumn(), console=err, transient=True)
-    else:
-        progress = None
-        lines = _PercentLines(sc.name)
-
-    def on_result(row, n, total):
-        if writer is not None:
-            writer.write(row)
-        if progress is not None:
-            progress.update(task, completed=n, total=total, description=sc.name)
-        else:
-            lines(row, n, total)
-
     try:
-        if progress is not None:
-            with progress:
-                task = progress.add_task(sc.name, total=None)
-                res = run_sweep(sc, hw, on_result=on_result, jobs=jobs, done=done, client=client)
-        else:
+        with progress(sc.name) as update:
+            def on_result(row, n, total):
+                if writer is not None:
+                    writer.write(row)
+                update(n, total)
+
             res = run_sweep(sc, hw, on_result=on_result, jobs=jobs, done=done, client=client)
     except ValueError as e:
         fail(str(e))

@@ -449,7 +449,8 @@ def main_report(families: Sequence[str] | None = None, results: str | Path | Non
     be reported (no results, or a value its simulation needs missing from the GPU's data) gets a
     one-line error after the others' tables, and the return value is 2 (else 0)."""
     from rich.console import Console  # noqa: PLC0415
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: PLC0415
+
+    from tilesim.cli.progress import progress  # noqa: PLC0415
 
     console = Console() if sys.stdout.isatty() else Console(width=200)
     fams = list(families) if families else recorded_families()
@@ -457,18 +458,14 @@ def main_report(families: Sequence[str] | None = None, results: str | Path | Non
         console.print(f"error: no recorded results under {suite.RESULTS_ROOT}", style="red", highlight=False)
         return 2
     reports, failed = [], []
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        console=Console(stderr=True), transient=True, disable=not sys.stderr.isatty())
-    with progress:
-        for fam in fams:
-            task = progress.add_task(f"simulating {fam}", total=None)
-            rdir = Path(results) / fam if results else None
-            try:
-                reports.append(compute_report(
-                    fam, rdir, hardware, modes=modes, workers=workers, steady_state=steady_state,
-                    on_progress=lambda done, total, task=task: progress.update(task, completed=done, total=total)))
-            except ValueError as exc:  # includes a GPU whose data lacks a value the family needs
-                failed.append(f"error: {fam}: {exc}")
+    for fam in fams:  # configurations simulated: a bar on a terminal, a line per percent when piped
+        rdir = Path(results) / fam if results else None
+        try:
+            with progress(f"simulating {fam}" + ("" if steady_state else " step by step")) as update:
+                reports.append(compute_report(fam, rdir, hardware, modes=modes, workers=workers,
+                                              steady_state=steady_state, on_progress=update))
+        except ValueError as exc:  # includes a GPU whose data lacks a value the family needs
+            failed.append(f"error: {fam}: {exc}")
     for rep in reports:
         print_report(rep, console, per_config=per_config)
     if csv_path and reports:

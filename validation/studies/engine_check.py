@@ -127,8 +127,9 @@ def outer_program(hw, tm: int, tn: int, warps: int, blocks_per_sm: int, instr_pe
                        flops=2.0 * LANES * ffma * iters)
 
 
-def check(results: Path = DEFAULT_DIR, hw=None) -> list[dict]:
-    """One row per recorded microbenchmark case: measured and engine instructions per clock per SM."""
+def check(results: Path = DEFAULT_DIR, hw=None, on_progress=None) -> list[dict]:
+    """One row per recorded microbenchmark case: measured and engine instructions per clock per SM;
+    ``on_progress(done, total)`` after each case, when given."""
     hw = hw or hardware.load("h200")
     rows = []
     cases = []
@@ -145,12 +146,14 @@ def check(results: Path = DEFAULT_DIR, hw=None) -> list[dict]:
             flags = {"staged": True, **{k: v for k, v in kw.items() if k != "padded"}}
             for key, r in rec.get(part, {}).get("rows", {}).items():
                 cases.append((f"{part} {key}", r, r["tm"], r["tn"], r["warps_per_block"], r["blocks_per_sm"], flags))
-    for name, r, tm, tn, warps, per_sm, flags in cases:
+    for i, (name, r, tm, tn, warps, per_sm, flags) in enumerate(cases, 1):
         prog = outer_program(hw, tm, tn, warps, per_sm, r["instr_per_iter"], iters=r.get("iters", ITERS), **flags)
         res = simulate_program(prog, hw)
         engine = warps * per_sm * prog.phases[0].trips * r["instr_per_iter"] / (res.time_s * hw.sm_clock_hz)
         rows.append({"case": name, "blocks_per_sm": res.blocks_per_sm, "warps_per_block": warps,
                      "measured": r["value"], "engine": engine, "error": engine / r["value"] - 1})
+        if on_progress is not None:
+            on_progress(i, len(cases))
     return rows
 
 
@@ -158,7 +161,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m validation.studies.engine_check", description=__doc__.splitlines()[0])
     p.add_argument("--results", type=Path, default=DEFAULT_DIR)
     ns = p.parse_args(argv)
-    rows = check(ns.results)
+    from tilesim.cli.progress import progress  # noqa: PLC0415
+
+    with progress("engine_check: microbenchmarks simulated") as update:
+        rows = check(ns.results, on_progress=update)
     if not rows:
         print(f"engine_check: no lds_outer.json / staged_outer.json in {ns.results}", file=sys.stderr)
         return 1

@@ -92,8 +92,9 @@ def measured_dram_reads(results: Path) -> dict:
 
 
 def replay(results: Path = DEFAULT_DIR, capacity_bytes: float | None = None, rep: int = 0,
-           with_output: bool = True) -> list[dict]:
-    """One row per traced configuration (see the module docstring)."""
+           with_output: bool = True, on_progress=None) -> list[dict]:
+    """One row per traced configuration (see the module docstring); ``on_progress(done, total)`` after
+    each traced configuration, when given."""
     from tilesim import hardware
     from validation.harness.suite import load_suite
 
@@ -104,9 +105,9 @@ def replay(results: Path = DEFAULT_DIR, capacity_bytes: float | None = None, rep
     cfgs = {c.label: c for c in load_suite("gemm") if (c.m, c.n, c.k) == (m, n, k)}
     measured = measured_dram_reads(results)
     rows = []
-    for label, info in meta["configs"].items():
-        if info.get("status") != "ok" or label not in cfgs:
-            continue
+    traced = [(label, info) for label, info in meta["configs"].items()
+              if info.get("status") == "ok" and label in cfgs]
+    for i, (label, info) in enumerate(traced, 1):
         cfg = cfgs[label]
         stamps = data[f"{label}/stamps_ns"][rep]
         nk = -(-k // cfg.bk)
@@ -120,6 +121,8 @@ def replay(results: Path = DEFAULT_DIR, capacity_bytes: float | None = None, rep
             "replay_read_bytes": rec,
             "traced_s": float(np.median(info["traced_s"])), "plain_s": float(np.median(info["plain_s"])),
         })
+        if on_progress is not None:
+            on_progress(i, len(traced))
     return rows
 
 
@@ -165,7 +168,10 @@ def main(argv: list[str] | None = None) -> int:
         ns.plot.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(ns.plot, dpi=110)
         print(f"wrote {ns.plot}")
-    rows = replay(ns.results, ns.capacity_mb * 1e6 if ns.capacity_mb is not None else None)
+    from tilesim.cli.progress import progress  # noqa: PLC0415
+
+    with progress("schedule_replay: traced configurations replayed") as update:
+        rows = replay(ns.results, ns.capacity_mb * 1e6 if ns.capacity_mb is not None else None, on_progress=update)
     print(f"{'configuration':55s} {'ncu read MB':>11s} {'replay MB':>10s} {'err':>7s} {'trace cost':>10s}")
     for r in rows:
         meas = r["measured_read_bytes"]
