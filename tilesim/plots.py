@@ -423,7 +423,7 @@ def timeline_figure(result, *, kernel: str | None = None) -> Figure:
     # the figure's title is the first panel's (its first line names the kernel with its shape)
     ax_all.set_title(f"{kernel or result.kernel} on {hw}: the resident blocks of one SM, time in µs\n"
                      f"predicted {result.time_s * 1e3:.3f} ms, {result.bound}-bound, {result.blocks_per_sm} "
-                     f"blocks per SM, {result.waves:.2f} waves; below, the whole kernel (shaded: the zoom)",
+                     f"block{'s' if result.blocks_per_sm != 1 else ''} per SM, {result.waves:.2f} waves; below, the whole kernel (shaded: the zoom)",
                      fontsize=10)
     return fig
 
