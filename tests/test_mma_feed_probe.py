@@ -16,6 +16,8 @@ import pytest
 from validation.calibration import mma_feed_probe as mf
 
 CU = mf.KERNEL_SRC.read_text()
+GT_ALL = mf.GT_CONFIGS + mf.GT_W4_CONFIGS
+RECORDED = mf.REPO_ROOT / "validation" / "results" / "h200" / "calibration" / mf.RESULT_FILE
 
 
 def test_constants_match_the_cuda_defines():
@@ -31,18 +33,72 @@ def test_every_config_is_instantiated():
     assert len(names) == 7 * len(built)
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
-def test_compiles_for_sm90a_without_spills(tmp_path):
-    cubin = tmp_path / "mf.cubin"
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """(ptxas -v log, SASS in cuobjdump's form or None without nvdisasm) of the .cu, as the probe compiles it."""
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc not on PATH")
+    cubin = tmp_path_factory.mktemp("mf") / "mf.cubin"
     p = subprocess.run(["nvcc", "-cubin", "-arch=sm_90a", "-O3", "-Xptxas", "-v", "-o", str(cubin), str(mf.KERNEL_SRC)],
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr[-3000:]
-    assert not re.search(r"[1-9]\d* bytes spill", p.stderr)
-    assert "warning" not in p.stderr.lower()
+    sass = None
+    if shutil.which("nvdisasm"):
+        d = subprocess.run(["nvdisasm", "-c", str(cubin)], capture_output=True, text=True, check=True)
+        sass = mf.nvdisasm_as_cuobjdump(d.stdout)
+    return p.stderr, sass
+
+
+def _registers(log: str, kernel: str) -> int:
+    m = re.search(rf"Compiling entry function '{kernel}'.*?Used (\d+) registers", log, re.S)
+    assert m, kernel
+    return int(m.group(1))
+
+
+def test_compiles_for_sm90a_without_spills(built):
+    log, _ = built
+    assert not re.search(r"[1-9]\d* bytes spill", log)
+    assert "warning" not in log.lower()
     for c in mf.sweep():
-        assert f"'{c.name}'" in p.stderr, c.name
-    for tc in mf.GT_CONFIGS:
-        assert f"'{tc.kernel}'" in p.stderr, tc.kernel
+        assert f"'{c.name}'" in log, c.name
+    for tc in GT_ALL:
+        assert f"'{tc.kernel}'" in log, tc.kernel
+        regs = _registers(log, tc.kernel)
+        assert regs <= 255 and tc.blocks_per_sm * tc.threads * regs <= mf.REGS_PER_SM, (tc.kernel, regs)
+
+
+def test_traffic_kernels_hot_loops_hold_the_source_counts(built):
+    """Every gemm_traffic kernel's loop: per k-step its LDSM, HMMA, one BAR, its LDGSTS (4 + 4 a thread for
+    the 4-warp copies) and one DEPBAR / LDGDEPBAR with copies (check_traffic_sass on nvdisasm's listing)."""
+    _, sass = built
+    if sass is None:
+        pytest.skip("nvdisasm not on PATH")
+    for tc in GT_ALL:
+        c = mf.check_traffic_sass(tc, mf.sass_summary(sass, tc.kernel))
+        assert c["ok"] and c["unroll"] == 1, (tc.key, c)
+        assert (c["ldsm"], c["hmma"], c["bar"], c["ldgsts"]) == (8 * tc.slices, 32 * tc.slices, 1, tc.copies_per_thread)
+    w4 = {tc.key: tc for tc in mf.GT_W4_CONFIGS}
+    for mode in ("none", "copy_l2", "gemm_l2"):  # 1 and 2 blocks per SM: the same code, other occupancy
+        k1, k2 = w4[f"gt_w4b1_{mode}_k2"].kernel, w4[f"gt_w4b2_{mode}_k2"].kernel
+        assert mf.sass_summary(sass, k1)["histogram"] == mf.sass_summary(sass, k2)["histogram"], mode
+
+
+def test_recorded_traffic_rows_keep_their_sass(built):
+    """The recorded gemm_traffic rows (mma_feed.json) stay valid: with the nvcc that compiled them, each
+    kernel's hot loop today is the recorded one (instruction count, order, histogram)."""
+    _, sass = built
+    if sass is None or not RECORDED.exists():
+        pytest.skip("nvdisasm or the recorded results missing")
+    rec = json.loads(RECORDED.read_text())
+    v = re.search(r"release (\S+ V\S+)", subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout)
+    if not v or v.group(1) != rec["meta"].get("nvcc_version"):
+        pytest.skip("another nvcc than the recorded run's")
+    rows = [r for r in rec.get("gemm_traffic", {}).values() if r.get("sass")]
+    assert rows
+    for r in rows:
+        now = mf.sass_summary(sass, r["kernel"])
+        for k in ("instructions", "order", "histogram"):
+            assert now[k] == r["sass"][k], (r["kernel"], k)
 
 
 def test_records_rates_and_coresidency():
@@ -111,11 +167,15 @@ def test_traffic_kernels_and_defines_match_the_configs():
     for i, mode in enumerate(mf.GT_MODES):
         assert re.search(rf"#define MF_GT_{mode.upper()} {i}\b", CU), mode
     built = {f"mfgt_{n}_k{k}": mode for n, k, mode in re.findall(r"^MF_GT_KERNEL\((\w+), (\d+), MF_GT_(\w+)\)", CU, re.M)}
-    assert set(built) == {tc.kernel for tc in mf.GT_CONFIGS}
-    for tc in mf.GT_CONFIGS:
+    for n, k, mode, w, b, c in re.findall(r"^MF_GT_KERNEL_G\((\w+), (\d+), MF_GT_(\w+), (\d+), (\d+), (\d+)\)", CU, re.M):
+        built[f"mfgt_{n}_k{k}_w{w}_b{b}_c{c}"] = mode
+    assert set(built) == {tc.kernel for tc in GT_ALL}
+    for tc in GT_ALL:
         assert built[tc.kernel] == tc.mode.upper()
-    assert len({tc.key for tc in mf.GT_CONFIGS}) == len(mf.GT_CONFIGS)
-    assert all(tc.key.startswith("gt_") for tc in mf.GT_CONFIGS)
+    assert len({tc.key for tc in GT_ALL}) == len(GT_ALL)
+    assert all(tc.key.startswith("gt_") for tc in GT_ALL)
+    assert {mf._error_group(tc.key) for tc in mf.GT_CONFIGS} == {"gemm_traffic"}
+    assert {mf._error_group(tc.key) for tc in mf.GT_W4_CONFIGS} == {"gemm_traffic_w4"}
 
 
 def test_traffic_geometry():
@@ -133,6 +193,39 @@ def test_traffic_geometry():
         assert tc.smem_bytes > mf.SMEM_MAX_BLOCK_BYTES // 2, tc.key  # one block per SM
         assert tc.compute_stages & (tc.compute_stages - 1) == 0  # stage_mask = stages - 1
     assert by["gt_copy_hbm_k2"].kernel == a.kernel  # the same code, other data
+    assert {tc.geometry for tc in mf.GT_CONFIGS} == {"w8_b1_c4"} and a.block_tile == (128, 256)
+
+
+def test_w4_traffic_geometry():
+    """The suite's 128x128x32 s3 GEMM: 4 warps, A 128x32 halves = 512 chunks / 128 threads = 4 copies,
+    B 32x128 = 512 / 128 = 4; 4 x 16 KiB compute ring + 3 x 16 KiB copy ring = 112 KiB a block, two of
+    them (+1 KiB reserved each) in 228 KiB, three not; the 1-block control asks for 120 KiB."""
+    by = {tc.key: tc for tc in mf.GT_W4_CONFIGS}
+    assert len(by) == 10
+    b2, b1 = by["gt_w4b2_copy_l2_k2"], by["gt_w4b1_copy_l2_k2"]
+    assert b2.kernel == "mfgt_copy_k2_w4_b2_c3" and b1.kernel == "mfgt_copy_k2_w4_b1_c3"
+    assert by["gt_w4b2_gemm_hbm_k2"].kernel == "mfgt_gemm_k2_w4_b2_c3" and by["gt_w4b1_none_k2"].kernel == "mfgt_none_k2_w4_b1_c3"
+    for tc in (b1, b2):
+        assert tc.block_tile == (128, 128) and tc.threads == 128 and tc.bk == 32
+        assert tc.copies_per_thread_ab == (4, 4) and tc.copies_per_thread == 8
+        assert tc.copy_stage_bytes == 16 * 1024 and tc.compute_stage_bytes == 16 * 1024
+        assert tc.smem_data_bytes == 112 * 1024 and tc.global_bytes_per_kstep == 16 * 1024
+        assert tc.hmma_per_kstep == 4 * 2 * 32
+        assert tc.smem_wavefronts_per_kstep() == {"ldmatrix": 256, "cp_async_writes": 128, "total": 384}
+    assert b2.smem_bytes == 112 * 1024 and mf.smem_blocks_per_sm(b2.smem_bytes) == 2
+    assert 2 * (b2.smem_bytes + 1024) <= 228 * 1024 < 3 * (b2.smem_bytes + 1024)
+    assert b1.smem_bytes == 120 * 1024 and mf.smem_blocks_per_sm(b1.smem_bytes) == 1
+    assert by["gt_w4b2_none_k2"].copies_per_thread == 0 and by["gt_w4b2_none_k2"].smem_bytes == b2.smem_bytes
+    for tc in mf.GT_W4_CONFIGS:
+        assert (tc.warps, tc.copy_stages, tc.compute_stages) == (4, 3, 4)
+    with pytest.raises(ValueError, match="blocks_per_sm = 2 but 1 blocks"):  # 8 x 16 KiB + 48 KiB: 2 do not fit
+        mf.TrafficConfig("x", "copy", 2, "l2", 8, "", warps=4, blocks_per_sm=2, copy_stages=3)
+    with pytest.raises(ValueError, match="compute_stages"):  # 8 x 24 KiB + 4 x 24 KiB > 227 KiB
+        mf.TrafficConfig("x", "copy", 2, "l2", 8, "")
+    with pytest.raises(ValueError, match="blocks_per_sm"):  # 3 blocks of 48 KiB + ... would not be asked for
+        mf.TrafficConfig("x", "copy", 2, "l2", 1, "", warps=4, blocks_per_sm=3, copy_stages=3)
+    with pytest.raises(ValueError, match="copy_stages"):
+        mf.TrafficConfig("x", "copy", 2, "l2", 4, "", warps=4, blocks_per_sm=2, copy_stages=1)
 
 
 def test_gt_problem():
@@ -147,8 +240,20 @@ def test_gt_problem():
     assert mf.gt_problem("hbm", 132, 48)["k"] % 48 == 0
     with pytest.raises(ValueError, match="data"):
         mf.gt_problem("dram", 132)
-    with pytest.raises(ValueError, match="sm_count"):
+    with pytest.raises(ValueError, match="blocks"):
         mf.gt_problem("l2", 0)
+
+
+def test_gt_problem_for_the_w4_geometry():
+    """128x128 tiles: L2 data on the 16 x 16 grid; HBM data with 2 blocks per SM: 264 blocks, each its own."""
+    tile = (128, 128)
+    pr = mf.gt_problem("l2", 264, 32, tile)
+    assert pr["bytes"] == 16 * 2**20 and len(pr["m0"]) == 264
+    assert len(set(zip(pr["m0"], pr["n0"], strict=True))) == 256 and max(pr["n0"]) == 2048 - 128
+    h = mf.gt_problem("hbm", 264, 32, tile)
+    assert h["m"] == h["n"] == 264 * 128 and h["k"] % 32 == 0
+    assert 0.99 * mf.GT_HBM_BYTES < h["bytes"] <= mf.GT_HBM_BYTES
+    assert len(set(h["m0"])) == len(set(h["n0"])) == 264 and max(h["n0"]) + 128 == h["n"]
 
 
 def test_traffic_metrics_and_summary():
@@ -166,6 +271,30 @@ def test_traffic_metrics_and_summary():
     assert tc.key in text and "704" in text
     with pytest.raises(ValueError, match="iters"):
         mf.traffic_metrics(tc, rec, iters=0, event_s=None, sm_count=2)
+
+
+def test_traffic_metrics_with_two_blocks_per_sm():
+    """Two blocks side by side on each SM: HMMA/clk/SM and bytes/s count both; cycles per k-step per block."""
+    tc = next(t for t in mf.GT_W4_CONFIGS if t.key == "gt_w4b2_gemm_l2_k2")
+    raw = []
+    for smid in (0, 1):
+        for _ in range(2):
+            raw += [100_000, 50_000, smid, 0]  # 2 GHz, overlapping spans
+    rec = mf.parse_records(raw, 4)
+    m = mf.traffic_metrics(tc, rec, iters=100, event_s=None, sm_count=2)
+    assert m["cycles_per_kstep"] == pytest.approx(1000)
+    assert m["hmma_per_clk_sm"] == pytest.approx(2 * 256 / 1000)
+    assert m["global_bytes_per_s"] == pytest.approx(16 * 1024 * 4 * 2e9 / 1000)
+    row = mf.summarize_traffic(tc, [m], 2716.0)
+    assert row["blocks_per_sm_seen"] == 2 and row["blocks_per_sm"] == 2 and row["warps_per_sm"] == 8
+    assert row["block_tile"] == [128, 128] and row["warps_per_block"] == 4 and row["geometry"] == "w4_b2_c3"
+    assert row["copy_ring_stages"] == 3 and row["cp_async_wait_group"] == 1 and row["compute_ring_stages"] == 4
+    assert row["copies_per_thread_per_kstep"] == 8 and row["copies_per_thread_per_kstep_a_b"] == [4, 4]
+    assert row["fraction_of_peak"]["value"] == pytest.approx(0.512 * 4096 / 2716.0)
+    assert row["smem_wavefronts_per_clk_computed"] == pytest.approx(2 * 384 / 1000)  # both blocks of the SM
+    text = mf.format_table({"gemm_traffic": {tc.key: row}, "errors": {}})
+    line = next(ln for ln in text.splitlines() if ln.startswith(tc.key))
+    assert line.split()[1:4] == ["4", "2", "2"] and "1000.0" in line and "77.2%" in line
 
 
 def _traffic_sass(kernel: str, ldsm: int, hmma: int, ldgsts: int, books: bool) -> str:
@@ -214,6 +343,26 @@ def test_parse_only_and_merge():
     assert mf.merge_results(None, new)["group_runs"] == {"gemm_traffic": out["group_runs"]["gemm_traffic"]}
 
 
+def test_merge_of_the_w4_group_keeps_the_other_traffic_rows():
+    """--only gemm_traffic_w4 adds its rows beside the recorded gemm_traffic ones (same section), and a
+    later --only gemm_traffic replaces only those."""
+    w4 = mf.GT_W4_CONFIGS[0].key
+    old = {"meta": {"date_utc": "old"}, "configs": {"mf_a": 1}, "errors": {"gt_x": "old", w4: "old"},
+           "gemm_traffic": {"gt_none_k2": 1, "gt_copy_l2_k2": 1, w4: 0}}
+    new = {"meta": {"date_utc": "new", "groups_run": ["gemm_traffic_w4"]}, "errors": {},
+           "gemm_traffic": {w4: 2}}
+    out = mf.merge_results(old, new)
+    assert out["gemm_traffic"] == {"gt_none_k2": 1, "gt_copy_l2_k2": 1, w4: 2} and out["configs"] == {"mf_a": 1}
+    assert out["errors"] == {"gt_x": "old"}
+    assert out["group_runs"]["gemm_traffic"]["date_utc"] == "old"
+    assert out["group_runs"]["gemm_traffic_w4"]["date_utc"] == "new"
+    again = mf.merge_results(out, {"meta": {"date_utc": "3", "groups_run": ["gemm_traffic"]}, "errors": {},
+                                   "gemm_traffic": {"gt_none_k2": 3}})
+    assert again["gemm_traffic"] == {w4: 2, "gt_none_k2": 3}
+    assert again["group_runs"]["gemm_traffic_w4"]["date_utc"] == "new"
+    assert mf.parse_only("gemm_traffic_w4") == ("gemm_traffic_w4",)
+
+
 @pytest.mark.gpu
 def test_quick_run_on_the_gpu(tmp_path):
     p = subprocess.run([sys.executable, "-m", "validation.calibration.mma_feed_probe", "--quick", "--out",
@@ -225,7 +374,7 @@ def test_quick_run_on_the_gpu(tmp_path):
     for row in res["configs"].values():
         assert row["blocks_per_sm_seen"] == row["blocks_per_sm"]
         assert 0 < row["fraction_of_peak"]["value"] < 1.2
-    assert set(res["gemm_traffic"]) == {tc.key for tc in mf.GT_CONFIGS}, res["errors"]
+    assert set(res["gemm_traffic"]) == {tc.key for tc in GT_ALL}, res["errors"]
     for row in res["gemm_traffic"].values():
-        assert row["blocks_per_sm_seen"] == 1 and row["distinct_sms"] == res["meta"]["sm_count"]
+        assert row["blocks_per_sm_seen"] == row["blocks_per_sm"] and row["distinct_sms"] == res["meta"]["sm_count"]
         assert 0 < row["fraction_of_peak"]["value"] < 1.2

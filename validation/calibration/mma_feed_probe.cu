@@ -215,15 +215,18 @@ MF_SWEEP(32, 32, 8, 1)
 MF_SWEEP(32, 32, 8, 2)
 
 // ======================================================================================================
-// GEMM k-step traffic (mma_feed_probe.py GT_CONFIGS, group "gemm_traffic"): the 64x64-tile, 8-warp,
-// 1-block-per-SM loop of mf_64x64_w8_b1_s2_d0_l1 (barrier once per k-step of SL slices), with the global ->
-// shared traffic of tc_gemm's shared_gemm (128x256 block tile, fp16, B row-major, 4-stage cp.async ring)
-// put back piece by piece. The ldmatrix reads keep reading the fixed "compute ring" at the start of shared
-// memory ((stage_mask + 1) stages of MfGeom<64, 64, 8>; slice s of k-step `it` reads stage
-// ((it + s / 2) & stage_mask), k half s & 1), so only the traffic and its bookkeeping are added. The copies
-// land in a separate "copy ring" of MF_GT_CSTAGES stages right after it (never read). Per k-step, as in
-// shared_gemm: cp.async.wait_group(MF_GT_CSTAGES - 2), __syncthreads, the copies of the k-tile
-// MF_GT_CSTAGES - 1 ahead into the slot `next`, cp.async.commit_group, then the SL slices of
+// GEMM k-step traffic (mma_feed_probe.py GT_CONFIGS, groups "gemm_traffic" and "gemm_traffic_w4"): the
+// 64x64-warp-tile loop of mf_64x64_w<WARPS>_b*_s2_d0_l1 (barrier once per k-step of SL slices), with the
+// global -> shared traffic of tc_gemm's shared_gemm (fp16, B row-major, a CSTAGES-stage cp.async ring) put
+// back piece by piece. Geometries (template parameters WARPS, CSTAGES; the kernel's __launch_bounds__
+// minimum blocks per SM): 8 warps, block tile 128x256, 4 stages, 1 block per SM (gemm_traffic, kernels
+// mfgt_<mode>_k<SL>), and 4 warps, block tile 128x128, 3 stages, 2 or 1 blocks per SM (gemm_traffic_w4,
+// kernels mfgt_<mode>_k<SL>_w4_b<blocks>_c3). The ldmatrix reads keep reading the fixed "compute ring" at
+// the start of shared memory ((stage_mask + 1) stages of MfGeom<64, 64, WARPS>; slice s of k-step `it`
+// reads stage ((it + s / 2) & stage_mask), k half s & 1), so only the traffic and its bookkeeping are
+// added. The copies land in a separate "copy ring" of CSTAGES stages right after it (never read). Per
+// k-step, as in shared_gemm: cp.async.wait_group(CSTAGES - 2), __syncthreads, the copies of the k-tile
+// CSTAGES - 1 ahead into the slot `next`, cp.async.commit_group, then the SL slices of
 // ldmatrix + mma.sync. Copy modes (template parameter MODE):
 //   MF_GT_NONE   no copies, no cp.async bookkeeping (the control: the same loop as mf_..._s2_d0_l1)
 //   MF_GT_COMMIT commit_group / wait_group only (empty groups)
@@ -235,11 +238,11 @@ MF_SWEEP(32, 32, 8, 2)
 //   MF_GT_GEMM   tc_gemm's load_tile (copied below: 64-bit index products, bounds checks, src-size 0
 //                zero fill, swizzled destinations through cvta) with shared_gemm's `nk < ktiles` guard
 // The host picks the data: M = N = K = 2048 fp16 (A + B = 16 MiB, L2-resident after the first pass) with
-// blocks on the 16 x 8 tile grid as the GEMM's grid (x over N tiles), or one 1 GiB set (every block its own
-// A rows and B columns, K chosen to fill 1 GiB; k wraps after K / BKE k-steps, by then the data is
-// long evicted from L2).
+// blocks on the GEMM's tile grid (16 x 8 tiles of 128x256, 16 x 16 of 128x128; x over N tiles), or one
+// 1 GiB set (every block of the grid its own A rows and B columns, K chosen to fill 1 GiB; k wraps after
+// K / BKE k-steps, by then the data is long evicted from L2).
 
-#define MF_GT_CSTAGES 4  // copy ring stages (tc_gemm's 4-stage configuration)
+#define MF_GT_CSTAGES 4  // copy ring stages of the 8-warp kernels (tc_gemm's 4-stage configuration)
 #define MF_GT_NONE 0
 #define MF_GT_COMMIT 1
 #define MF_GT_ZFILL 2
@@ -267,7 +270,8 @@ template <int N> __device__ __forceinline__ void mf_gt_wait() {
 }
 
 // ---- copied from validation/families/tc_gemm/tc_gemm.cu (chunk_off, load_tile with STAGES >= 2), for
-// the instantiation shared_gemm<FP16, *, BCOL = false, MMA_SYNC, 128, 256, 32, 64, 64, SWIZZLED, 4, *> ----
+// the instantiations shared_gemm<FP16, *, BCOL = false, MMA_SYNC, 128, BN, 32, 64, 64, SWIZZLED, STAGES, *>
+// (BN 256: 8 warps, 4 stages; BN 128: 4 warps, 3 stages; STAGES >= 2 only picks the cp.async branch) ----
 namespace mfgt {
 constexpr int SWIZZLED = 2;
 template <int LAYOUT, int LC, int CE>
@@ -276,9 +280,10 @@ __device__ __forceinline__ int chunk_off(int r, int c) {
     constexpr int MASK = ((LC >= 8) ? 8 : LC) - 1;
     return (r * LC + (c ^ ((r / RPG) & MASK))) * CE;
 }
-struct S {  // tcg::Shared<FP16, ..., BM 128, BN 256, BK 32, WM 64, WN 64, SWIZZLED, 4, ...>
+template <int THREADS_, int BN_>
+struct S {  // tcg::Shared<FP16, ..., BM 128, BN_, BK 32, WM 64, WN 64, SWIZZLED, *, ...>: THREADS_ = BN_ / 2
     typedef unsigned short T;
-    static constexpr int CE = 8, THREADS = 256, A_ROWS = 128, A_LC = 4, B_ROWS = 32, B_LC = 32;
+    static constexpr int CE = 8, THREADS = THREADS_, A_ROWS = 128, A_LC = 4, B_ROWS = 32, B_LC = BN_ / 8;
     static constexpr int A_ELEMS = A_ROWS * A_LC * CE, B_ELEMS = B_ROWS * B_LC * CE;
 };
 template <class S, int LAYOUT, bool BCOL>
@@ -325,14 +330,15 @@ __device__ __forceinline__ void load_tile(const typename S::T* __restrict__ A, c
 }
 }  // namespace mfgt
 
-template <int SL, int MODE>
+template <int SL, int MODE, int WARPS, int CSTAGES>
 __device__ __forceinline__ void mf_gt_body(int iters, int stage_mask, long long* clk, float* out, int noise,
                                            const unsigned short* __restrict__ A,
                                            const unsigned short* __restrict__ B, const int* __restrict__ tile_m0,
                                            const int* __restrict__ tile_n0, int M, int N, int K, int kt_limit,
                                            int src_bytes) {
-    typedef MfGeom<64, 64, 8> G;
-    constexpr int THREADS = 256;
+    typedef MfGeom<64, 64, WARPS> G;
+    typedef mfgt::S<32 * WARPS, G::BN> LS;                        // load_tile's view of the block tile
+    constexpr int THREADS = 32 * WARPS;
     constexpr int BKE = 16 * SL;                                  // halves of k per k-step
     constexpr int A_LC = BKE / 8, A_CH = G::BM * A_LC;            // 16-byte chunks of the A tile
     constexpr int B_LC = G::BN / 8, B_CH = BKE * B_LC;            // ... of the B tile
@@ -340,6 +346,7 @@ __device__ __forceinline__ void mf_gt_body(int iters, int stage_mask, long long*
     constexpr int CSTAGE_BYTES = (A_CH + B_CH) * 16;
     static_assert(A_CH % THREADS == 0 && B_CH % THREADS == 0, "whole copies per thread");
     static_assert(MODE != MF_GT_GEMM || SL == 2, "load_tile is tc_gemm's bk 32 instantiation");
+    static_assert(CSTAGES >= 2, "a cp.async ring: wait_group(CSTAGES - 2)");
     extern __shared__ __align__(128) unsigned char mf_dyn[];
     const int ring_bytes = (stage_mask + 1) * G::STAGE_BYTES;  // the compute ring; the copy ring follows
     for (int i = threadIdx.x * 16; i < ring_bytes; i += blockDim.x * 16)
@@ -375,7 +382,7 @@ __device__ __forceinline__ void mf_gt_body(int iters, int stage_mask, long long*
             for (int i = 0; i < 4; ++i) acc[mi][ni][i] = 0.f;
     unsigned af[4][4], bf[8][2];
 
-    // the k-tiles 0 .. MF_GT_CSTAGES - 2 before the loop (shared_gemm's prologue); ka, kb: the next
+    // the k-tiles 0 .. CSTAGES - 2 before the loop (shared_gemm's prologue); ka, kb: the next
     // k-tile's offsets (elements) into A and B for the COPY modes, kn its k0 for the GEMM mode
     int ka = 0, kn = 0;
     mf_idx_t kb = 0;
@@ -402,29 +409,29 @@ __device__ __forceinline__ void mf_gt_body(int iters, int stage_mask, long long*
             }
         } else if constexpr (MODE == MF_GT_GEMM) {
             if (nk < kt_limit)
-                mfgt::load_tile<mfgt::S, mfgt::SWIZZLED, false>(A, B, cring + slot * CSLOT,
-                                                                 cring + slot * CSLOT + mfgt::S::A_ELEMS, m0, n0,
-                                                                 kn, M, N, K);
+                mfgt::load_tile<LS, mfgt::SWIZZLED, false>(A, B, cring + slot * CSLOT,
+                                                            cring + slot * CSLOT + LS::A_ELEMS, m0, n0, kn, M,
+                                                            N, K);
             kn += BKE;
             if (kn + BKE > K) kn = 0;
         }
         if constexpr (MODE != MF_GT_NONE) mf_gt_commit();
     };
 #pragma unroll
-    for (int s = 0; s < MF_GT_CSTAGES - 1; ++s) issue(s, s);
+    for (int s = 0; s < CSTAGES - 1; ++s) issue(s, s);
     __syncthreads();  // the fill is done
     const long long c0 = clock64();
     const unsigned long long g0 = mf_global_ns();
-    int next = MF_GT_CSTAGES - 1;
+    int next = CSTAGES - 1;
     for (int it = 0; it < iters; ++it) {
-        if constexpr (MODE != MF_GT_NONE) mf_gt_wait<MF_GT_CSTAGES - 2>();
+        if constexpr (MODE != MF_GT_NONE) mf_gt_wait<CSTAGES - 2>();
         __syncthreads();
-        issue(next, it + MF_GT_CSTAGES - 1);
-        next = (next + 1 == MF_GT_CSTAGES) ? 0 : next + 1;
+        issue(next, it + CSTAGES - 1);
+        next = (next + 1 == CSTAGES) ? 0 : next + 1;
 #pragma unroll
         for (int s = 0; s < SL; ++s) {
             const unsigned st = (((unsigned)it + (unsigned)(s / 2)) & mask) * (unsigned)G::STAGE_BYTES;
-            mf_load<64, 64, 8>(af, bf, sbase, st, s & 1, wm0, wn0, lane);
+            mf_load<64, 64, WARPS>(af, bf, sbase, st, s & 1, wm0, wn0, lane);
             mf_mmas<64, 64>(acc, af, bf);
         }
     }
@@ -450,17 +457,25 @@ __device__ __forceinline__ void mf_gt_body(int iters, int stage_mask, long long*
         out[blockIdx.x * blockDim.x + threadIdx.x] = (float)bits;
 }
 
-// mfgt_<mode>_k<slices per k-step>
-#define MF_GT_KERNEL(NAME, SL, MODE)                                                                        \
-extern "C" __global__ void __launch_bounds__(256, 1)                                                        \
-mfgt_##NAME##_k##SL(int iters, int stage_mask, long long* clk, float* out, int noise, const unsigned short* A, \
-                    const unsigned short* B, const int* tile_m0, const int* tile_n0, int M, int N, int K,     \
-                    int kt_limit, int src_bytes) {                                                          \
-    mf_gt_body<SL, MODE>(iters, stage_mask, clk, out, noise, A, B, tile_m0, tile_n0, M, N, K, kt_limit,      \
-                         src_bytes);                                                                        \
+// one kernel: KNAME, WARPS warps, __launch_bounds__(32 x WARPS, MINBLOCKS), a copy ring of CSTAGES stages
+#define MF_GT_KERNEL_AT(KNAME, SL, MODE, WARPS, MINBLOCKS, CSTAGES)                                          \
+extern "C" __global__ void __launch_bounds__(WARPS * 32, MINBLOCKS)                                          \
+KNAME(int iters, int stage_mask, long long* clk, float* out, int noise, const unsigned short* A,              \
+      const unsigned short* B, const int* tile_m0, const int* tile_n0, int M, int N, int K, int kt_limit,     \
+      int src_bytes) {                                                                                        \
+    mf_gt_body<SL, MODE, WARPS, CSTAGES>(iters, stage_mask, clk, out, noise, A, B, tile_m0, tile_n0, M, N, K, \
+                                         kt_limit, src_bytes);                                                \
 }
 
-// mma_feed_probe.py GT_KERNELS lists these
+// mfgt_<mode>_k<slices per k-step>: 8 warps (block tile 128 x 256), 1 block per SM, MF_GT_CSTAGES stages
+#define MF_GT_KERNEL(NAME, SL, MODE) MF_GT_KERNEL_AT(mfgt_##NAME##_k##SL, SL, MODE, 8, 1, MF_GT_CSTAGES)
+
+// mfgt_<mode>_k<slices>_w<warps>_b<min blocks per SM>_c<copy ring stages>: another geometry (block tile
+// 128 x (warps / 2 x 64))
+#define MF_GT_KERNEL_G(NAME, SL, MODE, W, B, C) \
+    MF_GT_KERNEL_AT(mfgt_##NAME##_k##SL##_w##W##_b##B##_c##C, SL, MODE, W, B, C)
+
+// mma_feed_probe.py GT_CONFIGS lists these (group gemm_traffic)
 MF_GT_KERNEL(none, 2, MF_GT_NONE)
 MF_GT_KERNEL(commit, 2, MF_GT_COMMIT)
 MF_GT_KERNEL(zfill, 2, MF_GT_ZFILL)
@@ -468,3 +483,13 @@ MF_GT_KERNEL(copy, 2, MF_GT_COPY)
 MF_GT_KERNEL(gemm, 2, MF_GT_GEMM)
 MF_GT_KERNEL(none, 3, MF_GT_NONE)
 MF_GT_KERNEL(copy, 3, MF_GT_COPY)
+
+// mma_feed_probe.py GT_W4_CONFIGS lists these (group gemm_traffic_w4): the suite's mma.sync GEMMs with
+// 128 x 128 block tiles of 4 warps and a 3-stage ring (s3), 2 blocks per SM as they run, and 1 block per
+// SM (the host's dynamic shared memory) as the control that separates "2 blocks share an SM" from "4 warps"
+MF_GT_KERNEL_G(none, 2, MF_GT_NONE, 4, 2, 3)
+MF_GT_KERNEL_G(copy, 2, MF_GT_COPY, 4, 2, 3)
+MF_GT_KERNEL_G(gemm, 2, MF_GT_GEMM, 4, 2, 3)
+MF_GT_KERNEL_G(none, 2, MF_GT_NONE, 4, 1, 3)
+MF_GT_KERNEL_G(copy, 2, MF_GT_COPY, 4, 1, 3)
+MF_GT_KERNEL_G(gemm, 2, MF_GT_GEMM, 4, 1, 3)

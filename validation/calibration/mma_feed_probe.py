@@ -1,11 +1,11 @@
 """The mma.sync GEMM inner loop in isolation: how fast ldmatrix-fed mma.sync m16n8k16 runs (H200, sm_90a).
 
 ``python -m validation.calibration.mma_feed_probe [--out DIR] [--quick] [--only GROUP[,GROUP]]`` runs the
-groups (``sweep``, ``gemm_traffic``; default both) on the current GPU (CuPy), prints a table and writes
+groups (``sweep``, ``gemm_traffic``, ``gemm_traffic_w4``; default all) on the current GPU (CuPy), prints a table and writes
 ``<DIR>/mma_feed.json`` (default DIR: ``validation/results/<gpu>/calibration``). With ``--only`` the groups
 run replace theirs in an existing mma_feed.json of DIR, the others stay (:func:`merge_results`). Without a
 GPU it says so in one line and exits 2. About 5 s of GPU time for ``sweep`` (``--quick``: about 1 s), well
-under 1 s for ``gemm_traffic`` (plus the nvcc compile and a 1 GiB buffer).
+under 1 s for ``gemm_traffic`` and for ``gemm_traffic_w4`` (plus the nvcc compile and 1 GiB buffers).
 
 The kernels are in ``mma_feed_probe.cu`` (one per configuration, named by :func:`kernel_name`), compiled by
 nvcc to an sm_90a cubin (NVRTC through CuPy when nvcc is missing). Per warp per k-slice: (wm/16)
@@ -34,11 +34,19 @@ code (address and predicate arithmetic), and 3 slices per barrier (bk 48). Per r
 ``cycles_per_kstep`` (per block), achieved global bytes/s, the computed shared-memory wavefronts per k-step
 (ldmatrix + cp.async writes, conflict-free counts, not measured) and the hot loop's SASS (``sass``:
 histogram, LDSM/HMMA/BAR/LDGSTS/DEPBAR order, counts checked against the source).
+
+Group ``gemm_traffic_w4`` (:data:`GT_W4_CONFIGS`, rows beside the others in ``gemm_traffic``, kernels
+``mfgt_<mode>_k2_w4_b<blocks>_c3``): the same loop in the geometry of the suite's mma.sync GEMMs, 128x128
+block tiles of 4 warps (64x64 each), bk 32, a 3-stage cp.async ring (wait_group(1)), 2 blocks per SM (as
+they run: 112 KiB of shared memory a block) and 1 block per SM (120 KiB: the control that separates "two
+blocks share an SM" from "four warps"); modes none, copy and gemm (tc_gemm's load_tile for 128x128x32,
+s3), L2 (2048^3 on the 16 x 16 tile grid) or HBM data (1 GiB, every block of the grid its own tiles).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 import tempfile
 import time
@@ -140,35 +148,44 @@ def sweep(quick: bool = False) -> list[Config]:
     return out
 
 
-# ----- group gemm_traffic: configurations (must match the MF_GT_* of mma_feed_probe.cu) ----------------
+# ----- groups gemm_traffic(_w4): configurations (must match the MF_GT_* of mma_feed_probe.cu) ----------
 SWEEP_GROUP = "sweep"
 GT_GROUP = "gemm_traffic"
-GROUPS = (SWEEP_GROUP, GT_GROUP)
-GT_CSTAGES = 4  # MF_GT_CSTAGES: copy ring stages (tc_gemm's 4-stage configuration)
+GT_W4_GROUP = "gemm_traffic_w4"  # rows in the gemm_traffic section too, beside GT_GROUP's
+GROUPS = (SWEEP_GROUP, GT_GROUP, GT_W4_GROUP)
+GT_CSTAGES = 4  # MF_GT_CSTAGES: copy ring stages of the 8-warp kernels (tc_gemm's 4-stage configuration)
 GT_MODES = ("none", "commit", "zfill", "copy", "gemm")  # MF_GT_NONE .. MF_GT_GEMM
-GT_WM = GT_WN = 64  # warp tile of the mfgt kernels (MfGeom<64, 64, 8>)
-GT_WARPS = 8
-GT_THREADS = 32 * GT_WARPS
+GT_WM = GT_WN = 64  # warp tile of the mfgt kernels (MfGeom<64, 64, warps>)
+GT_WARPS = 8  # the gemm_traffic group's geometry: 8 warps, 1 block per SM
 GT_BM, GT_BN = WARPS_M * GT_WM, (GT_WARPS // WARPS_M) * GT_WN  # 128 x 256: the tc_gemm block tile
 GT_MMA_PER_SLICE = (GT_WM // 16) * (GT_WN // 8)  # 32 m16n8k16 per warp per slice
 GT_LDSM_PER_SLICE = GT_WM // 16 + GT_WN // 16  # 8 ldmatrix.x4 per warp per slice
-GT_COMPUTE_STAGE_BYTES = GT_BM * BK * 2 + BK * GT_BN * 2  # one stage of the ldmatrix ring (24 KiB)
 CHUNK_BYTES = 16  # one cp.async.cg copy (PTX ISA, cp.async: cp-size 16 for .cg)
 GT_L2_MNK = 2048  # M = N = K of the L2-resident data: A + B = 16 MiB, a third of the H200's 50 MiB L2
-GT_L2_TILES_N = GT_L2_MNK // GT_BN  # 8 tile columns (blockIdx.x fastest over N, as tc_gemm's grid)
-GT_L2_TILES_M = GT_L2_MNK // GT_BM  # 16 tile rows
 GT_HBM_BYTES = 1 << 30  # the HBM-sized data: A + B at most 1 GiB (every block its own rows / columns)
 GT_KT_LIMIT = 2**31 - 1  # shared_gemm's `nk < ktiles` guard, never false here
 WAVEFRONT_BYTES = 128  # shared memory moves at most 128 bytes (32 banks x 4 bytes) per wavefront
 LDSM_X4_WAVEFRONTS = 4  # ldmatrix.x4, conflict-free: one wavefront per 8x8 matrix (tensor_probe, commit 4dd232d)
 SMEM_MAX_BLOCK_BYTES = 227 * 1024  # dynamic shared memory of one block at most (CUDA guide, cc 9.0)
+SMEM_SM_BYTES = 228 * 1024  # shared memory of one SM (CUDA guide, cc 9.0) ...
+SMEM_RESERVED_BLOCK_BYTES = 1024  # ... of which the system reserves 1 KiB per resident block (CUDA guide)
+REGS_PER_SM = 65536  # 32-bit registers of one SM (CUDA guide, cc 9.0)
+SMEM_FLOOR_BYTES = {1: SMEM_ONE_BLOCK_BYTES, 2: SMEM_TWO_BLOCKS_BYTES}  # asked for at least, per blocks/SM
+
+
+def smem_blocks_per_sm(smem_bytes: int) -> int:
+    """Blocks of ``smem_bytes`` dynamic shared memory one SM holds (shared memory alone)."""
+    return SMEM_SM_BYTES // (smem_bytes + SMEM_RESERVED_BLOCK_BYTES)
 
 
 @dataclass(frozen=True)
 class TrafficConfig:
     """One gemm_traffic row: copy ``mode`` (GT_MODES), ``slices`` per k-step (= per barrier; bk = 16 x
     slices), ``data`` the copies read ("l2": 16 MiB reused, "hbm": 1 GiB, "": none), ``compute_stages`` of
-    the ring ldmatrix reads (stage_mask + 1)."""
+    the ring ldmatrix reads (stage_mask + 1); the geometry: ``warps`` per block (64x64 warp tiles, block
+    tile 128 x (warps / 2 x 64)), ``blocks_per_sm`` (__launch_bounds__ and the dynamic shared memory asked
+    for) and ``copy_stages`` of the cp.async ring (wait_group(copy_stages - 2)). ValueError naming the
+    field when the kernel cannot be built or the blocks do not fit."""
 
     key: str
     mode: str
@@ -176,44 +193,96 @@ class TrafficConfig:
     data: str
     compute_stages: int
     note: str
+    warps: int = GT_WARPS
+    blocks_per_sm: int = 1
+    copy_stages: int = GT_CSTAGES
+
+    def __post_init__(self) -> None:
+        def need(ok: bool, name: str, why: str) -> None:
+            if not ok:
+                raise ValueError(f"TrafficConfig {self.key}: {name} = {getattr(self, name)!r} {why}")
+
+        need(self.mode in GT_MODES, "mode", f"must be one of {GT_MODES}")
+        need(self.data in ("", "l2", "hbm"), "data", "must be '', 'l2' or 'hbm'")
+        need(self.slices >= 1 and (self.mode != "gemm" or self.slices == 2), "slices", "must be >= 1 (2 for gemm)")
+        need(self.warps >= WARPS_M and self.warps % WARPS_M == 0, "warps", f"must be a multiple of {WARPS_M}")
+        need(self.copy_stages >= 2, "copy_stages", "must be >= 2 (a cp.async ring)")
+        need(self.compute_stages >= 1 and self.compute_stages & (self.compute_stages - 1) == 0, "compute_stages",
+             "must be a power of two (stage_mask = stages - 1)")
+        need(self.blocks_per_sm in SMEM_FLOOR_BYTES, "blocks_per_sm", f"must be one of {tuple(SMEM_FLOOR_BYTES)}")
+        need(self.smem_bytes <= SMEM_MAX_BLOCK_BYTES, "compute_stages", f"gives {self.smem_bytes} bytes a block")
+        need(smem_blocks_per_sm(self.smem_bytes) == self.blocks_per_sm, "blocks_per_sm",
+             f"but {smem_blocks_per_sm(self.smem_bytes)} blocks of {self.smem_bytes} bytes fit an SM")
+
+    @property
+    def geometry(self) -> str:
+        """``w<warps>_b<blocks per SM>_c<copy stages>``: the kernel name's suffix (none for the 8-warp one)."""
+        return f"w{self.warps}_b{self.blocks_per_sm}_c{self.copy_stages}"
 
     @property
     def kernel(self) -> str:
-        return f"mfgt_{self.mode}_k{self.slices}"
+        default = (self.warps, self.blocks_per_sm, self.copy_stages) == (GT_WARPS, 1, GT_CSTAGES)
+        return f"mfgt_{self.mode}_k{self.slices}" + ("" if default else f"_{self.geometry}")
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps
+
+    @property
+    def block_tile(self) -> tuple[int, int]:
+        return WARPS_M * GT_WM, (self.warps // WARPS_M) * GT_WN
 
     @property
     def bk(self) -> int:
         return SLICE_K * self.slices
 
     @property
+    def copies_per_thread_ab(self) -> tuple[int, int]:
+        """16-byte cp.async per thread per k-step of A (bm x bk) and of B (bk x bn); (0, 0) without copies."""
+        bm, bn = self.block_tile
+        per = CHUNK_BYTES * self.threads * (self.mode not in ("none", "commit"))
+        return (bm * self.bk * 2 // per, self.bk * bn * 2 // per) if per else (0, 0)
+
+    @property
     def copies_per_thread(self) -> int:
         """16-byte cp.async per thread per k-step (0 without copies)."""
-        if self.mode in ("none", "commit"):
-            return 0
-        return (GT_BM * self.bk + self.bk * GT_BN) * 2 // CHUNK_BYTES // GT_THREADS
+        return sum(self.copies_per_thread_ab)
 
     @property
     def copy_stage_bytes(self) -> int:
-        return (GT_BM * self.bk + self.bk * GT_BN) * 2
+        return sum(self.block_tile) * self.bk * 2
+
+    @property
+    def compute_stage_bytes(self) -> int:
+        """One stage of the ring ldmatrix reads (MfGeom: bk 32)."""
+        return sum(self.block_tile) * BK * 2
+
+    @property
+    def smem_data_bytes(self) -> int:
+        """The compute ring and the copy ring (every mode asks for both: the same shared memory a block)."""
+        return self.compute_stages * self.compute_stage_bytes + self.copy_stages * self.copy_stage_bytes
 
     @property
     def smem_bytes(self) -> int:
-        return self.compute_stages * GT_COMPUTE_STAGE_BYTES + GT_CSTAGES * self.copy_stage_bytes
+        """Dynamic shared memory asked for: the rings, at least SMEM_FLOOR_BYTES[blocks_per_sm] so that
+        no more than ``blocks_per_sm`` blocks fit an SM."""
+        return max(self.smem_data_bytes, SMEM_FLOOR_BYTES.get(self.blocks_per_sm, 0))
 
     @property
     def global_bytes_per_kstep(self) -> int:
         """Bytes read from global memory per block per k-step (zero fill reads none)."""
-        return 0 if self.mode == "zfill" else self.copies_per_thread * GT_THREADS * CHUNK_BYTES
+        return 0 if self.mode == "zfill" else self.copies_per_thread * self.threads * CHUNK_BYTES
 
     @property
     def hmma_per_kstep(self) -> int:
-        return GT_WARPS * self.slices * GT_MMA_PER_SLICE
+        """m16n8k16 per block per k-step."""
+        return self.warps * self.slices * GT_MMA_PER_SLICE
 
     def smem_wavefronts_per_kstep(self) -> dict:
         """Computed (not measured), per block per k-step: ldmatrix.x4 one wavefront per 8x8 matrix, a warp's
         16-byte cp.async writes (512 bytes, conflict-free) 512 / 128 wavefronts."""
-        ldsm = GT_WARPS * self.slices * GT_LDSM_PER_SLICE * LDSM_X4_WAVEFRONTS
-        cp = GT_WARPS * self.copies_per_thread * (32 * CHUNK_BYTES // WAVEFRONT_BYTES)
+        ldsm = self.warps * self.slices * GT_LDSM_PER_SLICE * LDSM_X4_WAVEFRONTS
+        cp = self.warps * self.copies_per_thread * (32 * CHUNK_BYTES // WAVEFRONT_BYTES)
         return {"ldmatrix": ldsm, "cp_async_writes": cp, "total": ldsm + cp}
 
 
@@ -230,23 +299,44 @@ GT_CONFIGS = (
 )
 
 
-def gt_problem(data: str, sm_count: int, bk: int = BK) -> dict:
+def _w4_rows(blocks: int) -> tuple[TrafficConfig, ...]:
+    """The suite's 4-warp mma.sync GEMM (128x128x32, 64x64 warps, 3-stage ring) at ``blocks`` per SM: 4 + 4
+    copies per thread per k-step; a 4-stage ldmatrix ring (4 x 16 KiB + 3 x 16 KiB = 112 KiB a block)."""
+    g = {"warps": 4, "blocks_per_sm": blocks, "copy_stages": 3}
+    why = "2 blocks share an SM, as the suite runs" if blocks == 2 else "1 block per SM (shared memory): the control"
+    p = f"gt_w4b{blocks}_"
+    return (
+        TrafficConfig(p + "none_k2", "none", 2, "", 4, f"control, no copies; {why}", **g),
+        TrafficConfig(p + "copy_l2_k2", "copy", 2, "l2", 4, "8 x 16-byte cp.async.cg/thread, 16 MiB L2 data", **g),
+        TrafficConfig(p + "gemm_l2_k2", "gemm", 2, "l2", 4, "tc_gemm's load_tile (128x128x32, s3), 16 MiB L2", **g),
+        TrafficConfig(p + "copy_hbm_k2", "copy", 2, "hbm", 4, "as copy_l2 from 1 GiB (HBM)", **g),
+        TrafficConfig(p + "gemm_hbm_k2", "gemm", 2, "hbm", 4, "as gemm_l2 from 1 GiB (HBM)", **g),
+    )
+
+
+GT_W4_CONFIGS = _w4_rows(2) + _w4_rows(1)
+GT_GROUP_CONFIGS = {GT_GROUP: GT_CONFIGS, GT_W4_GROUP: GT_W4_CONFIGS}
+
+
+def gt_problem(data: str, blocks: int, bk: int = BK, block_tile: tuple[int, int] = (GT_BM, GT_BN)) -> dict:
     """The matrices and per-block tile origins a gemm_traffic row copies from: ``m``, ``n``, ``k`` (fp16
-    elements), ``m0``/``n0`` lists (one per block, ``sm_count`` blocks), ``bytes`` of A + B. "l2" (and "",
-    whose copies read nothing): 2048^3, blocks on the 16 x 8 tile grid, x over N first; "hbm": every block
-    its own 128 rows of A and 256 columns of B, K the largest multiple of ``bk`` with A + B <= 1 GiB.
-    ValueError for another ``data`` or sm_count < 1."""
-    if sm_count < 1:
-        raise ValueError(f"sm_count = {sm_count}: must be >= 1")
+    elements), ``m0``/``n0`` lists (one per block of the grid, ``blocks`` of them), ``bytes`` of A + B.
+    "l2" (and "", whose copies read nothing): 2048^3, blocks on the GEMM's grid of ``block_tile`` tiles
+    (128x256: 16 x 8), x over N first; "hbm": every block its own bm rows of A and bn columns of B, K the
+    largest multiple of ``bk`` with A + B <= 1 GiB. ValueError for another ``data`` or blocks < 1."""
+    if blocks < 1:
+        raise ValueError(f"blocks = {blocks}: must be >= 1")
+    bm, bn = block_tile
     if data in ("", "l2"):
         m = n = k = GT_L2_MNK
-        m0 = [((b // GT_L2_TILES_N) % GT_L2_TILES_M) * GT_BM for b in range(sm_count)]
-        n0 = [(b % GT_L2_TILES_N) * GT_BN for b in range(sm_count)]
+        tiles_m, tiles_n = GT_L2_MNK // bm, GT_L2_MNK // bn
+        m0 = [((b // tiles_n) % tiles_m) * bm for b in range(blocks)]
+        n0 = [(b % tiles_n) * bn for b in range(blocks)]
     elif data == "hbm":
-        m, n = sm_count * GT_BM, sm_count * GT_BN
+        m, n = blocks * bm, blocks * bn
         k = GT_HBM_BYTES // ((m + n) * 2) // bk * bk
-        m0 = [b * GT_BM for b in range(sm_count)]
-        n0 = [b * GT_BN for b in range(sm_count)]
+        m0 = [b * bm for b in range(blocks)]
+        n0 = [b * bn for b in range(blocks)]
     else:
         raise ValueError(f"data = {data!r}: must be '', 'l2' or 'hbm'")
     return {"m": m, "n": n, "k": k, "m0": m0, "n0": n0, "bytes": (m * k + k * n) * 2}
@@ -310,13 +400,14 @@ def summarize_config(cfg: Config, runs: list[dict], peak_flop: float) -> dict:
 
 
 def traffic_metrics(tc: TrafficConfig, rec: dict, iters: int, event_s: float | None, sm_count: int) -> dict:
-    """One rep of a gemm_traffic row (one block per SM): cycles per k-step of the median block,
-    HMMA/clk/SM, and the global bytes/s the whole GPU moved at that rate and the block clock."""
+    """One rep of a gemm_traffic row (``blocks_per_sm`` blocks on every SM, side by side): cycles per
+    k-step of the median block, HMMA/clk/SM (x blocks per SM), and the global bytes/s the whole GPU moved
+    at that rate and the block clock."""
     if iters < 1:
         raise ValueError(f"iters = {iters}: must be >= 1")
     cyc = rec["cycles_median"] / iters
-    bps = tc.global_bytes_per_kstep * sm_count * rec["clock_hz"] / cyc
-    return {"cycles_per_kstep": cyc, "hmma_per_clk_sm": tc.hmma_per_kstep / cyc,
+    bps = tc.global_bytes_per_kstep * tc.blocks_per_sm * sm_count * rec["clock_hz"] / cyc
+    return {"cycles_per_kstep": cyc, "hmma_per_clk_sm": tc.blocks_per_sm * tc.hmma_per_kstep / cyc,
             "cycles_per_slice_per_warp": cyc / tc.slices, "global_bytes_per_s": bps, "clock_hz": rec["clock_hz"],
             "max_coresident": rec["max_coresident"], "distinct_sms": rec["distinct_sms"], "event_s": event_s}
 
@@ -328,15 +419,17 @@ def summarize_traffic(tc: TrafficConfig, runs: list[dict], peak_flop: float) -> 
     wf = tc.smem_wavefronts_per_kstep()
     cyc = summarize([r["cycles_per_kstep"] for r in runs])
     return {"kernel": tc.kernel, "mode": tc.mode, "note": tc.note, "data": tc.data or None,
-            "warp_tile": [GT_WM, GT_WN], "block_tile": [GT_BM, GT_BN], "warps_per_block": GT_WARPS,
-            "blocks_per_sm": 1, "slices_per_kstep": tc.slices, "bk": tc.bk, "barriers_per_kstep": 1,
-            "compute_ring_stages": tc.compute_stages, "copy_ring_stages": GT_CSTAGES if tc.mode != "none" else 0,
-            "cp_async_wait_group": GT_CSTAGES - 2 if tc.mode != "none" else None,
+            "geometry": tc.geometry, "warp_tile": [GT_WM, GT_WN], "block_tile": list(tc.block_tile),
+            "warps_per_block": tc.warps, "blocks_per_sm": tc.blocks_per_sm, "warps_per_sm": tc.warps * tc.blocks_per_sm,
+            "slices_per_kstep": tc.slices, "bk": tc.bk, "barriers_per_kstep": 1,
+            "compute_ring_stages": tc.compute_stages, "copy_ring_stages": tc.copy_stages if tc.mode != "none" else 0,
+            "cp_async_wait_group": tc.copy_stages - 2 if tc.mode != "none" else None,
             "copies_per_thread_per_kstep": tc.copies_per_thread,
+            "copies_per_thread_per_kstep_a_b": list(tc.copies_per_thread_ab), "smem_data_bytes": tc.smem_data_bytes,
             "global_bytes_per_kstep_block": tc.global_bytes_per_kstep, "hmma_per_kstep_block": tc.hmma_per_kstep,
-            "ldmatrix_x4_per_kstep_block": GT_WARPS * tc.slices * GT_LDSM_PER_SLICE,
+            "ldmatrix_x4_per_kstep_block": tc.warps * tc.slices * GT_LDSM_PER_SLICE,
             "smem_wavefronts_per_kstep_computed": wf,
-            "smem_wavefronts_per_clk_computed": wf["total"] / cyc["value"],
+            "smem_wavefronts_per_clk_computed": tc.blocks_per_sm * wf["total"] / cyc["value"],  # per SM
             "hmma_per_clk_sm": h, "flop_per_clk_sm": {k: (v * FLOP_PER_HMMA if k != "n" else v) for k, v in h.items()},
             "fraction_of_peak": frac, "cycles_per_kstep": cyc,
             "cycles_per_slice_per_warp": summarize([r["cycles_per_slice_per_warp"] for r in runs]),
@@ -400,6 +493,27 @@ def loop_order(ops: Sequence[str]) -> str:
     return " ".join(f"{k}{n}" for k, n in out)
 
 
+def nvdisasm_as_cuobjdump(text: str) -> str:
+    """An ``nvdisasm -c`` listing rewritten as :func:`sass_summary` reads ``cuobjdump -sass``: one
+    ``Function : <name>`` line per ``.text.<name>:`` section and every branch to a label as ``BRA 0x<addr>``
+    (for machines without cuobjdump, such as the CPU test's)."""
+    out, labels, pending = [], {}, []
+    for line in text.splitlines():  # first pass: the address of each label's next instruction
+        lab = re.match(r"^\s*(\.L_x_\d+):", line)
+        if lab:
+            pending.append(lab.group(1))
+        elif pending and (m := re.search(r"/\*([0-9a-f]{4,})\*/", line)):
+            labels.update({k: int(m.group(1), 16) for k in pending})
+            pending = []
+    for line in text.splitlines():
+        f = re.match(r"^\.text\.(\S+):\s*$", line)
+        if f:
+            out.append(f"        Function : {f.group(1)}")
+        elif "/*" in line:
+            out.append(re.sub(r"`\((\.L_x_\d+)\)", lambda m: f"0x{labels[m.group(1)]:x}", line))
+    return "\n".join(out) + "\n"
+
+
 def sass_summary(sass: str, kernel: str) -> dict:
     """The hot loop (the backward branch's body with the most HMMA) of ``kernel``: histogram and order."""
     best = None
@@ -461,13 +575,15 @@ class _Device:
         return pc.size_iters(lambda it: self.launch_timed(f, grid, threads, args(it), smem), 64, self.target_s,
                              MAX_ITERS, 3)
 
-    def gt_data(self, data: str, bk: int) -> dict:
-        """Device buffers of :func:`gt_problem` (cached per (data, bk)): A, B (fp16 bit patterns, a ramp,
+    def gt_data(self, data: str, bk: int, blocks: int, block_tile: tuple[int, int]) -> dict:
+        """Device buffers of :func:`gt_problem` (cached per argument set): A, B (fp16 bit patterns, a ramp,
         never zeros), the tile-origin tables."""
-        key = (data or "l2", bk)
+        key = (data or "l2", bk, blocks, tuple(block_tile))
         if key not in self._gt:
             cp = self.cp
-            pr = gt_problem(key[0], self.sm_count, bk)
+            if key[0] == "hbm":  # one 1 GiB set at a time
+                self._gt = {k: v for k, v in self._gt.items() if k[0] != "hbm"}
+            pr = gt_problem(key[0], blocks, bk, tuple(block_tile))
             a = cp.arange(pr["m"] * pr["k"], dtype=cp.uint16)
             b = cp.arange(pr["k"] * pr["n"], dtype=cp.uint16)
             self._gt[key] = {**pr, "a": a, "b": b, "m0_dev": cp.asarray(pr["m0"], dtype=cp.int32),
@@ -480,8 +596,8 @@ class _Device:
         if smem > SMEM_MAX_BLOCK_BYTES:
             raise ValueError(f"{tc.key}: smem_bytes = {smem} > {SMEM_MAX_BLOCK_BYTES}")
         f = pc.get_kernel(self.mod, tc.kernel, smem)
-        d = self.gt_data(tc.data, tc.bk)
-        grid = self.sm_count
+        grid = tc.blocks_per_sm * self.sm_count
+        d = self.gt_data(tc.data, tc.bk, grid, tc.block_tile)
         clk = cp.zeros(REC * grid, dtype=cp.int64)
         src_bytes = 0 if tc.mode == "zfill" else CHUNK_BYTES
 
@@ -490,12 +606,12 @@ class _Device:
                     d["m0_dev"], d["n0_dev"], cp.int32(d["m"]), cp.int32(d["n"]), cp.int32(d["k"]),
                     cp.int32(GT_KT_LIMIT), cp.int32(src_bytes))
 
-        iters = self.size_iters(f, grid, GT_THREADS, args, smem)
+        iters = self.size_iters(f, grid, tc.threads, args, smem)
         runs = []
         for _ in range(self.reps):
-            s = self.launch_timed(f, grid, GT_THREADS, args(iters), smem)
+            s = self.launch_timed(f, grid, tc.threads, args(iters), smem)
             runs.append(traffic_metrics(tc, parse_records(clk.get(), grid), iters, s, self.sm_count))
-        info = {**pc.kernel_attributes(f), "smem_bytes": smem, "grid": grid, "threads": GT_THREADS}
+        info = {**pc.kernel_attributes(f), "smem_bytes": smem, "grid": grid, "threads": tc.threads}
         if tc.data:
             info["problem"] = {"m": d["m"], "n": d["n"], "k": d["k"], "bytes": d["bytes"],
                                "ksteps_before_k_wraps": d["k"] // tc.bk}
@@ -554,10 +670,10 @@ def run_probe(quick: bool = False, tensor_json: Path | None = None, only: Sequen
                 res["configs"][key] = row
             except Exception as exc:  # noqa: BLE001  (recorded, the others still run)
                 res["errors"][key] = f"{type(exc).__name__}: {exc}"
-    if GT_GROUP in only:
-        res["gemm_traffic"] = {}
+    for group in [g for g in GT_GROUP_CONFIGS if g in only]:  # both groups' rows in res["gemm_traffic"]
+        res.setdefault("gemm_traffic", {})
         t1 = time.perf_counter()
-        for tc in GT_CONFIGS:
+        for tc in GT_GROUP_CONFIGS[group]:
             try:
                 runs, iters, info = dev.run_traffic(tc)
                 row = summarize_traffic(tc, runs, peak)
@@ -567,32 +683,46 @@ def run_probe(quick: bool = False, tensor_json: Path | None = None, only: Sequen
                 res["gemm_traffic"][tc.key] = row
             except Exception as exc:  # noqa: BLE001  (recorded, the others still run)
                 res["errors"][tc.key] = f"{type(exc).__name__}: {exc}"
-        res["meta"]["gemm_traffic_wall_s"] = time.perf_counter() - t1
+        res["meta"][f"{group}_wall_s"] = time.perf_counter() - t1
     res["meta"].update(probe_wall_s=time.perf_counter() - t0, quick=quick, sm_count=dev.sm_count,
                        target_kernel_s=dev.target_s, reps=dev.reps, groups_run=list(only))
     return res
 
 
+_W4_KEYS = frozenset(tc.key for tc in GT_W4_CONFIGS)
+SECTIONS = {SWEEP_GROUP: "configs", GT_GROUP: "gemm_traffic", GT_W4_GROUP: "gemm_traffic"}
+
+
 def _error_group(key: str) -> str:
+    """The group of a row or error key (a gemm_traffic key of neither list: gemm_traffic)."""
+    if key in _W4_KEYS:
+        return GT_W4_GROUP
     return GT_GROUP if key.startswith("gt_") else SWEEP_GROUP
 
 
+def _has_rows(rec: dict, group: str) -> bool:
+    if group == SWEEP_GROUP:
+        return "configs" in rec
+    return any(_error_group(k) == group for k in rec.get("gemm_traffic", {}))
+
+
 def merge_results(old: dict | None, new: dict) -> dict:
-    """``new`` (a run of some groups) over ``old`` (a recorded mma_feed.json): the sections of the groups
-    ``new`` ran (``configs`` for sweep, ``gemm_traffic``) and their errors replace the old ones, the
-    others stay; ``group_runs`` says which run (date, revision) each group comes from; meta, compile and
-    peak are the new run's."""
+    """``new`` (a run of some groups) over ``old`` (a recorded mma_feed.json): the rows of the groups
+    ``new`` ran (``configs`` for sweep; in ``gemm_traffic`` those of gemm_traffic or gemm_traffic_w4) and
+    their errors replace the old ones, the others stay; ``group_runs`` says which run (date, revision) each
+    group comes from; meta, compile and peak are the new run's."""
     ran = new["meta"].get("groups_run") or list(GROUPS)
     stamp = pc.run_stamp(new["meta"])
-    section = {SWEEP_GROUP: "configs", GT_GROUP: GT_GROUP}
     if not old:
         return {**new, "group_runs": {g: stamp for g in ran}}
     out = {**old, **{k: new[k] for k in ("meta", "compile", "peak_flop_per_clk_sm", "peak_source") if k in new}}
     out["errors"] = {k: e for k, e in old.get("errors", {}).items() if _error_group(k) not in ran}
     out["errors"].update(new.get("errors", {}))
-    runs = pc.previous_group_runs(old, GROUPS, lambda g: section[g] in old)
+    runs = pc.previous_group_runs(old, GROUPS, lambda g: _has_rows(old, g))
+    for sec in sorted({SECTIONS[g] for g in ran}):
+        kept = {k: r for k, r in old.get(sec, {}).items() if sec == "gemm_traffic" and _error_group(k) not in ran}
+        out[sec] = {**kept, **new.get(sec, {})}
     for g in ran:
-        out[section[g]] = new.get(section[g], {})
         runs[g] = stamp
     out["group_runs"] = runs
     return out
@@ -615,14 +745,16 @@ def format_table(res: dict) -> str:
     gt = res.get("gemm_traffic") or {}
     if gt:
         lines.append("")
-        lines.append(f"{'gemm_traffic':18s} {'data':4s} {'bk':>3s} {'cp/thr':>6s} {'HMMA/clk/SM':>11s} {'of peak':>7s} "
-                     f"{'cyc/kstep':>9s} {'GB/s':>7s} {'wavefr/kstep':>12s} {'wf/clk':>6s}  SASS loop order")
+        lines.append(f"{'gemm_traffic':20s} {'warps':>5s} {'blk/SM':>6s} {'seen':>4s} {'data':4s} {'bk':>3s} "
+                     f"{'cp/thr':>6s} {'HMMA/clk/SM':>11s} {'of peak':>7s} {'cyc/kstep/blk':>13s} {'GB/s':>7s} "
+                     f"{'wavefr/kstep':>12s} {'wf/clk':>6s}  SASS loop order")
         for k, r in gt.items():
             s = r.get("sass") or {}
             order = (s.get("order", "-") + ("" if s.get("ok", True) else " !")) if s else "-"
-            lines.append(f"{k:18s} {r['data'] or '-':4s} {r['bk']:3d} {r['copies_per_thread_per_kstep']:6d} "
+            lines.append(f"{k:20s} {r['warps_per_block']:5d} {r['blocks_per_sm']:6d} {r['blocks_per_sm_seen']:4d} "
+                         f"{r['data'] or '-':4s} {r['bk']:3d} {r['copies_per_thread_per_kstep']:6d} "
                          f"{r['hmma_per_clk_sm']['value']:11.4g} {r['fraction_of_peak']['value']:7.1%} "
-                         f"{r['cycles_per_kstep']['value']:9.1f} {r['global_bytes_per_s']['value'] / 1e9:7.0f} "
+                         f"{r['cycles_per_kstep']['value']:13.1f} {r['global_bytes_per_s']['value'] / 1e9:7.0f} "
                          f"{r['smem_wavefronts_per_kstep_computed']['total']:12d} "
                          f"{r['smem_wavefronts_per_clk_computed']:6.3f}  {order}")
     for k, e in res.get("errors", {}).items():
