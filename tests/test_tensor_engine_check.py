@@ -42,3 +42,46 @@ def test_the_gemm_copy_code_costs_what_its_address_instructions_take_to_issue(go
     rows = {name: (m, p) for name, m, p in got["gemm_traffic"]}
     (m0, p0), (m1, p1) = rows["mfgt_copy_k2"], rows["mfgt_gemm_k2"]
     assert p1 / p0 == pytest.approx(m1 / m0, abs=0.05)
+
+
+def _w4_rows(blocks: int) -> dict:
+    """Synthetic gemm_traffic_w4 rows (the geometry fields the probe writes; made-up measurements and the
+    SASS loop counts of nvcc 13 for these kernels: 103 instructions without copies, 143 with 8 copies)."""
+    base = {"warp_tile": [64, 64], "block_tile": [128, 128], "warps_per_block": 4, "blocks_per_sm": blocks,
+            "slices_per_kstep": 2, "compute_ring_stages": 4, "grid": 132 * blocks,
+            "smem_bytes": (112 if blocks == 2 else 120) * 1024, "hmma_per_clk_sm": {"value": 0.4}}
+    none = {**base, "kernel": f"mfgt_none_k2_w4_b{blocks}_c3", "mode": "none", "data": None, "copy_ring_stages": 0,
+            "copies_per_thread_per_kstep": 0, "sass": {"instructions": 103, "depbar": 0, "ldgdepbar": 0}}
+    copy = {**base, "kernel": f"mfgt_copy_k2_w4_b{blocks}_c3", "mode": "copy", "data": "l2", "copy_ring_stages": 3,
+            "copies_per_thread_per_kstep": 8, "sass": {"instructions": 143, "depbar": 1, "ldgdepbar": 1}}
+    return {f"gt_w4b{blocks}_none_k2": none, f"gt_w4b{blocks}_copy_l2_k2": copy}
+
+
+def test_traffic_rows_are_simulated_in_their_own_geometry():
+    rows = _w4_rows(2)
+    none, copy = rows["gt_w4b2_none_k2"], rows["gt_w4b2_copy_l2_k2"]
+    prog, hmma = tec._traffic_program(copy, none)
+    assert prog.launch.grid == (264, 1, 1) and prog.launch.threads_per_block == 128
+    assert prog.launch.smem_bytes_per_block == 112 * 1024
+    (phase,) = prog.phases
+    assert phase.pipeline_depth == 3  # the 3-stage copy ring
+    # (143 - 103 - DEPBAR - LDGDEPBAR - 8 copies) / 8 copies
+    assert [ld.address_instructions for ld in phase.step.loads] == [3.75, 3.75]
+    assert hmma == 2 * 4 * 32 * tec.SLICES  # both blocks of an SM, 32 HMMA per warp per slice
+    prog0, _ = tec._traffic_program(none, none)
+    assert prog0.phases[0].step.loads == () and prog0.phases[0].pipeline_depth == 1
+
+
+def test_check_reads_the_w4_rows_beside_the_recorded_ones(tmp_path):
+    import json
+
+    rec = json.loads(tec.FEED.read_text())
+    rec["gemm_traffic"] = {**rec["gemm_traffic"], **_w4_rows(2), **_w4_rows(1)}
+    path = tmp_path / "mma_feed.json"
+    path.write_text(json.dumps(rec))
+    got = {name: p for name, _, p in tec.check(path)["gemm_traffic"]}
+    old = {name: p for name, _, p in tec.check()["gemm_traffic"]}
+    assert {n: got[n] for n in old} == old  # the 8-warp rows keep their predictions
+    for b in (1, 2):
+        assert {f"mfgt_none_k2_w4_b{b}_c3", f"mfgt_copy_k2_w4_b{b}_c3"} <= set(got)
+        assert got[f"mfgt_copy_k2_w4_b{b}_c3"] < got[f"mfgt_none_k2_w4_b{b}_c3"]  # the copies cost issue slots

@@ -7,10 +7,13 @@ HMMA per clock per SM and the error, and the MAPE per group:
 * ``feed``: an ldmatrix-fed mma.sync loop (warp tiles 64x64 / 64x32 / 32x32, 4 or 8 warps per block,
   1 or 2 blocks per SM, a barrier never / every slice / every 2 slices; the rows without fragment
   double buffering, which a tile program cannot say) with no global memory in the loop;
-* ``gemm_traffic``: the GEMM-like loop (64x64 warp tiles, 8 warps, a barrier per k-step of 2 slices)
-  with the GEMM's k-step copies put back: none, 6 cp.async per thread from L2, and the same with the
-  GEMM's address arithmetic. Each copy's address instructions are the row's own SASS: its loop's
-  instructions less those of the loop without copies (gt_commit_k2) and less the copies, per copy.
+* ``gemm_traffic``: the GEMM-like loop (64x64 warp tiles, a barrier per k-step of 2 slices) with the
+  GEMM's k-step copies put back: none, 16-byte cp.async from L2, and the same with the GEMM's address
+  arithmetic; in each row's geometry (read from the row: 8 warps of a 128x256 tile, 1 block per SM,
+  a 4-stage copy ring; the gemm_traffic_w4 rows: 4 warps of a 128x128 tile, 2 or 1 blocks per SM, a
+  3-stage ring). Each copy's address instructions are the row's own SASS: its loop's instructions less
+  those of the same geometry's loop without copies (mode none), its cp.async bookkeeping (DEPBAR,
+  LDGDEPBAR) and the copies, per copy.
 
 Both groups take the k-step's fragment loads in one round ahead of its MMAs, as the compiler
 schedules them (the SASS order of each row).
@@ -65,27 +68,38 @@ def _feed_program(row: dict) -> tuple[TileProgram, float]:
 
 def _address_instructions(row: dict, control: dict | None) -> float:
     """Address instructions per copy in ``row``'s SASS loop: its instructions less the control loop's
-    (same loop, no copies) and less the copies themselves, per copy."""
+    (same geometry and loop, no copies, no cp.async: mode none), its DEPBAR and LDGDEPBAR, and the copies
+    themselves, per copy."""
     per_thread = row["copies_per_thread_per_kstep"]
     if not per_thread or control is None:
         return 0.0
-    return (row["sass"]["instructions"] - control["sass"]["instructions"] - per_thread) / per_thread
+    s = row["sass"]
+    books = s.get("depbar", 0) + s.get("ldgdepbar", 0)
+    return (s["instructions"] - control["sass"]["instructions"] - books - per_thread) / per_thread
+
+
+def _geometry(row: dict) -> tuple:
+    return row["warps_per_block"], row["blocks_per_sm"], row["slices_per_kstep"], row["compute_ring_stages"]
 
 
 def _traffic_program(row: dict, control: dict | None = None) -> tuple[TileProgram, float]:
-    warps, slices = row["warps_per_block"], row["slices_per_kstep"]
+    """The row's loop on its own geometry: warps, block tile, blocks per SM (the grid, 132 SMs' worth
+    when the row does not say), copy ring depth and shared memory a block, as the probe launched it."""
+    warps, slices, blocks = row["warps_per_block"], row["slices_per_kstep"], row["blocks_per_sm"]
     bm, bn = row["block_tile"]
     wm, wn = row["warp_tile"]
-    cfg = TcGemmConfig(m=2048, n=2048, k=2048, bm=bm, bn=bn, bk=16 * slices, wm=wm, wn=wn, b_layout="col", stages=4)
+    ring = row["copy_ring_stages"] or 1  # 0: mode none, no ring
+    cfg = TcGemmConfig(m=2048, n=2048, k=2048, bm=bm, bn=bn, bk=16 * slices, wm=wm, wn=wn, b_layout="col",
+                       stages=max(ring, 2))
     addr = _address_instructions(row, control)
     loads = tuple(replace(ld, address_instructions=addr) for ld in _operand_loads(cfg, "async")[:2]) \
         if row["copies_per_thread_per_kstep"] else ()
     mma = Mma(HMMA, "fp16", warps * (wm // 16) * (wn // 8) * slices, chain=slices)
     step = Step(loads=loads, shared_loads=(SharedAccess(tuple(_reads(cfg, slices)), repeat=warps),), barriers=1,
                 compute=(mma,))
-    prog = TileProgram(row["kernel"], Launch((132, 1, 1), 32 * warps, 210, 120 * 1024),
-                       (Phase("loop", SLICES // slices, step, pipeline_depth=4 if loads else 1),))
-    return prog, mma.count * (SLICES // slices)
+    launch = Launch((row.get("grid") or 132 * blocks, 1, 1), 32 * warps, 210, row.get("smem_bytes") or 120 * 1024)
+    prog = TileProgram(row["kernel"], launch, (Phase("loop", SLICES // slices, step, pipeline_depth=ring if loads else 1),))
+    return prog, mma.count * (SLICES // slices) * blocks
 
 
 def check(path: Path = FEED, hardware: str = "h200") -> dict[str, list[tuple[str, float, float]]]:
@@ -95,9 +109,10 @@ def check(path: Path = FEED, hardware: str = "h200") -> dict[str, list[tuple[str
     out: dict[str, list] = {"feed": [], "gemm_traffic": []}
     rows = [("feed", r, _feed_program) for r in rec["configs"].values()
             if r["loads"] and not r["double_buffered"] and "noise" not in r["kernel"]]
-    control = rec.get("gemm_traffic", {}).get("gt_commit_k2")
-    rows += [("gemm_traffic", r, partial(_traffic_program, control=control))
-             for r in rec.get("gemm_traffic", {}).values() if r.get("data") in (None, "l2") and r["slices_per_kstep"] == 2]
+    traffic = rec.get("gemm_traffic", {}).values()
+    controls = {_geometry(r): r for r in traffic if r["mode"] == "none"}
+    rows += [("gemm_traffic", r, partial(_traffic_program, control=controls.get(_geometry(r))))
+             for r in traffic if r.get("data") in (None, "l2") and r["slices_per_kstep"] == 2]
     for group, row, build in rows:
         prog, hmma_per_sm = build(row)
         res = simulate_program(prog, hw)
