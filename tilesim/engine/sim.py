@@ -35,10 +35,10 @@ skipped time, a reservation on every channel equal to its measured consumption r
 contends), streams its misses into the L2, and its counters grow by the measured per-step amounts.
 A hold ends early when a slot enters or leaves a k-loop, since the contention it was measured
 under has changed; the group then steps and settles again.
-Likewise whole block groups repeat once two in a row took the same time (``GROUP_STEADY_TOL``), or,
-for a slot that alternates between two group times (one stepping among slots that hold whole groups
-can: its groups then take turns at the channels' leftovers), once two in a row took together what the
-two before took (``GROUP_PAIRS``; it holds at the holding slots' group time, as a settled slot does).
+Likewise whole block groups repeat once full groups complete at a steady rate over all slots
+(two runs of ``GROUP_RUN_SLOTS`` groups a slot took the same time, within ``GROUP_STEADY_TOL``; each
+slot's first group, which carries the launch's ramp, left out): every slot then holds whole groups
+at that period until one common end, so that none idles while others still hold.
 The work therefore grows with the number of distinct phases, not with the number of tiles.
 Holding is an approximation: ``steady_state=False`` steps everything (slower; the reference the
 holds are checked against).
@@ -62,7 +62,15 @@ from tilesim.program import Affine, GlobalLoad, Mma, Phase, TileProgram, TileRef
 from tilesim.result import Interval, SimResult, Traffic
 
 STEADY_TOL = 0.01  # relative difference of two step windows that counts as settled
-GROUP_STEADY_TOL = 0.03  # the same for two consecutive block groups of a slot
+GROUP_STEADY_TOL = 0.01  # the same for the group completion rate of two consecutive runs (GROUP_RUN_SLOTS)
+# whole block groups settle on the rate at which full groups complete, over all slots: once two
+# consecutive runs of GROUP_RUN_SLOTS x slots completions (each slot's first group left out: it
+# carries the launch's ramp) took the same time. One slot's groups can repeat while the chip still
+# ramps up, or cycle as slots take turns at a channel; the completions of all slots together do not
+GROUP_RUN_SLOTS = 4
+# a slot holds whole groups only for at least this many: a hold ends on a whole group, so a short one
+# is off by up to half a group (stepping a few groups costs little)
+MIN_GROUP_HOLD = 8
 MAX_WARP_GROUPS = 8  # independent warp groups simulated per block (warps aggregated beyond)
 MAX_ROUNDS = 4  # load-then-use rounds simulated per step (rounds beyond are aggregated)
 MAX_MATH_GROUPS = 4  # concurrent warp groups simulated per block between barriers
@@ -72,9 +80,6 @@ FALLBACK_WINDOWS = 4  # steady windows after which a group holds alone
 # every few windows) is steady once its windows repeat in runs of c, for some c up to this (the
 # last three runs each within STEADY_TOL of the one before); it holds at their mean (_window_cycle)
 MAX_WINDOW_CYCLE = 12  # 9-window cycles seen: tile_sizes reg2d 64x128x16 t8x8 vec at 4096^3, 4 slots
-# a slot whose block groups alternate between two times (one stepping among slots that hold, say)
-# is settled once two groups in a row take together what the two before took (GROUP_STEADY_TOL)
-GROUP_PAIRS = True
 MATH_PIPES = ("fma", "sfu", "int", "fp64", "shuffle")
 CHANNELS = ("issue", *MATH_PIPES, "tensor", "smem", "l1", "l2", "hbm", "dispatch", "atomic")
 COUNTERS = CHANNELS + ("hbm_read", "hbm_write", "l2_load", "l2_store", "smem_bytes", "smem_ideal", "ffma",
@@ -232,13 +237,13 @@ class Engine:
         self.dirty_bytes = min(hw.l2_dirty_bytes, hw.l2_bytes)  # never more than the whole L2
         self.writeback_share = max(0.0, 1.0 - self.dirty_bytes / out_bytes) if out_bytes else 0.0
         self.writes: list[tuple[float, float]] = []
-        self.settled_group_s = 0.0  # duration of a full block group once some slot has settled
+        self.group_ends: deque = deque()  # completion times of full block groups (not a slot's first)
+        self.group_period_s = 0.0  # a slot's group time once the completions have settled
+        self.group_end_s = 0.0  # when every slot's group hold ends (the same for all: no slot idles early)
         self.tail_sms: int | None = None  # SMs a last partial wave lands on
         self.in_loop: set[int] = set()  # slots inside a loop phase
         self.steady: dict[int, float] = {}  # steady slots -> their step period
         self.holding: dict[int, float] = {}  # holding slots -> the period they hold at
-        self.group_holding: dict[int, float] = {}  # slots standing in for whole block groups -> group time
-        self.group_share = 0  # groups each slot stands in for, fixed when the first one settles
         self.changed = self.env.event()  # fires when the set of slots in a loop changes
 
     def _l1_cache(self) -> L2Cache | None:
@@ -719,7 +724,7 @@ class Engine:
         total = self.p.launch.blocks
         sms = self.hw.sm_count
         slots = self.occ.blocks_per_sm
-        history: list[float] = []
+        groups = 0  # this slot's groups so far
         while self.next_block < total:
             count = self._next_group_size(total - self.next_block)
             first = self.next_block
@@ -733,42 +738,41 @@ class Engine:
             yield env.timeout(0)
             tally.v["dispatch"] += 1.0
             self._scale_and_add(tally, count)
-            d1 = env.now - t0
-            history.append(d1)
-            if count != sms:
+            first_group, groups = groups == 0, groups + 1
+            if count != sms or first_group or self.group_tol < 0:
                 continue
-            # settled: this slot's last two groups took the same time, or one group took the time
-            # another slot already settled at (all slots are alike), or its last two groups took
-            # together what the two before took (a slot that alternates between two group times,
-            # as one stepping among holding slots can: it holds at their mean)
-            settled = (len(history) >= 2 and abs(d1 - history[-2]) <= self.group_tol * history[-2]) or (
-                self.settled_group_s and abs(d1 - self.settled_group_s) <= self.group_tol * self.settled_group_s)
-            if not settled and GROUP_PAIRS and len(history) >= 4:
-                pair, before = history[-1] + history[-2], history[-3] + history[-4]
-                if abs(pair - before) <= self.group_tol * before:
-                    settled = True
-                    d1 = pair / 2
-            if settled:
-                self.settled_group_s = d1
-                # every slot's share of the groups left when the first of them settled, less a last
-                # group (slots settling while others hold groups take the same share)
-                if not self.group_holding:
-                    self.group_share = (total - self.next_block) // (sms * slots) - 1
-                j = min(self.group_share, (total - self.next_block) // sms - 1)
-                if j >= 1:
-                    if self.group_holding:  # alike slots: the group time the holding ones hold at
-                        d1 = sum(self.group_holding.values()) / len(self.group_holding)
-                    self.next_block += j * sms
-                    per = _Tally()
-                    per.add(tally)
-                    hold = _Tally()
-                    self.group_holding[slot] = d1
-                    yield from self._hold(slot, per, d1, j, hold)
-                    self.group_holding.pop(slot, None)
-                    if self.on_progress is not None:
-                        self._progress(j * sms * sum(pl.trips for pl in self.plans))
-                    self._scale_and_add(hold, count)
-                    history.clear()
+            if not self.group_period_s and not self._groups_settled(env.now, slots):
+                continue
+            if not self.group_end_s:  # the first hold: every slot holds until the groups left are done
+                left = (total - self.next_block) // sms
+                self.group_end_s = env.now + (left / slots - 1) * self.group_period_s
+            j = min(round((self.group_end_s - env.now) / self.group_period_s), (total - self.next_block) // sms - 1)
+            if j >= MIN_GROUP_HOLD:
+                self.next_block += j * sms
+                per = _Tally()
+                per.add(tally)
+                hold = _Tally()
+                yield from self._hold(slot, per, self.group_period_s, j, hold)
+                if self.on_progress is not None:
+                    self._progress(j * sms * sum(pl.trips for pl in self.plans))
+                self._scale_and_add(hold, count)
+
+    def _groups_settled(self, now_s: float, slots: int) -> bool:
+        """Note a full group's completion; True (``group_period_s`` set) once the last two runs of
+        ``GROUP_RUN_SLOTS * slots`` completions took the same time within ``group_tol``: a slot's
+        group time is then the run's time over the groups each slot completed in it."""
+        run = GROUP_RUN_SLOTS * slots
+        ends = self.group_ends
+        ends.append(now_s)
+        if len(ends) > 2 * run + 1:
+            ends.popleft()
+        if len(ends) < 2 * run + 1:
+            return False
+        a, b = ends[-1] - ends[run], ends[run] - ends[0]
+        if b <= 0 or abs(a - b) > self.group_tol * b:
+            return False
+        self.group_period_s = (a + b) / 2 / GROUP_RUN_SLOTS
+        return True
 
     def _next_group_size(self, remaining: int) -> int:
         """Blocks (one per SM) the next group of a freed slot takes.
