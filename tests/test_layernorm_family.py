@@ -245,7 +245,7 @@ def test_a_row_read_three_times_comes_from_the_l1_after_the_first_pass():
     and instructions, not L2 bytes, and keeping the row in registers is no slower."""
     cached = _simulate_or_skip(cfg(passes="two", cache="registers"))
     reread = _simulate_or_skip(cfg(passes="two", cache="none", unroll=4))
-    assert cached.time_s <= reread.time_s
+    assert cached.time_s <= reread.time_s * (1 + 1e-12)  # (both at the HBM's pace: equal up to rounding)
     # (a few more blocks per SM leave each a little less L1: within 5%)
     assert reread.traffic.l2_load_bytes == pytest.approx(cached.traffic.l2_load_bytes, rel=0.05)
     assert reread.traffic.l1_wavefronts > 1.4 * cached.traffic.l1_wavefronts  # 3 reads and a write vs 1 and 1

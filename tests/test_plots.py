@@ -99,7 +99,8 @@ def test_timeline_names_phases_in_plain_words_and_draws_holds_as_periods(tmp_pat
     from tilesim.plots import timeline_figure
 
     fam = registry.get("gemm")
-    cfg = fam.make(m=4096, n=4096, k=4096, bm=128, bn=128, bk=8, tm=8, tn=8)
+    # (8192: 31 waves; whole waves are held once the completions settle, for at least 8 of them)
+    cfg = fam.make(m=8192, n=8192, k=4096, bm=128, bn=128, bk=8, tm=8, tn=8)
     r = tilesim.simulate(cfg, "h200", timeline=True)
     holds = [iv for iv in r.timeline if iv.kind == "steady"]
     # k-loop steps settle into a period; with one 159-register block per SM whole waves repeat too
@@ -111,7 +112,7 @@ def test_timeline_names_phases_in_plain_words_and_draws_holds_as_periods(tmp_pat
     fig.savefig(tmp_path / "t.png", dpi=60)
     canvas.draw()
     title = fig.axes[0].get_title()
-    for needle in ("reg2d_128x128x8_t8x8", "4096x4096x4096", "H200", "µs", "ms"):
+    for needle in ("reg2d_128x128x8_t8x8", "8192x8192x4096", "H200", "µs", "ms"):
         assert needle in title, needle
     legend = fig.legends[0]
     words = [t.get_text() for t in legend.get_texts()]
