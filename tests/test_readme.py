@@ -15,6 +15,13 @@ def test_readme_python_blocks_run(capsys):
 
 
 def test_readme_names_the_two_commands():
+    """The README's two commands (set up and run the main job; the tests) are what CI runs."""
     text = README.read_text()
-    assert "tilesim sweep" in text and "python3 -m pytest -q" in text
-    assert "python3 -m pytest -q" in (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text()
+    assert re.search(r"^\./quickstart( +#.*)?$", text, re.M), "README: no ./quickstart line"
+    assert re.search(r"^\./quickstart test( +#.*)?$", text, re.M), "README: no ./quickstart test line"
+    repo = README.parent
+    ci = (repo / ".ci" / "run").read_text()
+    assert re.search(r"^(exec )?\./quickstart test$", ci, re.M), ci
+    quickstart = (repo / "quickstart").read_text()
+    assert '-m pytest -q "$@"' in quickstart and '/bin/tilesim" sweep "$@"' in quickstart
+    assert 'pip install -q -e ".[test]"' in quickstart and "(3, 11)" in quickstart

@@ -35,6 +35,8 @@ import sys
 import traceback
 from pathlib import Path
 
+from validation.harness.suite import gpu_available
+
 HEADER = ("kernel", "size", "label", "status", "rel_err", "median_s", "p10_s", "p90_s", "regs_per_thread",
           "flops_per_s")
 SGEMM_SIZES = (1024, 2048, 4096)
@@ -202,6 +204,10 @@ def main(argv=None) -> int:
     sp.add_argument("--only", nargs="*", help="kernel names (default: all)")
     sub.add_parser("tc", help="tensor-core kernels: arguments go to validation.public.tc.run")
     args = ap.parse_args(argv)
+    why = gpu_available()
+    if why:
+        print(f"python -m validation.public.run sgemm: needs CuPy and an NVIDIA GPU: {why}", file=sys.stderr)
+        return 2
     rows = run_sgemm(Path(args.out), parse_sizes(args.sizes), set(args.only) if args.only else None)
     bad = [r for r in rows if r["status"] not in ("ok", "unsupported")]
     return 1 if bad else 0

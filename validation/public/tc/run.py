@@ -33,6 +33,7 @@ import tempfile
 import traceback
 from pathlib import Path
 
+from validation.harness.suite import gpu_available
 from validation.public.tc import kernels as K
 
 HEADER = ("kernel", "size", "label", "status", "rel_err", "median_s", "p10_s", "p90_s", "regs_per_thread",
@@ -202,6 +203,10 @@ def main(argv=None) -> int:
     unknown = sorted(set(args.only or ()) - set(K.BY_NAME))
     if unknown:
         ap.error(f"--only: unknown kernel(s) {', '.join(unknown)}; known: {', '.join(K.BY_NAME)}")
+    why = gpu_available()
+    if why:
+        print(f"python -m validation.public.tc.run: needs CuPy and an NVIDIA GPU: {why}", file=sys.stderr)
+        return 2
     rows = run(Path(args.out), sizes, set(args.only) if args.only else None)
     bad = [r for r in rows if r["status"] not in ("ok", "unsupported")]
     return 1 if bad else 0
