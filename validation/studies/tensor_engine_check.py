@@ -9,7 +9,7 @@ HMMA per clock per SM and the error, and the MAPE per group:
   double buffering, which a tile program cannot say) with no global memory in the loop;
 * ``gemm_traffic``: the GEMM-like loop (64x64 warp tiles, a barrier per k-step of 2 slices) with the
   GEMM's k-step copies put back: none, 16-byte cp.async from L2, and the same with the GEMM's address
-  arithmetic; in each row's geometry (read from the row: 8 warps of a 128x256 tile, 1 block per SM,
+  arithmetic, from L2 (every block's tiles resident, as the probe's 16 MiB problem is); in each row's geometry (read from the row: 8 warps of a 128x256 tile, 1 block per SM,
   a 4-stage copy ring; the gemm_traffic_w4 rows: 4 warps of a 128x128 tile, 2 or 1 blocks per SM, a
   3-stage ring). Each copy's address instructions are the row's own SASS: its loop's instructions less
   those of the same geometry's loop without copies (mode none), its cp.async bookkeeping (DEPBAR,
@@ -35,7 +35,7 @@ from tilesim.engine.sim import simulate_program
 from tilesim.hardware import load
 from tilesim.kernels.tc_gemm.config import TcGemmConfig
 from tilesim.kernels.tc_gemm.lower import _fragment_reads, _operand_loads
-from tilesim.program import Launch, Mma, Phase, SharedAccess, Step, TileProgram
+from tilesim.program import Launch, Mma, Phase, SharedAccess, Step, TileProgram, TileRef
 
 FEED = Path(__file__).resolve().parents[1] / "results" / "h200" / "calibration" / "mma_feed.json"
 SLICES = 512  # k16 slices each block runs (the probe's loop length does not matter in the steady state)
@@ -92,8 +92,12 @@ def _traffic_program(row: dict, control: dict | None = None) -> tuple[TileProgra
     cfg = TcGemmConfig(m=2048, n=2048, k=2048, bm=bm, bn=bn, bk=16 * slices, wm=wm, wn=wn, b_layout="col",
                        stages=max(ring, 2))
     addr = _address_instructions(row, control)
-    loads = tuple(replace(ld, address_instructions=addr) for ld in _operand_loads(cfg, "async")[:2]) \
-        if row["copies_per_thread_per_kstep"] else ()
+    # the probe's L2 rows re-read a 16 MiB problem (its k wraps every 64 k-steps): every k-step's tiles
+    # are resident in L2. The program's k-loop is longer than that problem's k, and the engine's L2
+    # knows a tile by its k-step, so each k-step's A and B tiles are given to every block alike: the
+    # L2 serves all but their first touch, and its channel still carries every block's bytes
+    loads = tuple(replace(ld, address_instructions=addr, tile=TileRef(ld.tile.tensor, (0, "k"), ld.tile.tile_bytes))
+                  for ld in _operand_loads(cfg, "async")[:2]) if row["copies_per_thread_per_kstep"] else ()
     mma = Mma(HMMA, "fp16", warps * (wm // 16) * (wn // 8) * slices, chain=slices)
     step = Step(loads=loads, shared_loads=(SharedAccess(tuple(_reads(cfg, slices)), repeat=warps),), barriers=1,
                 compute=(mma,))
