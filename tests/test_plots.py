@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
+from figure_checks import assert_no_overlaps
 
 import tilesim
 from tilesim.cli import cli
@@ -88,10 +89,6 @@ def test_a_figure_path_that_is_a_folder_fails_before_the_sweep(tmp_path):
 
 
 # ----- timelines (issue #11): phases, plain words, settled runs as their repeating period ----------
-def _boxes_overlap(a, b) -> bool:
-    return not (a.x1 <= b.x0 or b.x1 <= a.x0 or a.y1 <= b.y0 or b.y1 <= a.y0)
-
-
 def test_timeline_names_phases_in_plain_words_and_draws_holds_as_periods(tmp_path):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
@@ -125,14 +122,7 @@ def test_timeline_names_phases_in_plain_words_and_draws_holds_as_periods(tmp_pat
     assert not any("steady" in w for w in shown)
     assert any(t.get_text().startswith("repeats every") for t in fig.axes[0].texts)
     assert all("µs" in ax.get_xlabel() for ax in fig.axes)
-    renderer = canvas.get_renderer()
-    boxes = [legend.get_window_extent(renderer)]
-    for ax in fig.axes:
-        boxes += [ax.title.get_window_extent(renderer), ax.get_window_extent(renderer),
-                  ax.xaxis.label.get_window_extent(renderer)]
-    for i, a in enumerate(boxes):
-        for b in boxes[i + 1:]:
-            assert not _boxes_overlap(a, b), (a, b)
+    assert_no_overlaps(fig, canvas.get_renderer(), legends=[legend])
 
 
 def test_exact_timeline_has_no_holds_and_zooms_into_steps(tmp_path):

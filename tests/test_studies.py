@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from figure_checks import boxes_overlap
 
 import tilesim
 from tilesim.cli import cli
@@ -202,10 +203,6 @@ def test_every_study_writes_a_csv_with_a_header_and_a_figure(tmp_path):
         assert f"wrote {len(rows)} rows" in res.output
 
 
-def _boxes_overlap(a, b) -> bool:
-    return not (a.x1 <= b.x0 or b.x1 <= a.x0 or a.y1 <= b.y0 or b.y1 <= a.y0)
-
-
 def test_figures_name_study_shape_gpu_and_units_and_legends_overlap_no_title(results):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
@@ -228,4 +225,4 @@ def test_figures_name_study_shape_gpu_and_units_and_legends_overlap_no_title(res
             if ax.get_title():
                 boxes.append(ax.title.get_window_extent(renderer))
         for b in boxes:
-            assert not _boxes_overlap(legend, b), (name, legend, b)
+            assert not boxes_overlap(legend, b), (name, legend, b)

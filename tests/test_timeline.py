@@ -4,6 +4,7 @@ waits, double buffering visible, holds drawn as the period they repeat, progress
 from __future__ import annotations
 
 import pytest
+from figure_checks import assert_no_overlaps, drawn
 
 import tilesim
 from tilesim.kernels import registry
@@ -98,26 +99,6 @@ def test_progress_goes_from_0_to_1_and_changes_no_result():
 
 
 # ----- the figure -------------------------------------------------------------------------------------
-def _boxes_overlap(a, b) -> bool:
-    return not (a.x1 <= b.x0 or b.x1 <= a.x0 or a.y1 <= b.y0 or b.y1 <= a.y0)
-
-
-def _drawn(fig):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    canvas = FigureCanvasAgg(fig)
-    canvas.draw()
-    return canvas.get_renderer()
-
-
-def _no_overlaps(fig, renderer) -> None:
-    boxes = [lg.get_window_extent(renderer) for lg in fig.legends]
-    for ax in fig.axes:
-        boxes += [ax.title.get_window_extent(renderer), ax.get_window_extent(renderer),
-                  ax.xaxis.label.get_window_extent(renderer)]
-    for i, a in enumerate(boxes):
-        for b in boxes[i + 1:]:
-            assert not _boxes_overlap(a, b), (a, b)
 
 
 def test_figure_shows_loads_in_flight_barriers_and_plain_words(double, tmp_path):
@@ -125,7 +106,7 @@ def test_figure_shows_loads_in_flight_barriers_and_plain_words(double, tmp_path)
 
     fig = timeline_figure(double, kernel=GEMM.full_label(DOUBLE))
     fig.savefig(tmp_path / "t.png", dpi=60)
-    renderer = _drawn(fig)
+    renderer = drawn(fig)
     assert len(fig.axes) == 3
     words = [t.get_text() for t in fig.legends[0].get_texts()]
     assert any(w.startswith("storing tiles to shared memory, waiting at the barrier") for w in words), words
@@ -138,21 +119,21 @@ def test_figure_shows_loads_in_flight_barriers_and_plain_words(double, tmp_path)
     # a hold's label says what its period is made of
     assert any(t.get_text().startswith("repeats every") and "% computing" in t.get_text()
                for ax in fig.axes for t in ax.texts)
-    _no_overlaps(fig, renderer)
+    assert_no_overlaps(fig, renderer)
 
 
 def test_figure_has_a_track_per_warp_group(naive):
     from tilesim.plots import timeline_figure
 
     fig = timeline_figure(naive)
-    renderer = _drawn(fig)
+    renderer = drawn(fig)
     overview = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     zoom = [t.get_text() for t in fig.axes[1].get_yticklabels()]
     assert overview == ["block slot 0", "block slot 1"]
     assert "block slot 1, warp group 7" in zoom and len(zoom) == 16
     words = [t.get_text() for t in fig.legends[0].get_texts()]
     assert any(w.startswith("waiting on a dependency chain") for w in words)
-    _no_overlaps(fig, renderer)
+    assert_no_overlaps(fig, renderer)
 
 
 def test_loads_in_flight_inside_a_hold_repeat_the_period_before_it(double):
