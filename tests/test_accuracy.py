@@ -50,9 +50,10 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("softmax", "hbm_bytes"): "DRAM bytes: 11 configurations beyond 15%, all output write-back on shapes that "
                               "nearly fit in L2 (the GPU keeps dirty lines, evicts clean input first)",
     ("layernorm", "hbm_bytes"): "DRAM bytes: 29 configurations beyond 15%, the same write-back effect",
-    ("tc_gemm", "mape"): "MAPE 22.5%, predicted fast (bias -18.8%): mma.sync GEMMs 10-45% fast (the engine "
-                         "predicts their k-step loop within 12%, validation/studies/tensor_engine_check.py, but "
-                         "128x128 tiles with 2 blocks per SM are predicted L2-bound and run 25-45% slower); wgmma "
+    ("tc_gemm", "mape"): "MAPE 21.1%, predicted fast (bias -17.4%): mma.sync GEMMs up to 41% fast (the engine "
+                         "predicts their k-step loop within 15%, validation/studies/tensor_engine_check.py, 2 "
+                         "blocks per SM in phase included, but 128x128 tiles with 2 blocks per SM still run 4-41% "
+                         "slower, the padded ones the most); wgmma "
                          "clusters of 2 still 15-25% fast (their ring on HBM-streamed data releases stages slower: "
                          "cluster_wgmma_1024mib.json, not modelled); WMMA kernels 20-50% fast",
     ("tc_gemm", "spearman"): "ranks within a size: Spearman 0.897-0.970 (8192^3 the lowest)",

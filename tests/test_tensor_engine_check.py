@@ -29,15 +29,22 @@ def test_no_gemm_traffic_row_is_off_by_more_than_30_percent(got):
     assert worst <= 0.30
 
 
-@pytest.mark.xfail(reason="mfgt_gemm_k2_w4_b2_c3 predicted 0.553 HMMA/clk/SM, measured 0.426 (+29.8%; copy_l2 +12.1%): "
-                   "with 2 blocks per SM the engine overlaps one block's copy code with the other's MMAs and the row "
-                   "is L2-bound; on the GPU the two warps of a scheduler keep their k-steps in phase, the tensor pipe "
-                   "idles while both run their copy code (ncu: validation/results/h200/calibration/mma_feed_ncu)",
-                   strict=True)
 def test_every_gemm_traffic_row_within_15_percent(got):
-    """With the k-step's fragment loads in one round ahead of its MMAs (as the compiler orders them)
-    and the copies' address arithmetic issued before anything else of the step."""
+    """With the k-step's fragment loads in one round ahead of its MMAs (as the compiler orders them),
+    the copies' address arithmetic issued before anything else of the step, and 2 blocks per SM
+    running their mma.sync k-steps in phase (mfgt_gemm_k2_w4_b2_c3 was +29.8% with the blocks taking
+    turns at the tensor pipe; +8.6% in phase)."""
     assert max(abs(p / m - 1) for _, m, p in got["gemm_traffic"]) <= 0.15
+
+
+def test_two_blocks_per_sm_pay_for_their_copy_code_as_measured(got):
+    """At 2 blocks per SM the GEMM's copy code slows the loop 0.501 -> 0.426 HMMA/clk/SM (-15%) on the GPU,
+    about as at 1 block per SM (0.363 -> 0.305, -16%): the blocks run their k-steps in phase and do not
+    hide one another's copy code. The engine must see that drop at 2 blocks per SM too (it saw -2%
+    when the blocks took turns at the tensor pipe)."""
+    rows = {name: (m, p) for name, m, p in got["gemm_traffic"]}
+    (m0, p0), (m1, p1) = rows["mfgt_copy_k2_w4_b2_c3"], rows["mfgt_gemm_k2_w4_b2_c3"]
+    assert p1 / p0 == pytest.approx(m1 / m0, abs=0.05)
 
 
 def test_the_gemm_copy_code_costs_what_its_address_instructions_take_to_issue(got):

@@ -27,6 +27,17 @@ program (never in the engine's event loop):
   take no issue slot for it;
 * every warp instruction (loads, stores, shared accesses, math, shuffles, barriers, atomics) takes
   an issue slot; a barrier is one instruction per warp;
+* warp-issued MMAs (mma.sync, WMMA) of blocks sharing an SM run in phase: each scheduler holds one
+  warp of each block and shares its tensor pipe between them instruction by instruction, so neither
+  gets ahead, and blocks that start together stay together (an offset neither grows nor shrinks).
+  Their copy code, barrier and fragment-load waits then coincide instead of hiding behind the other
+  block's MMAs: a step's fragment loads and MMAs take at least the tensor time of the step of every
+  block in the loop (``lockstep_tensor_cycles`` times those blocks). mma_feed_probe gemm_traffic_w4
+  (validation/results/h200/calibration/mma_feed.json, mma_feed_ncu/): at 2 blocks per SM a block's
+  k-step takes 822 / 1022 / 1202 cycles without copies / with plain copies / with the GEMM's copy
+  code, 2 x 384 tensor cycles plus 54 / 254 / 434, against 133 / 321 / 456 beside the MMAs at 1
+  block per SM; the tensor pipe is busy 86 / 69 / 60% of the time (Nsight Compute), where blocks
+  taking turns would keep it busy 100 / 100 / 91%. wgmma (warpgroup, asynchronous) is not bound;
 * the critical path of one warp through a step: the shared-load latency when the step reads shared
   memory, one barrier latency per barrier, and ``chain`` times the latency of each dependent
   operation.
@@ -90,6 +101,9 @@ class StepCost:
     pipe_instructions: dict = field(default_factory=dict)
     tensor_flops: float = 0.0
     tensor_cycles: float = 0.0  # tensor-core cycles at the instruction shape's and dtype's rate
+    # those of warp-issued MMAs (mma.sync, WMMA): the blocks sharing an SM keep them in phase (see
+    # the module docstring), so a step's math lasts their tensor cycles times the blocks in the loop
+    lockstep_tensor_cycles: float = 0.0
     mma_instructions: float = 0.0
     math_instructions: float = 0.0  # every compute, shuffle and shared-atomic instruction
     atomic_wavefronts: float = 0.0  # shared atomics on the shared-memory pipe
@@ -243,6 +257,8 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
         if isinstance(op, Mma):
             c.tensor_flops += op.flops
             c.tensor_cycles += op.flops / hw.mma_flops_per_clk(op.shape, op.dtype)
+            if op.scope == "warp":
+                c.lockstep_tensor_cycles += op.flops / hw.mma_flops_per_clk(op.shape, op.dtype)
             c.mma_instructions += op.count
             c.math_instructions += op.count
             if op.operands == "shared":

@@ -166,6 +166,9 @@ class _Plan:
         self.in_loop = phase.trips > 1
         self.bulk = bool(self.loads) and all(ld.dest == "bulk" for ld in self.loads)
         self.math_issue = cost.math_instructions
+        # the tensor time of the step's warp-issued MMAs, which co-resident blocks run in phase
+        # (StepCost.lockstep_tensor_cycles)
+        self.lockstep_s = cost.lockstep_tensor_cycles / clk
 
 
 class Engine:
@@ -439,6 +442,12 @@ class Engine:
             yield from self._math(pl, share)
         else:
             yield simpy.AllOf(env, [env.process(self._math(pl, share / groups)) for _ in range(groups)])
+        if pl.lockstep_s and pl.in_loop and len(self.in_loop) > 1:
+            # blocks in a loop on this SM share each scheduler's tensor pipe in phase: the step's
+            # math lasts their MMAs' tensor time together (StepCost.lockstep_tensor_cycles)
+            end = staged + len(self.in_loop) * pl.lockstep_s
+            if env.now < end:
+                yield env.timeout(end - env.now)
         computed = env.now
         if env.now < t0 + pl.crit_s:
             yield env.timeout(t0 + pl.crit_s - env.now)
