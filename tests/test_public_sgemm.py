@@ -129,6 +129,7 @@ def test_report_cli_with_the_model(tmp_path, capsys):
 
 
 @pytest.mark.gpu
+@needs_sources
 def test_public_sgemm_correct_on_gpu(tmp_path):
     pytest.importorskip("cupy")
     rows = run.run_sgemm(tmp_path, (1024,))

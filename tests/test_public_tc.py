@@ -118,6 +118,7 @@ def test_report_on_synthetic_times(tmp_path, capsys, monkeypatch):
 
 
 @pytest.mark.gpu
+@needs_sources
 def test_public_kernels_correct_on_gpu(tmp_path):
     pytest.importorskip("cupy")
     from validation.public.tc import run

@@ -343,7 +343,7 @@ GPU_CASES = [
     dict(rows=3000, cols=1000, variant="warp_shuffle", cache="registers"),
     dict(rows=257, cols=100, variant="online", unit="block", threads=1024),  # most threads idle
     dict(rows=33, cols=7, variant="thread_row", threads=32, vector=1, cache="registers"),
-    dict(rows=100, cols=1000, variant="thread_row", threads=64, cache="shared", unroll=2),
+    dict(rows=100, cols=1000, variant="thread_row", threads=32, cache="shared", unroll=2),  # 125 KiB of rows
     dict(rows=64, cols=16384, variant="block_tree", threads=1024, cache="registers"),
     dict(rows=1, cols=65536, variant="online", unit="block", threads=1024, unroll=4),
 ]
