@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tilesim.analytic.occupancy import occupancy
+from tilesim.kernels.gemm.config import launch_bound_regs, register_limited_blocks
 
 VARIANTS = ("thread_row", "warp_shuffle", "block_tree", "online")
 UNITS = ("warp", "block")
@@ -72,6 +73,20 @@ compiler's occupancy (74.1% without this term). The misses left: NVRTC gives 32 
 the classic block_tree with the sequential tree at 128 and 256 threads and to every block_tree at
 1024 threads (offline nvcc gives 36 to both trees at 256: a compiler choice, not a structure the
 rule sees), and a few registers-cache kernels a step from an occupancy boundary."""
+
+
+REGS_SINGLE_BLOCK_SNAP = 8
+"""ptxas keeps a kernel off a single resident block per SM: when the estimate leaves room for one
+block only (registers limiting) and the two-block step is at most this many registers lower, the
+kernel is given the step's registers (it rematerializes addresses and reorders loads to fit). Offline
+nvcc 13.0 (sm_90) on the classic kernels at unroll x vector = 16, cache none (row kernels' study grid,
+``python -m validation.studies.softmax_register_counts``): 36-44 registers at 128..512 threads, 32 at
+1024 threads for every variant (block_tree, warp_shuffle, thread_row), where 32 is the two-block step
+of a 1024-thread block; at unroll x vector = 32 (56-64 at 128..512) the step is too far and the
+1024-thread kernels take the launch bound's 64. The same pull shows in the GEMM family's compiler
+counts (:data:`tilesim.kernels.gemm.config.REGS_OCCUPANCY_SNAP`); there it reaches further steps, here
+only the single-block one: a classic kernel at 40 registers and 256 threads keeps its 40 (6 blocks,
+not 8)."""
 
 
 def _require(cond: bool, name: str, value, rule: str) -> None:
@@ -216,13 +231,27 @@ class SoftmaxConfig:
         the data values a thread holds at once: with cache = registers its slice of the row
         (``chunks * vector`` floats, live from the first load to the last store); otherwise one
         step's loads in flight (``unroll * vector``), and for the classic three-pass form
-        (:attr:`is_classic`) :data:`REGS_CLASSIC_EXTRA` for its per-slot accumulators."""
+        (:attr:`is_classic`) :data:`REGS_CLASSIC_EXTRA` for its per-slot accumulators. Then what ptxas
+        does with that demand: pulled down to two blocks per SM from one when that step is within
+        :data:`REGS_SINGLE_BLOCK_SNAP` registers. Over the launch bound (``__launch_bounds__(threads)``:
+        65536 / threads, in steps of 8) ptxas would cap the count and spill: the demand is returned
+        uncapped, so that :func:`check_fits` rejects the kernel."""
         if self.regs_per_thread is not None:
             return self.regs_per_thread
         if self.cache == "registers":
-            return min(255, REGS_CACHED_BASE + self.chunks * self.vector)
-        extra = REGS_CLASSIC_EXTRA if self.is_classic else 0
-        return min(255, REGS_STREAMING_BASE + self.unroll * self.vector + extra)
+            regs = REGS_CACHED_BASE + self.chunks * self.vector
+        else:
+            extra = REGS_CLASSIC_EXTRA if self.is_classic else 0
+            regs = REGS_STREAMING_BASE + self.unroll * self.vector + extra
+        if regs > launch_bound_regs(self.threads):
+            return regs  # ptxas would cap it and spill: left over the bound, check_fits rejects the kernel
+        if register_limited_blocks(regs, self.threads) == 1:
+            two = regs
+            while two > 1 and register_limited_blocks(two, self.threads) < 2:
+                two -= 1
+            if regs - two <= REGS_SINGLE_BLOCK_SNAP:
+                regs = two
+        return regs
 
     @property
     def is_classic(self) -> bool:
