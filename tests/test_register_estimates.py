@@ -16,10 +16,13 @@ family      rows  median abs difference  within 8        equal occupancy
 =========== ===== ====================== =============== ===================
 gemm        110   7                      70.9%           92.7%
 reduction   229   2                      100%            100%
-softmax     112   2                      96.4%           81.2%
+softmax     112   0                      96.4%           87.5%
 layernorm   140   2                      100%            95.0%
-tc_gemm     172   12                     43.6%           77.3%
+tc_gemm     172   1                      82.0%           95.3%
 =========== ===== ====================== =============== ===================
+
+Before issue #10's softmax and tc_gemm rules: softmax 96.4% / 81.2%, tc_gemm 43.6% / 77.3% (median
+abs difference 12).
 
 GEMM outside the suite (offline nvcc 13.0 counts; ``validation/studies/gemm_register_counts.py``):
 the rule's constants were chosen on 2,047 configurations (``fit.csv``: 43.9% within 8, 65.6% equal
@@ -28,6 +31,14 @@ anything (``heldout.csv``, with shared-memory padding the fit set lacks): 36.7% 
 equal occupancy (41.2% / 66.8% on the 262 that do not spill); the rule before issue #10's work: 9.7%
 and 52.7% (11.1% / 47.3%). A tiling the rule puts over its launch bound (ptxas caps and spills it)
 counts as a miss: the rule leaves it uncapped so that ``check_fits`` rejects it.
+
+tc_gemm outside the suite (offline nvcc 13.0 counts of wmma / mma_sync kernels;
+``validation/studies/tc_gemm_register_counts.py``, two disjoint seeded draws of 120 kernels none of
+which is in the suite): ``dev.csv``, looked at while the rule's form was chosen, 48.3% within 8 and
+88.3% equal occupancy (the rule before: 11.7% / 67.5%); ``heldout.csv``, compiled after the rule was
+final, 49.2% / 85.8% (before: 10.0% / 70.8%). Softmax over a grid of 586 kernels
+(``validation/studies/softmax_register_counts.py``, where the single-block term was read from):
+89.6% / 94.2% (before: 89.6% / 93.9%).
 """
 
 from __future__ import annotations
@@ -49,9 +60,9 @@ RESULTS = Path(__file__).resolve().parents[1] / "validation" / "results" / "h200
 ACHIEVED = {  # family: (within 8, equal occupancy)
     "gemm": (0.70, 0.92),
     "reduction": (1.0, 1.0),
-    "softmax": (0.96, 0.81),
+    "softmax": (0.96, 0.87),
     "layernorm": (1.0, 0.95),
-    "tc_gemm": (0.43, 0.77),
+    "tc_gemm": (0.81, 0.95),
 }
 WITHIN_BAR, OCCUPANCY_BAR = 0.90, 0.95  # issue #10
 FAMILIES = tuple(ACHIEVED)
@@ -99,7 +110,7 @@ def test_regression_guard(family):
 
 # strict xfails where the bar is missed today: passing them would mean the xfail must go
 MISS_WITHIN = {"gemm", "tc_gemm"}
-MISS_OCCUPANCY = {"gemm", "softmax", "tc_gemm"}
+MISS_OCCUPANCY = {"gemm", "softmax"}
 
 
 @pytest.mark.parametrize("family", [pytest.param(f, marks=pytest.mark.xfail(
@@ -177,3 +188,82 @@ def test_gemm_rule_terms_are_structural():
     assert launch_bound_regs(1024) == 64 and launch_bound_regs(512) == 128 and launch_bound_regs(128) == 255
     assert snap_to_occupancy_step(132, 128) == 128  # 4 blocks of 128 threads fit at 128 registers
     assert snap_to_occupancy_step(140, 128) == 140  # 12 over the step: left alone
+
+
+# ----- tc_gemm and softmax outside the suite (nvcc's counts, validation/studies/*_register_counts.py) ------
+TC_GEMM_REGS = RESULTS / "studies" / "tc_gemm_regs"
+TC_OFFLINE_ACHIEVED = {"dev": (0.48, 0.88), "heldout": (0.49, 0.85)}  # within 8, equal occupancy
+
+
+def _fractions(rows) -> dict:
+    hw = catalog.load("h200")
+    within = [abs(c.estimated_regs - regs) <= 8 for c, regs in rows]
+    occ = [c.estimated_regs <= hw.max_regs_per_thread
+           and occupancy(hw, c.threads, c.estimated_regs, c.smem_bytes).blocks_per_sm
+           == occupancy(hw, c.threads, regs, c.smem_bytes).blocks_per_sm for c, regs in rows]
+    return {"n": len(rows), "within8": sum(within) / len(rows), "occ_equal": sum(occ) / len(rows)}
+
+
+@pytest.mark.parametrize("which", ["dev", "heldout"])
+def test_tc_gemm_configurations_outside_the_suite(which):
+    """The tc_gemm rule on wmma / mma_sync kernels outside the suite (heldout: drawn after the rule)."""
+    from validation.families.tc_gemm import mma
+    from validation.studies.tc_gemm_register_counts import read, suite_names
+
+    rows = read(TC_GEMM_REGS / f"{which}.csv")
+    figures = _fractions(rows)
+    assert figures["n"] == 120
+    within, occ = TC_OFFLINE_ACHIEVED[which]
+    assert figures["within8"] >= within, figures
+    assert figures["occ_equal"] >= occ, figures
+    assert not {mma.kernel_name(c) for c, _ in rows} & suite_names(), "a suite kernel in the offline set"
+
+
+def test_tc_gemm_offline_sets_are_disjoint():
+    from validation.families.tc_gemm import mma
+    from validation.studies.tc_gemm_register_counts import read
+
+    dev, held = ({mma.kernel_name(c) for c, _ in read(TC_GEMM_REGS / f"{w}.csv")} for w in ("dev", "heldout"))
+    assert not dev & held
+
+
+def test_softmax_grid():
+    """The softmax rule on the 586-kernel grid (offline nvcc)."""
+    from validation.studies.softmax_register_counts import read
+
+    figures = _fractions(read(RESULTS / "studies" / "softmax_regs" / "grid.csv"))
+    assert figures["n"] == 586
+    assert figures["within8"] >= 0.89 and figures["occ_equal"] >= 0.94, figures
+
+
+def test_tc_gemm_rule_terms_are_structural():
+    """wgmma: setmaxnreg's consumer count under the launch bound; mma: hoisting stops at the step."""
+    from tilesim.kernels.tc_gemm.config import TcGemmConfig
+
+    base = dict(m=4096, n=4096, k=4096)
+    c1 = TcGemmConfig(**base, instruction="wgmma", dtype="fp16", b_layout="col", bm=64, bn=128, bk=64, wm=64,
+                      wn=128, stages=3, consumers=1)
+    c2 = c1.with_(bm=128, consumers=2)
+    assert (c1.threads, c1.estimated_regs) == (256, 232)  # the consumers' setmaxnreg, whatever the tile
+    assert (c2.threads, c2.estimated_regs) == (384, 168)  # 65536 / 384 in steps of 8
+    mma = TcGemmConfig(**base, bm=128, bn=128, bk=32, wm=64, wn=32, stages=3)  # 8 warps
+    t = mma.register_terms
+    assert t["accumulators"] == 64 and t["step_fragments"] == 4 * 4 + 4 * 2 and t["tile_fragments"] == 2 * 24
+    # needs 64 + 24 + 28 = 116 (2 blocks of 256 threads), would use 140 (1 block): stops at 128
+    assert mma.estimated_regs == 128
+    wmma = mma.with_(instruction="wmma", layout="padded")
+    assert wmma.register_terms == t  # a WMMA fragment's duplicated registers are not counted
+    deep = mma.with_(bk=64)
+    assert deep.register_terms["tile_fragments"] == 4 * 24 and deep.estimated_regs == 128
+
+
+def test_softmax_single_block_snap():
+    """A 1024-thread classic kernel at 40 registers (one block) gets 32 (two); at 256 threads it keeps 40."""
+    from tilesim.kernels.softmax.config import SoftmaxConfig
+
+    kw = dict(rows=4096, cols=4096, variant="block_tree", vector=4, unroll=4)
+    assert SoftmaxConfig(**kw, threads=1024).estimated_regs == 32
+    assert SoftmaxConfig(**kw, threads=256).estimated_regs == 40
+    assert SoftmaxConfig(**{**kw, "unroll": 8}, threads=1024).estimated_regs == 56  # two blocks need 32: too far
+    big = SoftmaxConfig(rows=4096, cols=16384, variant="block_tree", vector=4, threads=512, cache="registers")
+    assert big.estimated_regs == 48  # 16 + 32 floats: two blocks of 512 fit at 48

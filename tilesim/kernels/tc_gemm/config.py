@@ -32,6 +32,7 @@ import re
 from dataclasses import asdict, dataclass, field, replace
 
 from tilesim.analytic.occupancy import occupancy
+from tilesim.kernels.gemm.config import launch_bound_regs, register_limited_blocks
 
 DTYPE_BYTES = {"fp16": 2, "bf16": 2, "tf32": 4}  # storage bytes of A and B (tf32 is stored as fp32)
 OUT_DTYPES = ("fp32", "input")
@@ -69,6 +70,31 @@ GLOBAL_SCRATCH_BYTES = 2048  # per warp, staging "global": edge A and B fragment
 C_PAD_FLOATS = 8  # the wmma/mma_sync shared epilogue's fp32 row pad
 WGMMA_ALIGN_BYTES = 1024  # the 128-byte swizzle's atom (8 rows): tiles aligned to it; mbarriers in a static 1 KiB
 MAX_CLUSTER = 16  # the largest cluster any CUDA GPU allows (non-portable, sm_90); the GPU's own limit is in check_fits
+
+# ----- the blind register estimate (TcGemmConfig.register_terms / estimated_regs) -------------------------
+#: registers of one m16n8k16 / m16n8k8 operand fragment per thread (PTX ISA, "Matrix Fragments for
+#: mma.m16n8k16" / ".m16n8k8 .tf32"): A is 16 x 16 halves or 16 x 8 tf32 (4 registers), B 16 x 8 halves
+#: or 8 x 8 tf32 (2). A WMMA 16x16 fragment is two of these hardware operands (A shared, B two halves):
+#: the compiler keeps the distinct registers only, so wmma and mma_sync hold the same operands.
+MMA_A_FRAG_REGS, MMA_B_FRAG_REGS = 4, 2
+#: the hardware instruction's k per dtype (m16n8k16 for 16-bit inputs, m16n8k8 for tf32)
+MMA_HW_K = {"fp16": 16, "bf16": 16, "tf32": 8}
+#: thread, warp and block indices, M/N/K, the A/B/C pointers, shared-memory and ring-slot bases, k-loop
+#: counter and bound, the ldmatrix lane offsets: read off the compiler's counts of the suite's kernels
+#: whose accumulators and fragments are small (32 accumulators: 122-124 registers for 96 of fragments
+#: and accumulators; the rung-1 kernels 40 / 72 for 16 / 48)
+TC_REGS_BASE = 28
+#: the same for the rung-1 kernels (staging "global"): no cp.async ring, so no ring-slot index, no
+#: shared-memory bases and no copy addresses; their per-warp scratch pointers remain (the suite's rung-1
+#: counts: 40, 72 and 108 registers for 16, 48 and 88 of accumulators and fragments)
+TC_REGS_BASE_GLOBAL = 24
+#: registers per 16-byte chunk a thread copies through registers in the synchronous (stages = 1) copy
+STAGING_REGS_PER_CHUNK = 4
+#: the validation wgmma kernels' setmaxnreg (validation/families/tc_gemm/wgmma.cu: the producer
+#: warpgroup drops to 40, the consumers rise to 232). ptxas reports for such a kernel the consumers'
+#: count, capped by the launch bound (``__launch_bounds__(threads, 1)``: 65536 / threads in steps of 8):
+#: 232 with one consumer warpgroup (256 threads), 168 with two (384 threads), whatever the tile
+WGMMA_CONSUMER_REGS = 232
 
 
 def _require(cond: bool, name: str, value, rule: str) -> None:
@@ -302,27 +328,63 @@ class TcGemmConfig:
         return self.wm * self.wn // lanes
 
     @property
-    def estimated_regs(self) -> int:
-        """Registers per thread: the override if given, else an estimate from the structure.
+    def register_terms(self) -> dict[str, int]:
+        """The named terms of the blind register estimate of a wmma / mma_sync kernel (per thread):
 
-        Accumulators, the operand fragments of one k-slice held twice (the compiler software-pipelines
-        ``ldmatrix`` one slice ahead), the register staging of a synchronous copy, and 32 for addresses,
-        loop state and indices (an assumption, to be checked against the compiler by the tests).
-        wgmma kernels declare no more than the accumulators plus the same 32 (operands stay in shared
-        memory). Above the GPU's 255 per thread, check_fits rejects the configuration."""
-        if self.regs_per_thread is not None:
-            return self.regs_per_thread
-        fm, fn, fk = self.mma_shape
-        base = 32
+        * ``accumulators``: the warp tile's fp32 accumulators, ``wm * wn / 32``;
+        * ``step_fragments``: one k-step's operands, ``wm / 16`` A fragments of
+          :data:`MMA_A_FRAG_REGS` and ``wn / 8`` B fragments of :data:`MMA_B_FRAG_REGS` (the hardware
+          m16n8 operands; a WMMA fragment's duplicated registers are not kept);
+        * ``tile_fragments``: the operands of every k-step of one staged k-tile (``bk / k`` steps with
+          k the hardware instruction's :data:`MMA_HW_K`): the k-steps are unrolled between two barriers
+          and ptxas hoists their ``ldmatrix`` / ``wmma.load`` ahead of the mma when registers allow
+          (staging "global" loads one step at a time: ``tile_fragments`` = ``step_fragments``);
+        * ``staging``: stages = 1 only, the 16-byte chunks each thread copies global -> registers ->
+          shared, :data:`STAGING_REGS_PER_CHUNK` each; live before the barrier, not with the fragments;
+        * ``base``: :data:`TC_REGS_BASE` (staging "global": :data:`TC_REGS_BASE_GLOBAL`).
+
+        wgmma kernels have no such terms (their count is set by ``setmaxnreg``): an empty dict."""
         if self.instruction == "wgmma":
-            return self.accumulator_regs + base
-        words = 4 // self.elem_bytes if self.elem_bytes < 4 else 1  # elements per 32-bit register
-        a_frag = (self.wm // fm) * fm * fk // WARP // words
-        b_frag = (self.wn // fn) * fn * fk // WARP // words
+            return {}
+        kk = MMA_HW_K[self.dtype]
+        step = (self.wm // 16) * MMA_A_FRAG_REGS + (self.wn // 8) * MMA_B_FRAG_REGS
+        ksteps = self.bk // kk if self.staging == "shared" else 1
         staging = 0
         if self.staging == "shared" and self.stages == 1:
-            staging = math.ceil((self.bm * self.bk + self.bk * self.bn) * self.elem_bytes / 4 / self.threads)
-        return self.accumulator_regs + 2 * (a_frag + b_frag) + staging + base
+            chunks = math.ceil((self.bm * self.bk + self.bk * self.bn) * self.elem_bytes / 16 / self.threads)
+            staging = STAGING_REGS_PER_CHUNK * chunks
+        return {"accumulators": self.accumulator_regs, "step_fragments": step, "tile_fragments": ksteps * step,
+                "staging": staging, "base": TC_REGS_BASE if self.staging == "shared" else TC_REGS_BASE_GLOBAL}
+
+    @property
+    def estimated_regs(self) -> int:
+        """Registers per thread: the override if given, else the blind rule from the kernel's structure.
+
+        wgmma: the consumers' ``setmaxnreg`` count :data:`WGMMA_CONSUMER_REGS`, capped by the launch
+        bound (``__launch_bounds__(threads, 1)``).
+
+        wmma / mma_sync (:attr:`register_terms`): what the kernel needs at least, accumulators + the
+        larger of one k-step's fragments and the synchronous staging + base; what it would use, the
+        same with the whole k-tile's hoisted fragments. ptxas hoists only as far as the occupancy step
+        of the least it needs allows (the most registers with the same blocks per SM: hoisting never
+        costs a resident block), and no further than the launch bound (``__launch_bounds__(threads)``).
+        A kernel whose least need is over the launch bound would spill: the estimate is then that need,
+        so that check_fits rejects the configuration when it is over 255."""
+        if self.regs_per_thread is not None:
+            return self.regs_per_thread
+        if self.instruction == "wgmma":
+            return min(WGMMA_CONSUMER_REGS, launch_bound_regs(self.threads))
+        t = self.register_terms
+        want = t["accumulators"] + max(t["tile_fragments"], t["staging"]) + t["base"]
+        need = t["accumulators"] + max(t["step_fragments"], t["staging"]) + t["base"]
+        cap = launch_bound_regs(self.threads)
+        if need > cap:
+            return need
+        step_top = need
+        blocks = register_limited_blocks(need, self.threads)
+        while step_top < cap and register_limited_blocks(step_top + 1, self.threads) == blocks:
+            step_top += 1
+        return min(want, step_top)
 
     @property
     def flops(self) -> float:
