@@ -16,7 +16,7 @@ import pytest
 from validation.calibration import mma_feed_probe as mf
 
 CU = mf.KERNEL_SRC.read_text()
-GT_ALL = mf.GT_CONFIGS + mf.GT_W4_CONFIGS
+GT_ALL = mf.GT_CONFIGS + mf.GT_W4_CONFIGS + mf.GT_RAGGED_CONFIGS
 RECORDED = mf.REPO_ROOT / "validation" / "results" / "h200" / "calibration" / mf.RESULT_FILE
 
 
@@ -176,6 +176,7 @@ def test_traffic_kernels_and_defines_match_the_configs():
     assert all(tc.key.startswith("gt_") for tc in GT_ALL)
     assert {mf._error_group(tc.key) for tc in mf.GT_CONFIGS} == {"gemm_traffic"}
     assert {mf._error_group(tc.key) for tc in mf.GT_W4_CONFIGS} == {"gemm_traffic_w4"}
+    assert {mf._error_group(tc.key) for tc in mf.GT_RAGGED_CONFIGS} == {"gemm_traffic_ragged"}
 
 
 def test_traffic_geometry():
@@ -226,6 +227,43 @@ def test_w4_traffic_geometry():
         mf.TrafficConfig("x", "copy", 2, "l2", 1, "", warps=4, blocks_per_sm=3, copy_stages=3)
     with pytest.raises(ValueError, match="copy_stages"):
         mf.TrafficConfig("x", "copy", 2, "l2", 4, "", warps=4, blocks_per_sm=2, copy_stages=1)
+
+
+def test_ragged_traffic_rows():
+    """The ragged group: the w4 2-block geometry with a 2-stage ldmatrix ring; A pitches of 2048, 2008 and
+    2032 halves for copy and gemm; the padded load_tile's larger copy slots (128 x 5 + 32 x 17 chunks) still
+    let two blocks share an SM; per k-step the A copies touch 256 / 320 / 256 sectors and 128 / 176 / 160
+    lines (K = 2008: every other 64-byte slab starts mid-sector, 3 of 8 cross a line; K = 2032: 1 of 4
+    crosses a line), B's 32 rows of 256 bytes 256 sectors and 64 lines."""
+    by = {tc.key: tc for tc in mf.GT_RAGGED_CONFIGS}
+    assert len(by) == 11
+    for tc in mf.GT_RAGGED_CONFIGS:
+        b = 1 if tc.key.startswith("gt_w4b1r_") else 2
+        assert (tc.warps, tc.blocks_per_sm, tc.copy_stages, tc.compute_stages) == (4, b, 3, 2)
+        assert mf.smem_blocks_per_sm(tc.smem_bytes) == b and tc.smem_bytes == (100 if b == 2 else 120) * 1024
+    assert by["gt_w4b1r_gemm_l2_k2_K2008"].kernel == "mfgt_gemm_k2_w4_b1_c3"
+    assert by["gt_w4b2r_copy_l2_k2_K2008"].kernel == "mfgt_copy_k2_w4_b2_c3"  # the recorded w4 kernels
+    assert by["gt_w4b2r_gemm_l2_k2_K2032"].kernel == "mfgt_gemm_k2_w4_b2_c3"
+    pad = by["gt_w4b2r_gemm_pad_l2_k2_K2048"]
+    assert pad.kernel == "mfgt_gemm_pad_k2_w4_b2_c3" and pad.copies_per_thread == 8
+    assert pad.copy_stage_bytes == (128 * 5 + 32 * 17) * 16 and pad.smem_data_bytes == 2 * 16384 + 3 * 18944
+    want = {2048: (256, 128), 2008: (320, 176), 2032: (256, 160)}
+    for mode in ("copy", "gemm"):
+        for k, (sectors, lines) in want.items():
+            got = by[f"gt_w4b2r_{mode}_l2_k2_K{k}"].copy_sectors_lines_per_kstep()
+            assert got == {"a_sectors": sectors, "a_lines": lines, "b_sectors": 256, "b_lines": 64}, (mode, k)
+    assert by["gt_w4b2r_none_k2"].copy_sectors_lines_per_kstep()["a_sectors"] == 0
+    pr = mf.gt_problem("l2", 264, 32, (128, 128), 2008)
+    assert (pr["m"], pr["n"], pr["k"]) == (2048, 2048, 2008) and pr["bytes"] == 2 * (2048 * 2008 * 2)
+    with pytest.raises(ValueError, match="k_elems"):
+        mf.gt_problem("hbm", 264, 32, (128, 128), 2008)
+    with pytest.raises(ValueError, match="k_elems"):  # not whole 16-byte chunks
+        mf.TrafficConfig("x", "copy", 2, "l2", 2, "", warps=4, blocks_per_sm=2, copy_stages=3, k_elems=2004)
+    with pytest.raises(ValueError, match="k_elems"):  # HBM data picks its own K
+        mf.TrafficConfig("x", "copy", 2, "hbm", 2, "", warps=4, blocks_per_sm=2, copy_stages=3, k_elems=2008)
+    with pytest.raises(ValueError, match="slices"):
+        mf.TrafficConfig("x", "gemm_pad", 3, "l2", 2, "", warps=4, blocks_per_sm=2, copy_stages=3)
+    assert mf.parse_only("gemm_traffic_ragged") == ("gemm_traffic_ragged",)
 
 
 def test_gt_problem():

@@ -237,7 +237,9 @@ MF_SWEEP(32, 32, 8, 2)
 //                one 64-bit add of the k offset per copy per k-step, dense destination (conflict-free)
 //   MF_GT_GEMM   tc_gemm's load_tile (copied below: 64-bit index products, bounds checks, src-size 0
 //                zero fill, swizzled destinations through cvta) with shared_gemm's `nk < ktiles` guard
-// The host picks the data: M = N = K = 2048 fp16 (A + B = 16 MiB, L2-resident after the first pass) with
+//   MF_GT_GEMM_PAD the same load_tile into tc_gemm's padded layout (rows of LC + 1 chunks)
+// The host picks the data: M = N = K = 2048 fp16 (A + B = 16 MiB, L2-resident after the first pass; K, the
+// A rows' pitch, is a kernel argument: the gemm_traffic_ragged rows also take K = 2008 and 2032) with
 // blocks on the GEMM's tile grid (16 x 8 tiles of 128x256, 16 x 16 of 128x128; x over N tiles), or one
 // 1 GiB set (every block of the grid its own A rows and B columns, K chosen to fill 1 GiB; k wraps after
 // K / BKE k-steps, by then the data is long evicted from L2).
@@ -248,6 +250,7 @@ MF_SWEEP(32, 32, 8, 2)
 #define MF_GT_ZFILL 2
 #define MF_GT_COPY 3
 #define MF_GT_GEMM 4
+#define MF_GT_GEMM_PAD 5
 
 typedef long long mf_idx_t;
 
@@ -273,18 +276,22 @@ template <int N> __device__ __forceinline__ void mf_gt_wait() {
 // the instantiations shared_gemm<FP16, *, BCOL = false, MMA_SYNC, 128, BN, 32, 64, 64, SWIZZLED, STAGES, *>
 // (BN 256: 8 warps, 4 stages; BN 128: 4 warps, 3 stages; STAGES >= 2 only picks the cp.async branch) ----
 namespace mfgt {
-constexpr int SWIZZLED = 2;
+constexpr int PADDED = 1, SWIZZLED = 2;
 template <int LAYOUT, int LC, int CE>
 __device__ __forceinline__ int chunk_off(int r, int c) {
-    constexpr int RPG = (LC >= 8) ? 1 : 8 / LC;  // rows per 128-byte line
-    constexpr int MASK = ((LC >= 8) ? 8 : LC) - 1;
-    return (r * LC + (c ^ ((r / RPG) & MASK))) * CE;
+    if constexpr (LAYOUT == PADDED) {
+        return (r * (LC + 1) + c) * CE;  // pitch LC + 1 chunks
+    } else {
+        constexpr int RPG = (LC >= 8) ? 1 : 8 / LC;  // rows per 128-byte line
+        constexpr int MASK = ((LC >= 8) ? 8 : LC) - 1;
+        return (r * LC + (c ^ ((r / RPG) & MASK))) * CE;
+    }
 }
-template <int THREADS_, int BN_>
-struct S {  // tcg::Shared<FP16, ..., BM 128, BN_, BK 32, WM 64, WN 64, SWIZZLED, *, ...>: THREADS_ = BN_ / 2
+template <int THREADS_, int BN_, int PAD_ = 0>
+struct S {  // tcg::Shared<FP16, ..., BM 128, BN_, BK 32, WM 64, WN 64, SWIZZLED or PADDED (PAD_ 1), ...>
     typedef unsigned short T;
     static constexpr int CE = 8, THREADS = THREADS_, A_ROWS = 128, A_LC = 4, B_ROWS = 32, B_LC = BN_ / 8;
-    static constexpr int A_ELEMS = A_ROWS * A_LC * CE, B_ELEMS = B_ROWS * B_LC * CE;
+    static constexpr int A_ELEMS = A_ROWS * (A_LC + PAD_) * CE, B_ELEMS = B_ROWS * (B_LC + PAD_) * CE;
 };
 template <class S, int LAYOUT, bool BCOL>
 __device__ __forceinline__ void load_tile(const typename S::T* __restrict__ A, const typename S::T* __restrict__ B,
@@ -337,7 +344,8 @@ __device__ __forceinline__ void mf_gt_body(int iters, int stage_mask, long long*
                                            const int* __restrict__ tile_n0, int M, int N, int K, int kt_limit,
                                            int src_bytes) {
     typedef MfGeom<64, 64, WARPS> G;
-    typedef mfgt::S<32 * WARPS, G::BN> LS;                        // load_tile's view of the block tile
+    constexpr bool PADM = MODE == MF_GT_GEMM_PAD;                 // load_tile into the padded layout
+    typedef mfgt::S<32 * WARPS, G::BN, PADM ? 1 : 0> LS;          // load_tile's view of the block tile
     constexpr int THREADS = 32 * WARPS;
     constexpr int BKE = 16 * SL;                                  // halves of k per k-step
     constexpr int A_LC = BKE / 8, A_CH = G::BM * A_LC;            // 16-byte chunks of the A tile
@@ -345,7 +353,7 @@ __device__ __forceinline__ void mf_gt_body(int iters, int stage_mask, long long*
     constexpr int A_IT = A_CH / THREADS, B_IT = B_CH / THREADS;   // copies per thread per k-step
     constexpr int CSTAGE_BYTES = (A_CH + B_CH) * 16;
     static_assert(A_CH % THREADS == 0 && B_CH % THREADS == 0, "whole copies per thread");
-    static_assert(MODE != MF_GT_GEMM || SL == 2, "load_tile is tc_gemm's bk 32 instantiation");
+    static_assert((MODE != MF_GT_GEMM && !PADM) || SL == 2, "load_tile is tc_gemm's bk 32 instantiation");
     static_assert(CSTAGES >= 2, "a cp.async ring: wait_group(CSTAGES - 2)");
     extern __shared__ __align__(128) unsigned char mf_dyn[];
     const int ring_bytes = (stage_mask + 1) * G::STAGE_BYTES;  // the compute ring; the copy ring follows
@@ -358,7 +366,7 @@ __device__ __forceinline__ void mf_gt_body(int iters, int stage_mask, long long*
     const unsigned cbase = sbase + (unsigned)ring_bytes;
     const int m0 = tile_m0[blockIdx.x], n0 = tile_n0[blockIdx.x];
     unsigned short* cring = reinterpret_cast<unsigned short*>(mf_dyn + ring_bytes);  // generic, for load_tile
-    constexpr int CSLOT = CSTAGE_BYTES / 2;                                         // elements per slot
+    constexpr int CSLOT = PADM ? LS::A_ELEMS + LS::B_ELEMS : CSTAGE_BYTES / 2;      // elements per slot
 
     // MF_GT_COPY / MF_GT_ZFILL: the k0 = 0 source of each copy (the k-step adds ka / kb elements)
     const unsigned short* pa[A_IT];
@@ -407,9 +415,9 @@ __device__ __forceinline__ void mf_gt_body(int iters, int stage_mask, long long*
                 ka = 0;
                 kb = 0;
             }
-        } else if constexpr (MODE == MF_GT_GEMM) {
+        } else if constexpr (MODE == MF_GT_GEMM || PADM) {
             if (nk < kt_limit)
-                mfgt::load_tile<LS, mfgt::SWIZZLED, false>(A, B, cring + slot * CSLOT,
+                mfgt::load_tile<LS, PADM ? mfgt::PADDED : mfgt::SWIZZLED, false>(A, B, cring + slot * CSLOT,
                                                             cring + slot * CSLOT + LS::A_ELEMS, m0, n0, kn, M,
                                                             N, K);
             kn += BKE;
@@ -493,3 +501,6 @@ MF_GT_KERNEL_G(gemm, 2, MF_GT_GEMM, 4, 2, 3)
 MF_GT_KERNEL_G(none, 2, MF_GT_NONE, 4, 1, 3)
 MF_GT_KERNEL_G(copy, 2, MF_GT_COPY, 4, 1, 3)
 MF_GT_KERNEL_G(gemm, 2, MF_GT_GEMM, 4, 1, 3)
+// group gemm_traffic_ragged: tc_gemm's load_tile into its padded layout (pitch 5 chunks for A, 17 for B;
+// 3 x 18.5 KiB copy ring), 2 blocks per SM as the suite's mma_fp16_*_pad_s3 kernels run
+MF_GT_KERNEL_G(gemm_pad, 2, MF_GT_GEMM_PAD, 4, 2, 3)

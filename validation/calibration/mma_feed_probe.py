@@ -1,11 +1,11 @@
 """The mma.sync GEMM inner loop in isolation: how fast ldmatrix-fed mma.sync m16n8k16 runs (H200, sm_90a).
 
 ``python -m validation.calibration.mma_feed_probe [--out DIR] [--quick] [--only GROUP[,GROUP]]`` runs the
-groups (``sweep``, ``gemm_traffic``, ``gemm_traffic_w4``; default all) on the current GPU (CuPy), prints a table and writes
+groups (``sweep``, ``gemm_traffic``, ``gemm_traffic_w4``, ``gemm_traffic_ragged``; default all) on the current GPU (CuPy), prints a table and writes
 ``<DIR>/mma_feed.json`` (default DIR: ``validation/results/<gpu>/calibration``). With ``--only`` the groups
 run replace theirs in an existing mma_feed.json of DIR, the others stay (:func:`merge_results`). Without a
 GPU it says so in one line and exits 2. About 5 s of GPU time for ``sweep`` (``--quick``: about 1 s), well
-under 1 s for ``gemm_traffic`` and for ``gemm_traffic_w4`` (plus the nvcc compile and 1 GiB buffers).
+under 1 s for each ``gemm_traffic`` group (plus the nvcc compile and 1 GiB buffers).
 
 The kernels are in ``mma_feed_probe.cu`` (one per configuration, named by :func:`kernel_name`), compiled by
 nvcc to an sm_90a cubin (NVRTC through CuPy when nvcc is missing). Per warp per k-slice: (wm/16)
@@ -41,6 +41,15 @@ block tiles of 4 warps (64x64 each), bk 32, a 3-stage cp.async ring (wait_group(
 they run: 112 KiB of shared memory a block) and 1 block per SM (120 KiB: the control that separates "two
 blocks share an SM" from "four warps"); modes none, copy and gemm (tc_gemm's load_tile for 128x128x32,
 s3), L2 (2048^3 on the 16 x 16 tile grid) or HBM data (1 GiB, every block of the grid its own tiles).
+
+Group ``gemm_traffic_ragged`` (:data:`GT_RAGGED_CONFIGS`, rows beside the others in ``gemm_traffic``): the
+w4 geometry at 2 blocks per SM (a 2-stage ldmatrix ring, so that the padded copy ring fits two blocks) with
+L2-resident data whose A rows are not aligned as 2048-wide ones are: K = 2008 (the suite's ragged shape,
+rows of 4016 bytes: every other row starts in the middle of a 32-byte sector, a 64-byte k-slab touches 2.5
+sectors and 1.375 lines a row on average) and K = 2032 (4064 bytes: sector-aligned, a quarter of the slabs
+straddle a 128-byte line), against K = 2048; modes copy and gemm, and ``gemm_pad``: tc_gemm's load_tile into
+its padded layout (A rows of 5 chunks, B rows of 17) from aligned data. Per row also the distinct sectors
+and lines its copies touch per k-step (:meth:`TrafficConfig.copy_sectors_lines_per_kstep`, computed).
 """
 
 from __future__ import annotations
@@ -152,15 +161,18 @@ def sweep(quick: bool = False) -> list[Config]:
 SWEEP_GROUP = "sweep"
 GT_GROUP = "gemm_traffic"
 GT_W4_GROUP = "gemm_traffic_w4"  # rows in the gemm_traffic section too, beside GT_GROUP's
-GROUPS = (SWEEP_GROUP, GT_GROUP, GT_W4_GROUP)
+GT_RAGGED_GROUP = "gemm_traffic_ragged"  # ditto
+GROUPS = (SWEEP_GROUP, GT_GROUP, GT_W4_GROUP, GT_RAGGED_GROUP)
 GT_CSTAGES = 4  # MF_GT_CSTAGES: copy ring stages of the 8-warp kernels (tc_gemm's 4-stage configuration)
-GT_MODES = ("none", "commit", "zfill", "copy", "gemm")  # MF_GT_NONE .. MF_GT_GEMM
+GT_MODES = ("none", "commit", "zfill", "copy", "gemm", "gemm_pad")  # MF_GT_NONE .. MF_GT_GEMM_PAD
+GT_LOAD_TILE_MODES = ("gemm", "gemm_pad")  # tc_gemm's load_tile (bk 32 only)
 GT_WM = GT_WN = 64  # warp tile of the mfgt kernels (MfGeom<64, 64, warps>)
 GT_WARPS = 8  # the gemm_traffic group's geometry: 8 warps, 1 block per SM
 GT_BM, GT_BN = WARPS_M * GT_WM, (GT_WARPS // WARPS_M) * GT_WN  # 128 x 256: the tc_gemm block tile
 GT_MMA_PER_SLICE = (GT_WM // 16) * (GT_WN // 8)  # 32 m16n8k16 per warp per slice
 GT_LDSM_PER_SLICE = GT_WM // 16 + GT_WN // 16  # 8 ldmatrix.x4 per warp per slice
 CHUNK_BYTES = 16  # one cp.async.cg copy (PTX ISA, cp.async: cp-size 16 for .cg)
+SECTOR_BYTES, LINE_BYTES = 32, 128  # L2 sector and cache line (CUDA guide, global memory accesses)
 GT_L2_MNK = 2048  # M = N = K of the L2-resident data: A + B = 16 MiB, a third of the H200's 50 MiB L2
 GT_HBM_BYTES = 1 << 30  # the HBM-sized data: A + B at most 1 GiB (every block its own rows / columns)
 GT_KT_LIMIT = 2**31 - 1  # shared_gemm's `nk < ktiles` guard, never false here
@@ -184,8 +196,9 @@ class TrafficConfig:
     slices), ``data`` the copies read ("l2": 16 MiB reused, "hbm": 1 GiB, "": none), ``compute_stages`` of
     the ring ldmatrix reads (stage_mask + 1); the geometry: ``warps`` per block (64x64 warp tiles, block
     tile 128 x (warps / 2 x 64)), ``blocks_per_sm`` (__launch_bounds__ and the dynamic shared memory asked
-    for) and ``copy_stages`` of the cp.async ring (wait_group(copy_stages - 2)). ValueError naming the
-    field when the kernel cannot be built or the blocks do not fit."""
+    for) and ``copy_stages`` of the cp.async ring (wait_group(copy_stages - 2)); ``k_elems``: K of the L2
+    data, the A rows' pitch in fp16 elements. ValueError naming the field when the kernel cannot be built or
+    the blocks do not fit."""
 
     key: str
     mode: str
@@ -196,6 +209,7 @@ class TrafficConfig:
     warps: int = GT_WARPS
     blocks_per_sm: int = 1
     copy_stages: int = GT_CSTAGES
+    k_elems: int = GT_L2_MNK
 
     def __post_init__(self) -> None:
         def need(ok: bool, name: str, why: str) -> None:
@@ -204,7 +218,11 @@ class TrafficConfig:
 
         need(self.mode in GT_MODES, "mode", f"must be one of {GT_MODES}")
         need(self.data in ("", "l2", "hbm"), "data", "must be '', 'l2' or 'hbm'")
-        need(self.slices >= 1 and (self.mode != "gemm" or self.slices == 2), "slices", "must be >= 1 (2 for gemm)")
+        need(self.slices >= 1 and (self.mode not in GT_LOAD_TILE_MODES or self.slices == 2), "slices",
+             "must be >= 1 (2 for gemm, gemm_pad)")
+        need(self.k_elems % (CHUNK_BYTES // 2) == 0 and self.k_elems >= self.bk * self.copy_stages
+             and (self.data in ("", "l2") or self.k_elems == GT_L2_MNK), "k_elems",
+             "must be a multiple of 8 (16-byte chunks), hold a ring of k-steps, and stay 2048 for HBM data")
         need(self.warps >= WARPS_M and self.warps % WARPS_M == 0, "warps", f"must be a multiple of {WARPS_M}")
         need(self.copy_stages >= 2, "copy_stages", "must be >= 2 (a cp.async ring)")
         need(self.compute_stages >= 1 and self.compute_stages & (self.compute_stages - 1) == 0, "compute_stages",
@@ -250,7 +268,36 @@ class TrafficConfig:
 
     @property
     def copy_stage_bytes(self) -> int:
-        return sum(self.block_tile) * self.bk * 2
+        """One slot of the copy ring: dense tiles, or tc_gemm's padded rows (A bm rows, B bk rows, one more
+        16-byte chunk each) for gemm_pad."""
+        bm, bn = self.block_tile
+        if self.mode == "gemm_pad":
+            return (bm * (self.bk * 2 // CHUNK_BYTES + 1) + self.bk * (bn * 2 // CHUNK_BYTES + 1)) * CHUNK_BYTES
+        return (bm + bn) * self.bk * 2
+
+    def copy_sectors_lines_per_kstep(self) -> dict:
+        """Distinct 32-byte sectors and 128-byte lines the block's copies touch per k-step (per warp
+        instruction, as the L1 splits a request; summed over the k-step's instructions and averaged over the
+        k-steps before k wraps), for A (rows of bk halves at a pitch of ``k_elems``) and B (bk rows of bn
+        halves at a pitch of 2048); computed from the addresses, not measured. Zeros without copies."""
+        out = {"a_sectors": 0.0, "a_lines": 0.0, "b_sectors": 0.0, "b_lines": 0.0}
+        if self.mode in ("none", "commit", "zfill"):
+            return out
+        bm, bn = self.block_tile
+        steps = self.k_elems // self.bk
+        for name, rows, row_elems, pitch, k_bytes in (("a", bm, self.bk, self.k_elems, self.bk * 2),
+                                                      ("b", self.bk, bn, GT_L2_MNK, self.bk * GT_L2_MNK * 2)):
+            per_row = row_elems * 2 // CHUNK_BYTES
+            chunks = rows * per_row
+            sectors = lines = 0
+            for ks in range(steps):
+                for w0 in range(0, chunks, 32):
+                    addrs = [(i // per_row) * pitch * 2 + (i % per_row) * CHUNK_BYTES + ks * k_bytes
+                             for i in range(w0, min(w0 + 32, chunks))]
+                    sectors += len({(a + o) // SECTOR_BYTES for a in addrs for o in (0, CHUNK_BYTES - 1)})
+                    lines += len({(a + o) // LINE_BYTES for a in addrs for o in (0, CHUNK_BYTES - 1)})
+            out[f"{name}_sectors"], out[f"{name}_lines"] = sectors / steps, lines / steps
+        return out
 
     @property
     def compute_stage_bytes(self) -> int:
@@ -315,20 +362,51 @@ def _w4_rows(blocks: int) -> tuple[TrafficConfig, ...]:
 
 
 GT_W4_CONFIGS = _w4_rows(2) + _w4_rows(1)
-GT_GROUP_CONFIGS = {GT_GROUP: GT_CONFIGS, GT_W4_GROUP: GT_W4_CONFIGS}
+GT_RAGGED_K = (2048, 2008, 2032)  # A pitch 4096 B (aligned), 4016 B (the suite's K = 2008), 4064 B (sector-aligned)
 
 
-def gt_problem(data: str, blocks: int, bk: int = BK, block_tile: tuple[int, int] = (GT_BM, GT_BN)) -> dict:
+def _ragged_rows() -> tuple[TrafficConfig, ...]:
+    """The suite's 128x128x32 s3 mma.sync GEMM at 2 blocks per SM, copies from L2 data of A pitch K for each
+    of GT_RAGGED_K (modes copy and gemm), the padded layout's load_tile (gemm_pad) on aligned data, and the
+    control; at 1 block per SM the control and gemm at K = 2048 and 2008; a 2-stage ldmatrix ring (2 x 16
+    KiB + 3 copy slots of 16 KiB, or 18.5 KiB padded, a block)."""
+    g = {"warps": 4, "blocks_per_sm": 2, "copy_stages": 3}
+    why = {2048: "aligned rows (4096 B)", 2008: "the suite's K = 2008: rows of 4016 B, every other one from "
+           "mid-sector", 2032: "rows of 4064 B: sector-aligned, a quarter of the k-slabs across a line"}
+    rows = [TrafficConfig("gt_w4b2r_none_k2", "none", 2, "", 2, "control, no copies", **g)]
+    for mode, what in (("copy", "8 x 16-byte cp.async.cg/thread"), ("gemm", "tc_gemm's load_tile (swizzled)")):
+        rows += [TrafficConfig(f"gt_w4b2r_{mode}_l2_k2_K{k}", mode, 2, "l2", 2, f"{what}; {why[k]}", k_elems=k, **g)
+                 for k in GT_RAGGED_K]
+    rows.append(TrafficConfig("gt_w4b2r_gemm_pad_l2_k2_K2048", "gemm_pad", 2, "l2", 2,
+                              "tc_gemm's load_tile into the padded layout; aligned rows", **g))
+    # 1 block per SM: half the L2 demand, so that a cost on the SM's side shows apart from the L2's
+    g1 = {**g, "blocks_per_sm": 1}
+    rows.append(TrafficConfig("gt_w4b1r_none_k2", "none", 2, "", 2, "control, 1 block per SM", **g1))
+    rows += [TrafficConfig(f"gt_w4b1r_gemm_l2_k2_K{k}", "gemm", 2, "l2", 2, f"1 block per SM; {why[k]}", k_elems=k,
+                           **g1) for k in (2048, 2008)]
+    return tuple(rows)
+
+
+GT_RAGGED_CONFIGS = _ragged_rows()
+GT_GROUP_CONFIGS = {GT_GROUP: GT_CONFIGS, GT_W4_GROUP: GT_W4_CONFIGS, GT_RAGGED_GROUP: GT_RAGGED_CONFIGS}
+
+
+def gt_problem(data: str, blocks: int, bk: int = BK, block_tile: tuple[int, int] = (GT_BM, GT_BN),
+               k_elems: int = GT_L2_MNK) -> dict:
     """The matrices and per-block tile origins a gemm_traffic row copies from: ``m``, ``n``, ``k`` (fp16
     elements), ``m0``/``n0`` lists (one per block of the grid, ``blocks`` of them), ``bytes`` of A + B.
-    "l2" (and "", whose copies read nothing): 2048^3, blocks on the GEMM's grid of ``block_tile`` tiles
-    (128x256: 16 x 8), x over N first; "hbm": every block its own bm rows of A and bn columns of B, K the
-    largest multiple of ``bk`` with A + B <= 1 GiB. ValueError for another ``data`` or blocks < 1."""
+    "l2" (and "", whose copies read nothing): 2048 x 2048 x ``k_elems``, blocks on the GEMM's grid of
+    ``block_tile`` tiles (128x256: 16 x 8), x over N first; "hbm": every block its own bm rows of A and bn
+    columns of B, K the largest multiple of ``bk`` with A + B <= 1 GiB. ValueError for another ``data``,
+    blocks < 1 or another ``k_elems`` with HBM data."""
     if blocks < 1:
         raise ValueError(f"blocks = {blocks}: must be >= 1")
+    if data == "hbm" and k_elems != GT_L2_MNK:
+        raise ValueError(f"k_elems = {k_elems}: HBM data sets its own K")
     bm, bn = block_tile
     if data in ("", "l2"):
-        m = n = k = GT_L2_MNK
+        m = n = GT_L2_MNK
+        k = k_elems
         tiles_m, tiles_n = GT_L2_MNK // bm, GT_L2_MNK // bn
         m0 = [((b // tiles_n) % tiles_m) * bm for b in range(blocks)]
         n0 = [(b % tiles_n) * bn for b in range(blocks)]
@@ -421,7 +499,10 @@ def summarize_traffic(tc: TrafficConfig, runs: list[dict], peak_flop: float) -> 
     return {"kernel": tc.kernel, "mode": tc.mode, "note": tc.note, "data": tc.data or None,
             "geometry": tc.geometry, "warp_tile": [GT_WM, GT_WN], "block_tile": list(tc.block_tile),
             "warps_per_block": tc.warps, "blocks_per_sm": tc.blocks_per_sm, "warps_per_sm": tc.warps * tc.blocks_per_sm,
-            "slices_per_kstep": tc.slices, "bk": tc.bk, "barriers_per_kstep": 1,
+            "slices_per_kstep": tc.slices, "bk": tc.bk, "barriers_per_kstep": 1, "k_elems": tc.k_elems,
+            "a_row_pitch_bytes": 2 * tc.k_elems, "copy_layout": "padded" if tc.mode == "gemm_pad" else
+            ("swizzled" if tc.mode == "gemm" else "dense"),
+            "copy_sectors_lines_per_kstep_computed": tc.copy_sectors_lines_per_kstep(),
             "compute_ring_stages": tc.compute_stages, "copy_ring_stages": tc.copy_stages if tc.mode != "none" else 0,
             "cp_async_wait_group": tc.copy_stages - 2 if tc.mode != "none" else None,
             "copies_per_thread_per_kstep": tc.copies_per_thread,
@@ -575,15 +656,15 @@ class _Device:
         return pc.size_iters(lambda it: self.launch_timed(f, grid, threads, args(it), smem), 64, self.target_s,
                              MAX_ITERS, 3)
 
-    def gt_data(self, data: str, bk: int, blocks: int, block_tile: tuple[int, int]) -> dict:
+    def gt_data(self, data: str, bk: int, blocks: int, block_tile: tuple[int, int], k_elems: int = GT_L2_MNK) -> dict:
         """Device buffers of :func:`gt_problem` (cached per argument set): A, B (fp16 bit patterns, a ramp,
         never zeros), the tile-origin tables."""
-        key = (data or "l2", bk, blocks, tuple(block_tile))
+        key = (data or "l2", bk, blocks, tuple(block_tile), k_elems)
         if key not in self._gt:
             cp = self.cp
             if key[0] == "hbm":  # one 1 GiB set at a time
                 self._gt = {k: v for k, v in self._gt.items() if k[0] != "hbm"}
-            pr = gt_problem(key[0], blocks, bk, tuple(block_tile))
+            pr = gt_problem(key[0], blocks, bk, tuple(block_tile), k_elems)
             a = cp.arange(pr["m"] * pr["k"], dtype=cp.uint16)
             b = cp.arange(pr["k"] * pr["n"], dtype=cp.uint16)
             self._gt[key] = {**pr, "a": a, "b": b, "m0_dev": cp.asarray(pr["m0"], dtype=cp.int32),
@@ -597,7 +678,7 @@ class _Device:
             raise ValueError(f"{tc.key}: smem_bytes = {smem} > {SMEM_MAX_BLOCK_BYTES}")
         f = pc.get_kernel(self.mod, tc.kernel, smem)
         grid = tc.blocks_per_sm * self.sm_count
-        d = self.gt_data(tc.data, tc.bk, grid, tc.block_tile)
+        d = self.gt_data(tc.data, tc.bk, grid, tc.block_tile, tc.k_elems)
         clk = cp.zeros(REC * grid, dtype=cp.int64)
         src_bytes = 0 if tc.mode == "zfill" else CHUNK_BYTES
 
@@ -690,13 +771,17 @@ def run_probe(quick: bool = False, tensor_json: Path | None = None, only: Sequen
 
 
 _W4_KEYS = frozenset(tc.key for tc in GT_W4_CONFIGS)
-SECTIONS = {SWEEP_GROUP: "configs", GT_GROUP: "gemm_traffic", GT_W4_GROUP: "gemm_traffic"}
+_RAGGED_KEYS = frozenset(tc.key for tc in GT_RAGGED_CONFIGS)
+SECTIONS = {SWEEP_GROUP: "configs", GT_GROUP: "gemm_traffic", GT_W4_GROUP: "gemm_traffic",
+            GT_RAGGED_GROUP: "gemm_traffic"}
 
 
 def _error_group(key: str) -> str:
-    """The group of a row or error key (a gemm_traffic key of neither list: gemm_traffic)."""
+    """The group of a row or error key (a gemm_traffic key of no other list: gemm_traffic)."""
     if key in _W4_KEYS:
         return GT_W4_GROUP
+    if key in _RAGGED_KEYS:
+        return GT_RAGGED_GROUP
     return GT_GROUP if key.startswith("gt_") else SWEEP_GROUP
 
 

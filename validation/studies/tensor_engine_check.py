@@ -13,7 +13,9 @@ HMMA per clock per SM and the error, and the MAPE per group:
   a 4-stage copy ring; the gemm_traffic_w4 rows: 4 warps of a 128x128 tile, 2 or 1 blocks per SM, a
   3-stage ring). Each copy's address instructions are the row's own SASS: its loop's instructions less
   those of the same geometry's loop without copies (mode none), its cp.async bookkeeping (DEPBAR,
-  LDGDEPBAR) and the copies, per copy.
+  LDGDEPBAR) and the copies, per copy. The A copies read rows of the row's ``k_elems`` pitch (2048 halves
+  unless the row says otherwise: the gemm_traffic_ragged rows take 2008 and 2032), into tc_gemm's padded
+  layout for mode gemm_pad; B is copied as in the other rows.
 
 Both groups take the k-step's fragment loads in one round ahead of its MMAs, as the compiler
 schedules them (the SASS order of each row).
@@ -91,13 +93,17 @@ def _traffic_program(row: dict, control: dict | None = None) -> tuple[TileProgra
     ring = row["copy_ring_stages"] or 1  # 0: mode none, no ring
     cfg = TcGemmConfig(m=2048, n=2048, k=2048, bm=bm, bn=bn, bk=16 * slices, wm=wm, wn=wn, b_layout="col",
                        stages=max(ring, 2))
+    # A's rows at the row's pitch (k_elems), into the copy layout of its mode; the fragment reads stay on
+    # the probe's swizzled compute ring
+    a_cfg = replace(cfg, k=row.get("k_elems", 2048), layout="padded" if row["mode"] == "gemm_pad" else cfg.layout)
     addr = _address_instructions(row, control)
     # the probe's L2 rows re-read a 16 MiB problem (its k wraps every 64 k-steps): every k-step's tiles
     # are resident in L2. The program's k-loop is longer than that problem's k, and the engine's L2
     # knows a tile by its k-step, so each k-step's A and B tiles are given to every block alike: the
     # L2 serves all but their first touch, and its channel still carries every block's bytes
+    la, lb = _operand_loads(a_cfg, "async")[0], _operand_loads(replace(cfg, layout=a_cfg.layout), "async")[1]
     loads = tuple(replace(ld, address_instructions=addr, tile=TileRef(ld.tile.tensor, (0, "k"), ld.tile.tile_bytes))
-                  for ld in _operand_loads(cfg, "async")[:2]) if row["copies_per_thread_per_kstep"] else ()
+                  for ld in (la, lb)) if row["copies_per_thread_per_kstep"] else ()
     mma = Mma(HMMA, "fp16", warps * (wm // 16) * (wn // 8) * slices, chain=slices)
     step = Step(loads=loads, shared_loads=(SharedAccess(tuple(_reads(cfg, slices)), repeat=warps),), barriers=1,
                 compute=(mma,))
