@@ -109,3 +109,27 @@ def test_group_holds_agree_with_the_exact_path_on_row_kernels():
         exact = simulate(cfg, "h200", steady_state=False)
         assert abs(fast.time_s / exact.time_s - 1) < 0.02, cfg
         assert fast.events <= exact.events
+
+
+def test_rounds_of_group_completions_that_cycle_settle_on_the_cycle():
+    """reduction unroll_last_warp 2^26 (8 slots, 993 block groups): the rounds of group completions
+    repeat in a 9-round cycle, so two runs of 4 rounds never agreed and every group was stepped
+    (at 2adea2c: 49,834 events, the exact path 50,217). Runs taken ending at every recent completion
+    settle on the cycle's mean."""
+    cfg = registry.get("reduction").make(n=1 << 26, variant="unroll_last_warp", threads=256)
+    fast = simulate(cfg, "h200")
+    assert fast.events < 10000
+    exact = simulate(cfg, "h200", steady_state=False)
+    assert abs(fast.time_s / exact.time_s - 1) < 0.01
+
+
+def test_group_holds_end_together_and_release_the_channels_before_any_slot_steps():
+    """reduction sequential t128 2^22 (16 slots, dispatch-bound: the holds reserve all of the SMs'
+    block intake). Slots that ended their holds a group apart, or stepped while the others still
+    held, queued behind those reservations: 9.0% slower than --exact with per-slot holds rounded to
+    whole groups. The holds now end at one event and every slot releases before any steps."""
+    cfg = registry.get("reduction").make(n=1 << 22, variant="sequential", threads=128)
+    fast = simulate(cfg, "h200")
+    exact = simulate(cfg, "h200", steady_state=False)
+    assert fast.events < exact.events / 2
+    assert abs(fast.time_s / exact.time_s - 1) < 0.02

@@ -36,9 +36,11 @@ contends), streams its misses into the L2, and its counters grow by the measured
 A hold ends early when a slot enters or leaves a k-loop, since the contention it was measured
 under has changed; the group then steps and settles again.
 Likewise whole block groups repeat once full groups complete at a steady rate over all slots
-(two runs of ``GROUP_RUN_SLOTS`` groups a slot took the same time, within ``GROUP_STEADY_TOL``; each
-slot's first group, which carries the launch's ramp, left out): every slot then holds whole groups
-at that period until one common end, so that none idles while others still hold.
+(runs of a few rounds of completions, each slot's first group, which carries the launch's ramp, left
+out, agree within ``GROUP_STEADY_TOL``, taken ending at every recent completion so that a cycle of
+rounds is averaged over; see ``_groups_settled``): every slot then holds whole groups until one
+common end, where all the holds release their channels at once, so that none idles or steps among
+the others' reservations; each slot steps about a last group, and the tail, after it.
 The work therefore grows with the number of distinct phases, not with the number of tiles.
 Holding is an approximation: ``steady_state=False`` steps everything (slower; the reference the
 holds are checked against).
@@ -62,15 +64,22 @@ from tilesim.program import Affine, GlobalLoad, Mma, Phase, TileProgram, TileRef
 from tilesim.result import Interval, SimResult, Traffic
 
 STEADY_TOL = 0.01  # relative difference of two step windows that counts as settled
-GROUP_STEADY_TOL = 0.01  # the same for the group completion rate of two consecutive runs (GROUP_RUN_SLOTS)
-# whole block groups settle on the rate at which full groups complete, over all slots: once two
-# consecutive runs of GROUP_RUN_SLOTS x slots completions (each slot's first group left out: it
-# carries the launch's ramp) took the same time. One slot's groups can repeat while the chip still
-# ramps up, or cycle as slots take turns at a channel; the completions of all slots together do not
-GROUP_RUN_SLOTS = 4
-# a slot holds whole groups only for at least this many: a hold ends on a whole group, so a short one
-# is off by up to half a group (stepping a few groups costs little)
-MIN_GROUP_HOLD = 8
+GROUP_STEADY_TOL = 0.01  # relative difference of group completion runs that counts as settled
+# Whole block groups settle on the rate at which full groups complete over all slots, counted from the
+# end of the last slot's first group (the first groups carry the launch's ramp), in runs of c rounds
+# (c x slots completions; a round is one group a slot): _groups_settled. A run's time is taken ending
+# at each of the last max(c x slots, GROUP_SAMPLES) completions, so a lone late group or a cycle of
+# rounds (slots taking turns at a channel: 9-round cycles seen, reduction unroll_last_warp 2^26 at 8
+# slots) is averaged over instead of two runs matching by chance
+GROUP_SAMPLES = 4  # runs looked at, at least (one slot: its last four groups)
+# below GROUP_AVERAGE_ROUNDS rounds a run, this share of the runs must lie within GROUP_STEADY_TOL of
+# their median (in a cycle longer than the run, runs ending at different completions differ by its swing)
+GROUP_STEADY_SHARE = 0.75
+GROUP_AVERAGE_ROUNDS = 4  # from this many rounds a run, the runs' mean alone decides (2adea2c's run length)
+MAX_GROUP_CYCLE = 12  # rounds a run, at most
+# whole groups are held only for at least this many group times (a slot in another phase than the
+# first holder's stretches or squeezes its groups to the common end, by up to half a group)
+MIN_GROUP_HOLD = 2
 MAX_WARP_GROUPS = 8  # independent warp groups simulated per block (warps aggregated beyond)
 MAX_ROUNDS = 4  # load-then-use rounds simulated per step (rounds beyond are aggregated)
 MAX_MATH_GROUPS = 4  # concurrent warp groups simulated per block between barriers
@@ -240,9 +249,12 @@ class Engine:
         self.dirty_bytes = min(hw.l2_dirty_bytes, hw.l2_bytes)  # never more than the whole L2
         self.writeback_share = max(0.0, 1.0 - self.dirty_bytes / out_bytes) if out_bytes else 0.0
         self.writes: list[tuple[float, float]] = []
-        self.group_ends: deque = deque()  # completion times of full block groups (not a slot's first)
+        # completion times of full block groups, from the end of the last slot's first group on
+        self.group_ends: deque = deque(maxlen=2 * MAX_GROUP_CYCLE * self.occ.blocks_per_sm + GROUP_SAMPLES + 1)
+        self.first_groups_done = 0  # slots that have completed their first group
         self.group_period_s = 0.0  # a slot's group time once the completions have settled
         self.group_end_s = 0.0  # when every slot's group hold ends (the same for all: no slot idles early)
+        self.group_end: simpy.Event | None = None  # the event that ends them
         self.tail_sms: int | None = None  # SMs a last partial wave lands on
         self.in_loop: set[int] = set()  # slots inside a loop phase
         self.steady: dict[int, float] = {}  # steady slots -> their step period
@@ -567,7 +579,7 @@ class Engine:
             self.events += 1
 
     def _hold(self, slot: int, per: _Tally, period_s: float, times: int, tally: _Tally, ranges=(),
-              interruptible: bool = False, phase: str = "", l1_ranges=()):
+              interruptible: bool = False, phase: str = "", l1_ranges=(), until=None):
         """Stand in for ``times`` repetitions of a settled phase of length ``period_s``.
 
         The phase's channel demand is reserved for its duration, its missed bytes stream into the
@@ -576,6 +588,8 @@ class Engine:
         running meanwhile find them resident. An
         ``interruptible`` hold ends early when the set of slots in a k-loop changes (the
         contention it was measured under is gone); it returns how many repetitions it stood for.
+        ``until``, an event that fires ``period_s * times`` from now, ends it instead of a timeout
+        of its own (holds that end together at one event end at the same instant).
         """
         env = self.env
         rates = {c: per.v[c] / period_s for c in CHANNELS if per.v[c] > 0 and c not in POSTED}
@@ -592,7 +606,7 @@ class Engine:
         if self.l1 is not None:  # the representative SM's L1 keeps filling over the held steps
             self.l1.start_stream(l1_stream, t0)
             marks += [self.l1.touch_range(prefix, k0, k1, t0, period_s) for prefix, k0, k1 in l1_ranges]
-        end = env.timeout(period_s * times)
+        end = env.timeout(period_s * times) if until is None else until
         if interruptible:
             yield end | self.changed
         else:
@@ -747,41 +761,69 @@ class Engine:
             yield env.timeout(0)
             tally.v["dispatch"] += 1.0
             self._scale_and_add(tally, count)
-            first_group, groups = groups == 0, groups + 1
-            if count != sms or first_group or self.group_tol < 0:
+            if groups == 0:
+                self.first_groups_done += 1
+            groups += 1
+            if count != sms or self.first_groups_done < slots or self.group_tol < 0:
                 continue
             if not self.group_period_s and not self._groups_settled(env.now, slots):
                 continue
-            if not self.group_end_s:  # the first hold: every slot holds until the groups left are done
-                left = (total - self.next_block) // sms
-                self.group_end_s = env.now + (left / slots - 1) * self.group_period_s
-            j = min(round((self.group_end_s - env.now) / self.group_period_s), (total - self.next_block) // sms - 1)
-            if j >= MIN_GROUP_HOLD:
+            if self.group_end is None:
+                # the first hold: every slot holds until one common end, a whole number of group
+                # times from now that leaves each slot about a last group to step
+                hold_groups = (total - self.next_block) // sms // slots - 1
+                if hold_groups < MIN_GROUP_HOLD:
+                    continue
+                self.group_end_s = env.now + hold_groups * self.group_period_s
+                self.group_end = env.timeout(hold_groups * self.group_period_s)
+            span_s = self.group_end_s - env.now
+            j = min(max(1, round(span_s / self.group_period_s)), (total - self.next_block) // sms - 1)
+            if span_s > 0 and j >= 1 and not self.group_end.processed:
+                # the j groups fill the time to the common end (a slot in another phase than the
+                # first holder's stretches or squeezes them by up to half a group), so that all holds
+                # end at one instant; each releases its channels before any steps again (the zero
+                # timeout), else the first to step would queue behind the others' reservations
                 self.next_block += j * sms
                 per = _Tally()
                 per.add(tally)
                 hold = _Tally()
-                yield from self._hold(slot, per, self.group_period_s, j, hold)
+                yield from self._hold(slot, per, span_s / j, j, hold, until=self.group_end)
+                yield env.timeout(0)
                 if self.on_progress is not None:
                     self._progress(j * sms * sum(pl.trips for pl in self.plans))
                 self._scale_and_add(hold, count)
 
     def _groups_settled(self, now_s: float, slots: int) -> bool:
-        """Note a full group's completion; True (``group_period_s`` set) once the last two runs of
-        ``GROUP_RUN_SLOTS * slots`` completions took the same time within ``group_tol``: a slot's
-        group time is then the run's time over the groups each slot completed in it."""
-        run = GROUP_RUN_SLOTS * slots
+        """Note a full group's completion; True (``group_period_s`` set) once the completions, from
+        the end of the last slot's first group on, come at a steady rate.
+
+        For the smallest ``c`` (rounds of ``slots`` completions) up to MAX_GROUP_CYCLE, the runs of
+        ``c`` rounds ending at each of the last ``w = max(c * slots, GROUP_SAMPLES)`` completions
+        are looked at: settled when the runs of the first and second half of those ``w`` took on
+        average the same time within ``group_tol`` (no ramp) and, for ``c`` under
+        GROUP_AVERAGE_ROUNDS, at least GROUP_STEADY_SHARE of the runs lie within ``group_tol`` of
+        their median (a steady rate, or a cycle of ``c`` rounds: then every run takes the same time;
+        a lone late group does not count against it). A slot's group time is then the runs' mean
+        over ``c``."""
         ends = self.group_ends
         ends.append(now_s)
-        if len(ends) > 2 * run + 1:
-            ends.popleft()
-        if len(ends) < 2 * run + 1:
-            return False
-        a, b = ends[-1] - ends[run], ends[run] - ends[0]
-        if b <= 0 or abs(a - b) > self.group_tol * b:
-            return False
-        self.group_period_s = (a + b) / 2 / GROUP_RUN_SLOTS
-        return True
+        n = len(ends)
+        tol = self.group_tol
+        for c in range(1, MAX_GROUP_CYCLE + 1):
+            span = c * slots  # completions in a run
+            w = max(span, GROUP_SAMPLES)
+            if n < w + span + 1:
+                break
+            runs = [ends[i] - ends[i - span] for i in range(n - w, n)]
+            half = w // 2
+            first, second = sum(runs[:half]) / half, sum(runs[w - half:]) / half
+            if not (first > 0 and abs(second - first) <= tol * first):
+                continue
+            mid = sorted(runs)[w // 2]
+            if c >= GROUP_AVERAGE_ROUNDS or sum(abs(r - mid) <= tol * mid for r in runs) >= GROUP_STEADY_SHARE * w:
+                self.group_period_s = sum(runs) / w / c
+                return True
+        return False
 
     def _next_group_size(self, remaining: int) -> int:
         """Blocks (one per SM) the next group of a freed slot takes.
