@@ -117,7 +117,7 @@ def test_tiled_args_limits():
 def test_proposed_configs_compile_for_sm90a_without_spills():
     from validation.harness.compile import compile_source
 
-    cs = wgmma.proposed_configs() + [cfg()]
+    cs = wgmma.proposed_configs() + [cfg(), cfg(bm=64, bn=64, wn=64, consumers=1, setmaxnreg=False)]
     code, names = wgmma.batch_source(cs)
     const_code, const_names = wgmma.batch_source([cfg(cluster=2)], tensormap="constant", prefix="cmap")
     r = compile_source(code + const_code, wgmma.OPTIONS, "sm_90a", label="tc_gemm wgmma batch")
@@ -126,6 +126,10 @@ def test_proposed_configs_compile_for_sm90a_without_spills():
         assert k["spill_store_bytes"] == 0 and k["local_bytes"] == 0, (name, k)
         # launch registers: 65536 / threads (setmaxnreg moves them from the producer to the consumers)
         assert k["regs_per_thread"] <= (168 if "_c2_" in name else 232), (name, k)
+    # without setmaxnreg a consumer keeps its accumulators and addressing: the blind estimate's terms
+    plain = cs[-1]
+    regs = r["kernels"][wgmma.kernel_name(plain)]["regs_per_thread"]
+    assert abs(regs - plain.estimated_regs) <= 8, (regs, plain.estimated_regs)
 
 
 # ----- GPU: results against a float64 reference -----------------------------------------------------------
@@ -216,3 +220,16 @@ def test_constant_memory_tensor_maps_and_module_sharing():
     assert run_case(c1, tensormap="constant") < 1e-5
     assert run_case(c2, tensormap="constant", seed=1) < 1e-5  # same module, other maps copied in
     assert run_case(c1, tensormap="constant", seed=2) < 1e-5
+
+
+def test_setmaxnreg_is_a_wgmma_knob_that_sets_the_blind_register_estimate():
+    with_handover = cfg(bm=64, bn=64, wn=64, consumers=1)
+    without = cfg(bm=64, bn=64, wn=64, consumers=1, setmaxnreg=False)
+    assert with_handover.estimated_regs == 232  # the consumers' setmaxnreg count (wgmma.cu)
+    assert without.estimated_regs == 64 * 64 // 128 + 28  # accumulators of a 64x64 warpgroup tile + base
+    assert "#define TC_SETMAXNREG 0\n" in wgmma.kernel_source(without).code
+    assert wgmma.kernel_name(without) != wgmma.kernel_name(with_handover)
+    with pytest.raises(ValueError, match="setmaxnreg = False: must be True with instruction mma_sync"):
+        TcGemmConfig(m=256, n=256, k=256, instruction="mma_sync", setmaxnreg=False)
+    with pytest.raises(ValueError, match="TcGemmConfig.setmaxnreg = 'no'"):
+        cfg(setmaxnreg="no")

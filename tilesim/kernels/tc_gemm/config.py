@@ -152,6 +152,9 @@ class TcGemmConfig:
                            "1 otherwise)")
     epilogue: str = _doc("direct", "direct: accumulators to global memory; shared: staged through shared "
                                    "memory for 16-byte stores", EPILOGUES)
+    setmaxnreg: bool = _doc(True, "wgmma only: the producer warpgroup hands registers to the consumers with "
+                                  "setmaxnreg (the validation kernels do); False: every warpgroup keeps what "
+                                  "ptxas allocates (registers estimated from the accumulators)", (True, False))
     regs_per_thread: int | None = _doc(None, "registers per thread (override of the estimate, e.g. the "
                                              "compiler's count); None: estimated_regs")
 
@@ -167,6 +170,7 @@ class TcGemmConfig:
         _require(self.consumers in CONSUMERS, "consumers", self.consumers, "must be 1 or 2")
         _require(self.cluster <= MAX_CLUSTER and self.cluster & (self.cluster - 1) == 0, "cluster", self.cluster,
                  f"must be a power of two <= {MAX_CLUSTER}")
+        _require(isinstance(self.setmaxnreg, bool), "setmaxnreg", self.setmaxnreg, "must be True or False")
         if self.regs_per_thread is not None:
             _require(_is_int(self.regs_per_thread) and self.regs_per_thread > 0, "regs_per_thread",
                      self.regs_per_thread, "must be a positive integer or None")
@@ -180,6 +184,8 @@ class TcGemmConfig:
                                                                        "(consumer warpgroups are a wgmma knob)")
             _require(self.cluster == 1, "cluster", self.cluster, f"must be 1 with instruction {ins} "
                                                                  "(TMA multicast is a wgmma knob)")
+            _require(self.setmaxnreg, "setmaxnreg", self.setmaxnreg, f"must be True with instruction {ins} "
+                                                                      "(register hand-over is a wgmma knob)")
             _require(self.bm % self.wm == 0, "wm", self.wm, f"must divide bm = {self.bm}")
             _require(self.bn % self.wn == 0, "wn", self.wn, f"must divide bn = {self.bn}")
             _require(self.wm % fm == 0, "wm", self.wm, f"must be a multiple of the fragment's m = {fm}")
@@ -361,7 +367,8 @@ class TcGemmConfig:
         """Registers per thread: the override if given, else the blind rule from the kernel's structure.
 
         wgmma: the consumers' ``setmaxnreg`` count :data:`WGMMA_CONSUMER_REGS`, capped by the launch
-        bound (``__launch_bounds__(threads, 1)``).
+        bound (``__launch_bounds__(threads, 1)``); without ``setmaxnreg`` (kernels written elsewhere),
+        what a consumer keeps live: its accumulators + :data:`TC_REGS_BASE`.
 
         wmma / mma_sync (:attr:`register_terms`): what the kernel needs at least, accumulators + the
         larger of one k-step's fragments and the synchronous staging + base; what it would use, the
@@ -373,7 +380,9 @@ class TcGemmConfig:
         if self.regs_per_thread is not None:
             return self.regs_per_thread
         if self.instruction == "wgmma":
-            return min(WGMMA_CONSUMER_REGS, launch_bound_regs(self.threads))
+            if self.setmaxnreg:
+                return min(WGMMA_CONSUMER_REGS, launch_bound_regs(self.threads))
+            return self.accumulator_regs + TC_REGS_BASE
         t = self.register_terms
         want = t["accumulators"] + max(t["tile_fragments"], t["staging"]) + t["base"]
         need = t["accumulators"] + max(t["step_fragments"], t["staging"]) + t["base"]

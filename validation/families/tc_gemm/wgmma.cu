@@ -240,7 +240,9 @@ TC_KERNEL_NAME(TMAP_PARAMS void* __restrict__ c, int M, int N, int K) {
 
     if (wg == 0) {
         // ----- producer: one thread issues every TMA ------------------------------------------------
+#if TC_SETMAXNREG
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(PRODUCER_REGS));
+#endif
         if (t == 0) {
             for (int kt = 0; kt < ktiles; ++kt) {
                 const int s = kt % STAGES;
@@ -282,7 +284,9 @@ TC_KERNEL_NAME(TMAP_PARAMS void* __restrict__ c, int M, int N, int K) {
         }
     } else {
         // ----- consumers: wgmma on the staged tiles -------------------------------------------------
+#if TC_SETMAXNREG
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(CONSUMER_REGS));
+#endif
         const int cw = wg - 1;
         float acc[MSUB][ACC];
 #pragma unroll

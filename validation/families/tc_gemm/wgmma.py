@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tilesim.kernels.gemm.config import launch_bound_regs
 from validation.families.tc_gemm import tma
 from validation.harness.source import KernelSource
 
@@ -133,9 +134,13 @@ def check(cfg) -> None:
             raise ValueError(f"TcGemmConfig.bn / shape n = {ni} with b_layout 'row': must be a multiple of "
                              f"{MN_MAJOR_ATOM} (one 128-byte N-major swizzle row)")
     acc = cfg.wm // WGMMA_M * cfg.bn // 2
-    if acc > MAX_ACCUMULATORS:
+    # without setmaxnreg the consumers keep the launch bound's share, less the same addressing headroom
+    limit = MAX_ACCUMULATORS if cfg.setmaxnreg else launch_bound_regs(cfg.threads) - (CONSUMER_REGS - MAX_ACCUMULATORS)
+    if acc > limit:
+        how = (f"setmaxnreg gives consumers {CONSUMER_REGS} registers" if cfg.setmaxnreg else
+               f"without setmaxnreg a thread keeps {launch_bound_regs(cfg.threads)} at {cfg.threads} threads")
         raise ValueError(f"TcGemmConfig.wm x bn = {cfg.wm} x {cfg.bn}: {acc} fp32 accumulators per consumer "
-                         f"thread exceed {MAX_ACCUMULATORS} (setmaxnreg gives consumers {CONSUMER_REGS} registers)")
+                         f"thread exceed {limit} ({how})")
     g = geometry(cfg)
     if g.dynamic_smem_bytes + STATIC_SMEM_BYTES > MAX_SMEM_PER_BLOCK_BYTES:
         raise ValueError(f"TcGemmConfig.stages = {cfg.stages}: {g.dynamic_smem_bytes} bytes of dynamic and "
@@ -181,7 +186,7 @@ def kernel_name(cfg, tensormap: str = "param") -> str:
     shape = "" if cfg.shape == "auto" else f"_n{instruction_n(cfg)}"
     name = (f"tc_wgmma_{cfg.dtype}_{out}_B{cfg.b_layout}_{cfg.bm}x{cfg.bn}x{cfg.bk}{shape}_s{cfg.stages}"
             f"_c{cfg.consumers}_cl{cfg.cluster}_{cfg.epilogue}")
-    return name + ("_cmap" if tensormap == "constant" else "")
+    return name + ("" if cfg.setmaxnreg else "_nosetmaxnreg") + ("_cmap" if tensormap == "constant" else "")
 
 
 def wgmma_wrapper(dtype: str, n: int, trans_b: bool) -> str:
@@ -218,13 +223,14 @@ def _defines(cfg, tensormap: str) -> str:
         "TC_EPILOGUE_SHARED": int(cfg.epilogue == "shared"),
         "TC_TMAP_CONSTANT": int(tensormap == "constant"),
         "TC_GROUP_M": group_m(cfg),
+        "TC_SETMAXNREG": int(cfg.setmaxnreg),
     }
     return "".join(f"#define {k} {v}\n" for k, v in vals.items())
 
 
 _UNDEFS = ("TC_KERNEL_NAME", "TC_ELEM_BYTES", "TC_OUT_BYTES", "TC_DTYPE_BF16", "TC_B_KMAJOR", "TC_BM", "TC_BN",
            "TC_BK", "TC_WM", "TC_NI", "TC_STAGES", "TC_CONSUMERS", "TC_CLUSTER", "TC_EPILOGUE_SHARED",
-           "TC_TMAP_CONSTANT", "TC_GROUP_M", "TMAP_A", "TMAP_B", "TMAP_PARAMS")
+           "TC_TMAP_CONSTANT", "TC_GROUP_M", "TC_SETMAXNREG", "TMAP_A", "TMAP_B", "TMAP_PARAMS")
 _MARKER = "// ----- PTX helpers"
 
 

@@ -136,15 +136,17 @@ def _leetcuda_grid(m, n, k):
 def _fastcu_m2_cfg(m, n, k):
     return TcGemmConfig(m=m, n=n, k=k, dtype="bf16", out_dtype="input", b_layout="col", instruction="wgmma",
                         staging="shared", bm=64, bn=64, bk=64, wm=64, wn=64, shape="m64n64k16", layout="swizzled",
-                        stages=2, consumers=1, cluster=1, epilogue="direct")
+                        stages=2, consumers=1, cluster=1, epilogue="direct", setmaxnreg=False)
 
 
-def _fastcu_2wg_cfg(stages):
-    """fast.cu matmul_3 / matmul_4: 128x256x64 tiles, two warpgroups of 64x256 (m64n256k16), B K-major."""
+def _fastcu_2wg_cfg(stages, setmaxnreg=True):
+    """fast.cu matmul_3 / matmul_4: 128x256x64 tiles, two warpgroups of 64x256 (m64n256k16), B K-major;
+    matmul_3 has no producer warpgroup and no setmaxnreg, matmul_4 both."""
     def make(m, n, k):
         return TcGemmConfig(m=m, n=n, k=k, dtype="bf16", out_dtype="input", b_layout="col", instruction="wgmma",
                             staging="shared", bm=128, bn=256, bk=64, wm=64, wn=256, shape="m64n256k16",
-                            layout="swizzled", stages=stages, consumers=2, cluster=1, epilogue="direct")
+                            layout="swizzled", stages=stages, consumers=2, cluster=1, epilogue="direct",
+                            setmaxnreg=setmaxnreg)
     return make
 
 
@@ -224,7 +226,8 @@ KERNELS: tuple[PublicKernel, ...] = (
     PublicKernel(
         name="fastcu_wgmma_m3", wrapper="wrap_fastcu_m3.cuh", function="M3::matmulKernel3",
         template_args="128, 256, 64, 256, false", params=_FASTCU_PARAMS_DB, block=(256, 1, 1),
-        grid=lambda m, n, k: ((m // 128) * (n // 256), 1, 1), config=_fastcu_2wg_cfg(2), divides=(128, 256, 64),
+        grid=lambda m, n, k: ((m // 128) * (n // 256), 1, 1), config=_fastcu_2wg_cfg(2, setmaxnreg=False),
+        divides=(128, 256, 64),
         dtype="bf16", accumulate="fp32", b_layout="col", c_layout="col", tensormaps="pointer",
         box=(128, 256, 64), dynamic_smem_bytes=_fastcu_smem_bytes(128, 256, 64, 1), debug_pointer=True,
         source="pranjalssh/fast.cu examples/matmul/matmul_3.cuh",
