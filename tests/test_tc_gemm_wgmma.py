@@ -201,6 +201,7 @@ GPU_CASES = [
     dict(bm=128, wm=128, consumers=1, bn=128, wn=128, stages=3),
     dict(bm=64, wm=64, consumers=1, bn=128, wn=128, b_layout="row", stages=5),
     dict(shape="m64n128k16", b_layout="row"),
+    dict(bm=64, wm=64, consumers=1, bn=64, wn=64, stages=2, setmaxnreg=False),  # fast.cu matmul_2's shape
 ]
 
 
