@@ -55,6 +55,7 @@ def _registers(log: str, kernel: str) -> int:
     return int(m.group(1))
 
 
+@pytest.mark.slow  # the probe's nvcc build (~10 s): python -m pytest -m slow
 def test_compiles_for_sm90a_without_spills(built):
     log, _ = built
     assert not re.search(r"[1-9]\d* bytes spill", log)
@@ -67,6 +68,7 @@ def test_compiles_for_sm90a_without_spills(built):
         assert regs <= 255 and tc.blocks_per_sm * tc.threads * regs <= mf.REGS_PER_SM, (tc.kernel, regs)
 
 
+@pytest.mark.slow  # the probe's nvcc build (~10 s): python -m pytest -m slow
 def test_traffic_kernels_hot_loops_hold_the_source_counts(built):
     """Every gemm_traffic kernel's loop: per k-step its LDSM, HMMA, one BAR, its LDGSTS (4 + 4 a thread for
     the 4-warp copies) and one DEPBAR / LDGDEPBAR with copies (check_traffic_sass on nvdisasm's listing)."""
@@ -83,6 +85,7 @@ def test_traffic_kernels_hot_loops_hold_the_source_counts(built):
         assert mf.sass_summary(sass, k1)["histogram"] == mf.sass_summary(sass, k2)["histogram"], mode
 
 
+@pytest.mark.slow  # the probe's nvcc build (~10 s): python -m pytest -m slow
 def test_recorded_traffic_rows_keep_their_sass(built):
     """The recorded gemm_traffic rows (mma_feed.json) stay valid: with the nvcc that compiled them, each
     kernel's hot loop today is the recorded one (instruction count, order, histogram)."""

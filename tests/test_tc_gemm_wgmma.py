@@ -113,6 +113,7 @@ def test_tiled_args_limits():
 
 
 # ----- nvcc: every proposed configuration, one batch -----------------------------------------------------
+@pytest.mark.slow  # one nvcc batch of every proposed configuration (~11 s): python -m pytest -m slow
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_proposed_configs_compile_for_sm90a_without_spills():
     from validation.harness.compile import compile_source
