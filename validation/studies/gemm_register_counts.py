@@ -29,17 +29,21 @@ import csv
 import itertools
 import math
 import random
-import subprocess
 import sys
-import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from tilesim import GemmConfig
 from tilesim.hardware import catalog
 from tilesim.kernels.gemm.config import check_fits
 from validation.families.gemm import runner
-from validation.harness.compile import nvcc_path, nvcc_version, parse_ptxas
+from validation.harness.compile import nvcc_version
+from validation.studies.register_counts import (
+    demangled,
+    in_batches,
+    ptxas_report,
+    read_rows,
+    write_rows,
+)
 
 OUT_DIR = Path(__file__).resolve().parents[1] / "results" / "h200" / "studies" / "gemm_regs"
 SHAPE = 4096  # m = n = k: the kernels do not depend on the problem size (runtime arguments)
@@ -143,64 +147,26 @@ def heldout_set() -> dict[str, GemmConfig]:
 
 
 def _compile_batch(names: list[str], cfgs: dict) -> dict[str, dict]:
-    src = runner.batch_source([cfgs[n] for n in names])
-    with tempfile.TemporaryDirectory(prefix="tilesim-regs-") as tmp:
-        cu = Path(tmp) / "k.cu"
-        cu.write_text(src)
-        r = subprocess.run([nvcc_path(), "-cubin", "-arch=sm_90", *runner.OPTIONS, "-Xptxas", "-v",
-                            "-o", str(Path(tmp) / "k.cubin"), str(cu)], capture_output=True, text=True)
-    if r.returncode:
-        raise RuntimeError(f"nvcc failed: {(r.stderr or r.stdout)[-2000:]}")
-    kernels = parse_ptxas(r.stdout + r.stderr)
-    mangled = list(kernels)
-    demangled = subprocess.run(["c++filt"], input="\n".join(mangled), capture_output=True, text=True,
-                               check=True).stdout.splitlines()
-    out = {}
-    for m, d in zip(mangled, demangled, strict=True):
-        out[d.split("(")[0].removeprefix("void ").strip()] = kernels[m]
-    missing = set(names) - set(out)
-    if missing:
-        raise RuntimeError(f"no ptxas report for {sorted(missing)[:3]}")
-    return out
+    return demangled(ptxas_report(runner.batch_source([cfgs[n] for n in names]), runner.OPTIONS))
 
 
 def compile_counts(cfgs: dict[str, GemmConfig], workers: int = 2) -> list[dict]:
     """One row per kernel: the knobs, ``threads``, ``regs_per_thread``, ``local_bytes``, ``nvcc``."""
     names = sorted(cfgs)
-    batches = [names[i:i + BATCH] for i in range(0, len(names), BATCH)]
-    found: dict[str, dict] = {}
-    with ThreadPoolExecutor(workers) as ex:
-        for res in ex.map(lambda b: _compile_batch(b, cfgs), batches):
-            found.update(res)
+    found = in_batches(names, BATCH, workers, lambda b: _compile_batch(b, cfgs))
     version = nvcc_version()
-    rows = []
-    for n in names:
-        c = cfgs[n]
-        rows.append({**{f: getattr(c, f) for f in FIELDS}, "threads": c.threads,
-                     "regs_per_thread": found[n]["regs_per_thread"], "local_bytes": found[n]["local_bytes"],
-                     "nvcc": version})
-    return rows
+    return [{**{f: getattr(cfgs[n], f) for f in FIELDS}, "threads": cfgs[n].threads,
+             "regs_per_thread": found[n]["regs_per_thread"], "local_bytes": found[n]["local_bytes"],
+             "nvcc": version} for n in names]
 
 
-def write(rows: list[dict], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+write = write_rows
 
 
 def read(path: Path) -> list[tuple[GemmConfig, int]]:
     """(configuration, compiler registers) per row of a file this script wrote."""
-    out = []
-    with open(path, newline="") as fh:
-        for row in csv.DictReader(fh):
-            kw = {f: row[f] for f in FIELDS}
-            for f in ("bm", "bn", "bk", "tm", "tn", "wm", "wn", "wniter", "smem_pad", "stages"):
-                kw[f] = int(kw[f])
-            kw["vectorize"] = kw["vectorize"] == "True"
-            out.append((GemmConfig(m=SHAPE, n=SHAPE, k=SHAPE, **kw), int(row["regs_per_thread"])))
-    return out
+    ints = ("bm", "bn", "bk", "tm", "tn", "wm", "wn", "wniter", "smem_pad", "stages")
+    return [(GemmConfig(m=SHAPE, n=SHAPE, k=SHAPE, **kw), regs) for kw, regs in read_rows(path, FIELDS, ints)]
 
 
 def main(argv=None) -> int:

@@ -19,16 +19,14 @@ H200 (``python -m validation.harness.compile softmax`` compares them).
 
 from __future__ import annotations
 
-import csv
 import itertools
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from tilesim.kernels.softmax.config import SoftmaxConfig
 from validation.families.softmax import runner
-from validation.harness.compile import nvcc_path, nvcc_version, parse_ptxas
+from validation.harness.compile import nvcc_version
+from validation.studies.register_counts import ptxas_report, read_rows, write_rows
 
 OUT_DIR = Path(__file__).resolve().parents[1] / "results" / "h200" / "studies" / "softmax_regs"
 ROWS = 4096
@@ -58,14 +56,7 @@ def grid() -> dict[str, SoftmaxConfig]:
 
 def compile_counts(cfgs: dict[str, SoftmaxConfig]) -> list[dict]:
     """One row per kernel: the knobs, ``regs_per_thread``, ``local_bytes``, ``nvcc``."""
-    with tempfile.TemporaryDirectory(prefix="tilesim-smregs-") as tmp:
-        cu = Path(tmp) / "k.cu"
-        cu.write_text(runner.batch_source(cfgs.values()))
-        r = subprocess.run([nvcc_path(), "-cubin", "-arch=sm_90", *runner.OPTIONS, "-Xptxas", "-v",
-                            "-o", str(Path(tmp) / "k.cubin"), str(cu)], capture_output=True, text=True)
-    if r.returncode:
-        raise RuntimeError(f"nvcc failed: {(r.stderr or r.stdout)[-2000:]}")
-    found = parse_ptxas(r.stdout + r.stderr)
+    found = ptxas_report(runner.batch_source(cfgs.values()), runner.OPTIONS)
     version = nvcc_version()
     rows = []
     for _name, c in sorted(cfgs.items()):
@@ -77,14 +68,8 @@ def compile_counts(cfgs: dict[str, SoftmaxConfig]) -> list[dict]:
 
 def read(path: Path) -> list[tuple[SoftmaxConfig, int]]:
     """(configuration, compiler registers) per row of a file this script wrote."""
-    out = []
-    with open(path, newline="") as fh:
-        for row in csv.DictReader(fh):
-            kw = {f: row[f] for f in FIELDS}
-            for f in ("cols", "vector", "threads", "unroll"):
-                kw[f] = int(kw[f])
-            out.append((SoftmaxConfig(rows=ROWS, **kw), int(row["regs_per_thread"])))
-    return out
+    ints = ("cols", "vector", "threads", "unroll")
+    return [(SoftmaxConfig(rows=ROWS, **kw), regs) for kw, regs in read_rows(path, FIELDS, ints)]
 
 
 def main(argv=None) -> int:
@@ -94,11 +79,7 @@ def main(argv=None) -> int:
         return 2
     rows = compile_counts(grid())
     path = OUT_DIR / "grid.csv"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_rows(rows, path)
     print(f"grid: {len(rows)} kernels -> {path}")
     return 0
 

@@ -32,15 +32,13 @@ from __future__ import annotations
 import csv
 import itertools
 import random
-import subprocess
 import sys
-import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from tilesim.kernels.tc_gemm.config import TcGemmConfig
 from validation.families.tc_gemm import mma
-from validation.harness.compile import nvcc_path, nvcc_version, parse_ptxas
+from validation.harness.compile import nvcc_version
+from validation.studies.register_counts import in_batches, ptxas_report, read_rows, write_rows
 
 OUT_DIR = Path(__file__).resolve().parents[1] / "results" / "h200" / "studies" / "tc_gemm_regs"
 SHAPE = 4096  # m = n = k: the kernels do not depend on the problem size (runtime arguments)
@@ -108,53 +106,27 @@ def draw(which: str) -> dict[str, TcGemmConfig]:
 
 
 def _compile_batch(names: list[str], cfgs: dict) -> dict[str, dict]:
-    src = mma.batch_source([cfgs[n] for n in names])
-    with tempfile.TemporaryDirectory(prefix="tilesim-tcregs-") as tmp:
-        cu = Path(tmp) / "k.cu"
-        cu.write_text(src)
-        r = subprocess.run([nvcc_path(), "-cubin", "-arch=sm_90", *mma.OPTIONS, "-Xptxas", "-v",
-                            "-o", str(Path(tmp) / "k.cubin"), str(cu)], capture_output=True, text=True)
-    if r.returncode:
-        raise RuntimeError(f"nvcc failed: {(r.stderr or r.stdout)[-2000:]}")
-    found = parse_ptxas(r.stdout + r.stderr)  # extern "C": ptxas names are the kernel names
-    missing = set(names) - set(found)
-    if missing:
-        raise RuntimeError(f"no ptxas report for {sorted(missing)[:3]}")
-    return {n: found[n] for n in names}
+    # extern "C": ptxas names are the kernel names
+    return ptxas_report(mma.batch_source([cfgs[n] for n in names]), mma.OPTIONS)
 
 
 def compile_counts(cfgs: dict[str, TcGemmConfig], workers: int = 2) -> list[dict]:
     """One row per kernel: the knobs, ``threads``, ``regs_per_thread``, ``local_bytes``, ``nvcc``."""
     names = sorted(cfgs)
-    batches = [names[i:i + BATCH] for i in range(0, len(names), BATCH)]
-    found: dict[str, dict] = {}
-    with ThreadPoolExecutor(workers) as ex:
-        for res in ex.map(lambda b: _compile_batch(b, cfgs), batches):
-            found.update(res)
+    found = in_batches(names, BATCH, workers, lambda b: _compile_batch(b, cfgs))
     version = nvcc_version()
     return [{**{f: getattr(cfgs[n], f) for f in FIELDS}, "threads": cfgs[n].threads,
              "regs_per_thread": found[n]["regs_per_thread"], "local_bytes": found[n]["local_bytes"],
              "nvcc": version} for n in names]
 
 
-def write(rows: list[dict], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+write = write_rows
 
 
 def read(path: Path) -> list[tuple[TcGemmConfig, int]]:
     """(configuration, compiler registers) per row of a file this script wrote."""
-    out = []
-    with open(path, newline="") as fh:
-        for row in csv.DictReader(fh):
-            kw = {f: row[f] for f in FIELDS}
-            for f in ("bm", "bn", "bk", "wm", "wn", "stages"):
-                kw[f] = int(kw[f])
-            out.append((TcGemmConfig(m=SHAPE, n=SHAPE, k=SHAPE, **kw), int(row["regs_per_thread"])))
-    return out
+    ints = ("bm", "bn", "bk", "wm", "wn", "stages")
+    return [(TcGemmConfig(m=SHAPE, n=SHAPE, k=SHAPE, **kw), regs) for kw, regs in read_rows(path, FIELDS, ints)]
 
 
 def main(argv=None) -> int:
