@@ -8,6 +8,7 @@ import csv
 import dataclasses
 import json
 import subprocess
+import sys
 import time
 import types
 from pathlib import Path
@@ -269,7 +270,7 @@ def test_runners_are_found_by_family_name():
 
 def test_command_line_without_gpu_or_with_unknown_family_exits_2():
     for args in (["gemm", "--results", "/tmp/unused"], ["nosuch"]):
-        p = subprocess.run(["python3", "-m", "validation.harness.suite", *args], cwd=REPO, capture_output=True,
+        p = subprocess.run([sys.executable, "-m", "validation.harness.suite", *args], cwd=REPO, capture_output=True,
                            text=True, timeout=120)
         try:
             import cupy  # noqa: F401
