@@ -46,16 +46,28 @@ def load_rows(results_dir: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def predict_rows(rows: list[dict], hardware: str = "h200", simulate=None, kernels=None) -> tuple[list[dict], list[dict]]:
+def _both_modes(simulate, cfg, regs, hardware):
+    """(blind, informed) predicted seconds of ``cfg``, or the ValueError the model raised."""
+    try:
+        blind = simulate(cfg, hardware).time_s
+        informed = simulate(cfg.with_(regs_per_thread=regs), hardware).time_s if regs else blind
+    except ValueError as err:  # e.g. a recorded register count the model says cannot fit an SM
+        return err
+    return blind, informed
+
+
+def predict_rows(rows: list[dict], hardware: str = "h200", simulate=None, kernels=None,
+                 jobs: int = 1) -> tuple[list[dict], list[dict]]:
     """(predictions, skipped): per ``ok`` row its measured, blind and informed times. ``kernels`` is the
-    set's mapping module (``BY_NAME``: kernel name -> its ``config(m, n, k)``); default the SGEMMs'."""
+    set's mapping module (``BY_NAME``: kernel name -> its ``config(m, n, k)``); default the SGEMMs'.
+    ``jobs`` > 1 simulates the rows in that many processes (same results, in row order)."""
     if kernels is None:
         from validation.public.sgemm import kernels
     K = kernels  # noqa: N806
 
     if simulate is None:
         from tilesim.api import simulate
-    preds, skipped = [], []
+    preds, skipped, todo = [], [], []
     for r in rows:
         if r.get("status") != "ok":
             skipped.append(r)
@@ -72,12 +84,20 @@ def predict_rows(rows: list[dict], hardware: str = "h200", simulate=None, kernel
         if not (math.isfinite(measured) and measured > 0):
             raise ValueError(f"times.csv median_s = {r['median_s']!r} for {r['kernel']} {r['size']}: must be > 0")
         regs = int(r["regs_per_thread"]) if r.get("regs_per_thread") else None
-        try:
-            blind = simulate(cfg, hardware).time_s
-            informed = simulate(cfg.with_(regs_per_thread=regs), hardware).time_s if regs else blind
-        except ValueError as err:  # e.g. a recorded register count the model says cannot fit an SM
-            skipped.append({**r, "status": f"model refused: {err}"})
+        todo.append((r, cfg, measured, regs))
+    args = [(simulate, cfg, regs, hardware) for _, cfg, _, regs in todo]
+    if jobs > 1 and len(args) > 1:
+        from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
+
+        with ProcessPoolExecutor(min(jobs, len(args))) as ex:
+            results = list(ex.map(_both_modes, *zip(*args, strict=True)))
+    else:
+        results = [_both_modes(*a) for a in args]
+    for (r, cfg, measured, regs), res in zip(todo, results, strict=True):
+        if isinstance(res, ValueError):
+            skipped.append({**r, "status": f"model refused: {res}"})
             continue
+        blind, informed = res
         preds.append({"kernel": r["kernel"], "size": r["size"], "label": cfg.label, "measured_s": measured,
                       "regs": regs, "est_regs": cfg.estimated_regs, "blind_s": blind, "informed_s": informed})
     return preds, skipped

@@ -31,9 +31,10 @@ def load_rows(results_dir: Path) -> list[dict]:
     return common.load_rows(results_dir)
 
 
-def predict_rows(rows: list[dict], hardware: str = "h200", simulate=None) -> tuple[list[dict], list[dict]]:
-    """(predictions, skipped): a prediction per ok row with its blind and informed times."""
-    return common.predict_rows(rows, hardware, simulate, kernels=K)
+def predict_rows(rows: list[dict], hardware: str = "h200", simulate=None, jobs: int = 1) -> tuple[list[dict], list[dict]]:
+    """(predictions, skipped): a prediction per ok row with its blind and informed times (``jobs``
+    processes)."""
+    return common.predict_rows(rows, hardware, simulate, kernels=K, jobs=jobs)
 
 
 def format_report(preds: list[dict], skipped: list[dict]) -> str:
