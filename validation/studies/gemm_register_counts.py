@@ -36,10 +36,9 @@ from tilesim import GemmConfig
 from tilesim.hardware import catalog
 from tilesim.kernels.gemm.config import check_fits
 from validation.families.gemm import runner
-from validation.harness.compile import nvcc_version
 from validation.studies.register_counts import (
+    count_rows,
     demangled,
-    in_batches,
     ptxas_report,
     read_rows,
     write_rows,
@@ -152,12 +151,7 @@ def _compile_batch(names: list[str], cfgs: dict) -> dict[str, dict]:
 
 def compile_counts(cfgs: dict[str, GemmConfig], workers: int = 2) -> list[dict]:
     """One row per kernel: the knobs, ``threads``, ``regs_per_thread``, ``local_bytes``, ``nvcc``."""
-    names = sorted(cfgs)
-    found = in_batches(names, BATCH, workers, lambda b: _compile_batch(b, cfgs))
-    version = nvcc_version()
-    return [{**{f: getattr(cfgs[n], f) for f in FIELDS}, "threads": cfgs[n].threads,
-             "regs_per_thread": found[n]["regs_per_thread"], "local_bytes": found[n]["local_bytes"],
-             "nvcc": version} for n in names]
+    return count_rows(cfgs, FIELDS, BATCH, workers, lambda b: _compile_batch(b, cfgs))
 
 
 write = write_rows

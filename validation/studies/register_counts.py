@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from validation.harness.compile import nvcc_path, parse_ptxas
+from validation.harness.compile import nvcc_path, nvcc_version, parse_ptxas
 
 
 def ptxas_report(source: str, options: Sequence[str], arch: str = "sm_90") -> dict[str, dict]:
@@ -49,6 +49,18 @@ def in_batches(names: Sequence[str], batch: int, workers: int,
     if missing:
         raise RuntimeError(f"no ptxas report for {sorted(missing)[:3]}")
     return found
+
+
+def count_rows(cfgs: dict, fields: Sequence[str], batch: int, workers: int,
+               compile_batch: Callable[[list[str]], dict[str, dict]]) -> list[dict]:
+    """One row per kernel of ``cfgs`` (by name, sorted): the knobs ``fields``, ``threads``,
+    ``regs_per_thread``, ``local_bytes`` and the ``nvcc`` version, compiled with :func:`in_batches`."""
+    names = sorted(cfgs)
+    found = in_batches(names, batch, workers, compile_batch)
+    version = nvcc_version()
+    return [{**{f: getattr(cfgs[n], f) for f in fields}, "threads": cfgs[n].threads,
+             "regs_per_thread": found[n]["regs_per_thread"], "local_bytes": found[n]["local_bytes"],
+             "nvcc": version} for n in names]
 
 
 def write_rows(rows: list[dict], path: Path) -> None:

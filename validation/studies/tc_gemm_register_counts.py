@@ -37,8 +37,7 @@ from pathlib import Path
 
 from tilesim.kernels.tc_gemm.config import TcGemmConfig
 from validation.families.tc_gemm import mma
-from validation.harness.compile import nvcc_version
-from validation.studies.register_counts import in_batches, ptxas_report, read_rows, write_rows
+from validation.studies.register_counts import count_rows, ptxas_report, read_rows, write_rows
 
 OUT_DIR = Path(__file__).resolve().parents[1] / "results" / "h200" / "studies" / "tc_gemm_regs"
 SHAPE = 4096  # m = n = k: the kernels do not depend on the problem size (runtime arguments)
@@ -112,12 +111,7 @@ def _compile_batch(names: list[str], cfgs: dict) -> dict[str, dict]:
 
 def compile_counts(cfgs: dict[str, TcGemmConfig], workers: int = 2) -> list[dict]:
     """One row per kernel: the knobs, ``threads``, ``regs_per_thread``, ``local_bytes``, ``nvcc``."""
-    names = sorted(cfgs)
-    found = in_batches(names, BATCH, workers, lambda b: _compile_batch(b, cfgs))
-    version = nvcc_version()
-    return [{**{f: getattr(cfgs[n], f) for f in FIELDS}, "threads": cfgs[n].threads,
-             "regs_per_thread": found[n]["regs_per_thread"], "local_bytes": found[n]["local_bytes"],
-             "nvcc": version} for n in names]
+    return count_rows(cfgs, FIELDS, BATCH, workers, lambda b: _compile_batch(b, cfgs))
 
 
 write = write_rows
