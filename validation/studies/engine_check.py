@@ -128,8 +128,9 @@ def outer_program(hw, tm: int, tn: int, warps: int, blocks_per_sm: int, instr_pe
 
 
 def check(results: Path = DEFAULT_DIR, hw=None, on_progress=None) -> list[dict]:
-    """One row per recorded microbenchmark case: measured and engine instructions per clock per SM;
-    ``on_progress(done, total)`` after each case, when given."""
+    """One row per recorded microbenchmark case: measured and engine instructions per clock per SM,
+    ``error`` of the engine's rate (positive: the engine is fast) and ``time_error`` of its loop time
+    (negative: fast); ``on_progress(done, total)`` after each case, when given."""
     hw = hw or hardware.load("h200")
     rows = []
     cases = []
@@ -151,10 +152,22 @@ def check(results: Path = DEFAULT_DIR, hw=None, on_progress=None) -> list[dict]:
         res = simulate_program(prog, hw)
         engine = warps * per_sm * prog.phases[0].trips * r["instr_per_iter"] / (res.time_s * hw.sm_clock_hz)
         rows.append({"case": name, "blocks_per_sm": res.blocks_per_sm, "warps_per_block": warps,
-                     "measured": r["value"], "engine": engine, "error": engine / r["value"] - 1})
+                     "measured": r["value"], "engine": engine, "error": engine / r["value"] - 1,
+                     "time_error": r["value"] / engine - 1})
         if on_progress is not None:
             on_progress(i, len(cases))
     return rows
+
+
+def group_summary(rows: list[dict], bar: float = 0.10) -> list[dict]:
+    """Per microbenchmark kind (the case's first word: lds_outer, staged_outer, gstaged_outer ...), in
+    order of appearance: rows, mean |error|, the most negative and most positive error, and how many
+    rows lie beyond ``bar``. (The error is of the issue rate: positive means the engine is fast.)"""
+    groups: dict[str, list[float]] = {}
+    for r in rows:
+        groups.setdefault(r["case"].split()[0], []).append(r["error"])
+    return [{"group": g, "rows": len(e), "mape": sum(abs(x) for x in e) / len(e), "min": min(e), "max": max(e),
+             "beyond": sum(abs(x) > bar for x in e)} for g, e in groups.items()]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -168,9 +181,17 @@ def main(argv: list[str] | None = None) -> int:
     if not rows:
         print(f"engine_check: no lds_outer.json / staged_outer.json in {ns.results}", file=sys.stderr)
         return 1
-    print(f"{'microbenchmark':30s} {'blocks/SM':>9s} {'measured':>9s} {'engine':>7s} {'error':>7s}  (warp instr/clk/SM)")
+    print(f"{'microbenchmark':30s} {'blocks/SM':>9s} {'measured':>9s} {'engine':>7s} {'error':>7s} {'time':>7s}"
+          "  (warp instr/clk/SM; time: the loop's time error)")
     for r in rows:
-        print(f"{r['case']:30s} {r['blocks_per_sm']:9d} {r['measured']:9.2f} {r['engine']:7.2f} {r['error'] * 100:+6.0f}%")
+        print(f"{r['case']:30s} {r['blocks_per_sm']:9d} {r['measured']:9.2f} {r['engine']:7.2f} {r['error'] * 100:+6.0f}% "
+              f"{r['time_error'] * 100:+6.0f}%")
+    print(f"\n{'group':16s} {'rows':>4s} {'MAPE':>6s} {'min':>6s} {'max':>6s} {'>10%':>5s}")
+    for g in group_summary(rows):
+        print(f"{g['group']:16s} {g['rows']:4d} {g['mape'] * 100:5.1f}% {g['min'] * 100:+5.0f}% {g['max'] * 100:+5.0f}% "
+              f"{g['beyond']:5d}")
+    print(f"{'all':16s} {len(rows):4d} {sum(abs(r['error']) for r in rows) / len(rows) * 100:5.1f}%"
+          f"{'':14s}{sum(abs(r['error']) > 0.10 for r in rows):5d}")
     return 0
 
 
