@@ -41,3 +41,16 @@ def test_gemm_dram_bytes_rows_are_the_register_tiled_configurations_with_counter
         meas = r["meas_read_bytes"] + r["meas_write_bytes"]
         assert meas > 0 and not math.isnan(meas)
         assert r["error"] == pytest.approx(pred / meas - 1.0)
+
+
+def test_schedule_age_ranks_a_younger_block_by_the_blocks_started_before_it():
+    import numpy as np
+
+    from validation.studies.schedule_age import age_ranks
+
+    # SM 0: block 0 from 0 to 8 (segments of 1), block 1 from 2 to 18 (segments of 2); SM 1: block 2 alone
+    stamps = np.array([np.arange(9.0), 2.0 + 2.0 * np.arange(9.0), np.arange(9.0)])
+    got = age_ranks(np.array([0, 0, 1]), stamps)
+    assert got[(2, 0)] == [1.0] * 6  # block 0's segments from 2 on (block 1 resident), it the oldest
+    assert got[(2, 1)] == [2.0] * 3  # block 1's segments while block 0 still runs (midpoints 3, 5, 7)
+    assert got[(1, 0)] == [1.0] * 2 + [2.0] * 5 + [1.0] * 8  # alone: block 0 early, block 1 late, block 2
