@@ -46,6 +46,7 @@ from tilesim.program import (
     Mma,
     Phase,
     SharedAccess,
+    Shuffle,
     Step,
     TileProgram,
     TileRef,
@@ -67,6 +68,29 @@ PER_MEMORY_INSTRUCTION = 1
 COPY_ADDRESS_INSTRUCTIONS = (221 - 105 - 6) / 6
 # k-slices of fragment loads nvcc hoists ahead of a k-step's MMAs (SASS of the suite's loops, above)
 HOISTED_SLICES = 2
+# Rung 1 (wmma from global memory), per warp and k-step, read off the SASS of the suite's five rung-1
+# kernels (nvcc 13.0 -arch=sm_90, nvdisasm 13.5; the interior path of one k-loop iteration traced branch
+# by branch: 66, 111, 113, 138 and 169 instructions for fp16 Brow w16x16 / w32x32, bf16 Brow w32x32, fp16
+# Bcol w32x64 and tf32 Bcol w32x32, which Nsight Compute's smsp__inst_executed over warps x k-steps
+# confirms at 4096^3: 64.4, 110.6, 116.8, 139, 167). Besides its 4-byte loads (generic LD.E) and HMMAs,
+# a fragment takes its bounds check (VIADD, ISETP, BRA), a WARPSYNC and its 64-bit addresses; the loop
+# its counter, constant loads and lane index. A least-squares line through the four 16-bit kernels'
+# remaining counts (52, 79, 81, 98 for 2, 4, 4, 6 fragments) gives 31.5 per k-step and 11.5 per
+# fragment; tf32 fragments address each of their four loads apart (IMAD.WIDE) and rotate registers
+# (the tf32 kernel's 105 for 4 fragments: (105 - 31.5) / 4). A compiler fact, no time was read.
+GLOBAL_FIXED_PER_WARP_STEP = 31.5
+GLOBAL_PER_FRAGMENT = {2: 11.5, 4: (105 - 31.5) / 4}  # by element bytes: 16-bit, tf32
+# tf32 operands are rounded (cvt.rna.tf32.f32) register by register: FSETP + a predicated IADD each
+# (SASS above: 16 FSETP and 16 IADD for 16 fragment registers)
+TF32_ROUND_PER_REGISTER = 2
+# registers per lane of a 16x16 (16-bit) or 16x8 / 8x16 (tf32) WMMA operand fragment (PTX ISA, wmma
+# fragments: 8 halves in 4 registers; 4 tf32 values in 4)
+WMMA_FRAGMENT_REGISTERS = 4
+# A row-major 16-bit B fragment is transposed in registers: one MOVM.16.MT88 per 8x8 matrix (4 a
+# fragment, SASS). MOVM runs on the shared-memory pipe, one wavefront each: Nsight Compute's shared
+# wavefronts of the rung-1 kernels, per warp and k-step at 4096^3, are 5.0 / 9.0 with 4 / 8 MOVM (Brow
+# w16x16 / w32x32) against 1.0 without (Bcol w32x64, tf32 Bcol).
+MOVM_PER_ROW_B_FRAGMENT = 4
 # wgmma consumers per warp and k-step: mbarrier wait, wgmma fence, commit, wait_group, the empty-slot
 # arrive and the loop (assumption: about 8 instructions).
 WGMMA_SYNC_PER_WARP_STEP = 8
@@ -253,8 +277,13 @@ def _global_step(cfg: TcGemmConfig):
         GlobalLoad(TileRef("B", ("k", "bx") if cfg.b_layout == "row" else ("bx", "k"), fk * cfg.bn * e),
                    tuple(b_instr), repeat=W),
     )
-    mem = len(a_instr) + len(b_instr)
-    compute = (_mma(cfg, fk), Compute("int", W * (FIXED_PER_WARP_STEP + PER_MEMORY_INSTRUCTION * mem)))
+    frags = cfg.wm // fm + cfg.wn // fn
+    other = GLOBAL_FIXED_PER_WARP_STEP + GLOBAL_PER_FRAGMENT[e] * frags
+    if e == 4:
+        other += TF32_ROUND_PER_REGISTER * WMMA_FRAGMENT_REGISTERS * frags
+    compute: tuple = (_mma(cfg, fk), Compute("int", W * other))
+    if cfg.b_layout == "row" and e == 2:
+        compute += (Shuffle(W * MOVM_PER_ROW_B_FRAGMENT * (cfg.wn // fn)),)
     return Step(loads=loads, compute=compute), math.ceil(cfg.k / fk), W
 
 
@@ -271,9 +300,11 @@ def _staged_step(cfg: TcGemmConfig):
     if dest == "async":  # the cp.async copy code the probe measured (register-staged copies: not counted)
         la, lb = (replace(ld, address_instructions=COPY_ADDRESS_INSTRUCTIONS) for ld in (la, lb))
     other = W * (FIXED_PER_WARP_STEP + PER_MEMORY_INSTRUCTION * len(reads))
+    movm = 0
     if cfg.instruction == "wmma" and cfg.b_layout == "row" and cfg.elem_bytes == 2:
-        # a row-major B fragment is transposed in registers: one MOVM.16.MT88 per 8x8 matrix (SASS)
-        other += W * 4 * (cfg.wn // 16) * max(1, cfg.bk // slice_k)
+        # a row-major B fragment is transposed in registers: one MOVM.16.MT88 per 8x8 matrix (SASS), on
+        # the shared-memory pipe (MOVM_PER_ROW_B_FRAGMENT)
+        movm = W * MOVM_PER_ROW_B_FRAGMENT * (cfg.wn // 16) * max(1, cfg.bk // slice_k)
     del fk
     # load-then-use rounds as nvcc orders the loop: up to two k-slices, all of a k-step's fragment
     # loads ahead of its first MMA (SASS: 14 of 16 ldmatrix ahead of the first HMMA in the suite's
@@ -282,7 +313,7 @@ def _staged_step(cfg: TcGemmConfig):
     slices = max(1, cfg.bk // slice_k)
     step = Step(loads=(la, lb), barriers=2 if cfg.stages == 1 else 1,
                 shared_loads=(SharedAccess(tuple(reads), repeat=W, generic=cfg.instruction == "wmma"),),
-                compute=(_mma(cfg, cfg.bk), Compute("int", other)),
+                compute=(_mma(cfg, cfg.bk), Compute("int", other)) + ((Shuffle(movm),) if movm else ()),
                 rounds=1 if slices <= HOISTED_SLICES else slices)
     return step, math.ceil(cfg.k / cfg.bk), 1
 
