@@ -257,6 +257,13 @@ class Engine:
         self.group_end: simpy.Event | None = None  # the event that ends them
         self.tail_sms: int | None = None  # SMs a last partial wave lands on
         self.in_loop: set[int] = set()  # slots inside a loop phase
+        # slots the loops' contention is measured with: those in a loop phase, and those between their
+        # group's last loop phase and the next group's first while blocks remain to be handed out
+        # (they will be back); holds are cut when this set changes (_loop_set_changed)
+        self.looping: set[int] = set()
+        self.group_holding: set[int] = set()  # slots holding whole groups
+        loops = [i for i, pl in enumerate(self.plans) if pl.in_loop]
+        self.last_loop_phase = loops[-1] if loops else -1
         self.steady: dict[int, float] = {}  # steady slots -> their step period
         self.holding: dict[int, float] = {}  # holding slots -> the period they hold at
         self.changed = self.env.event()  # fires when the set of slots in a loop changes
@@ -628,6 +635,12 @@ class Engine:
         self.events += 1
         return done
 
+    def _leave_loops(self, slot: int) -> None:
+        """``slot`` no longer counts among the slots in a loop (it left one, or has no more groups)."""
+        if slot in self.looping:
+            self.looping.discard(slot)
+            self._loop_set_changed()
+
     def _loop_set_changed(self) -> None:
         """Wake interruptible holds: a slot entered or left a k-loop."""
         old, self.changed = self.changed, self.env.event()
@@ -666,7 +679,9 @@ class Engine:
         steady_windows = 0
         if pl.in_loop:
             self.in_loop.add(slot)
-            self._loop_set_changed()
+            if slot not in self.looping:
+                self.looping.add(slot)
+                self._loop_set_changed()
         while i < n:
             w = min(window, n - i)
             t0 = env.now
@@ -701,14 +716,14 @@ class Engine:
                 continue
             steady_windows += 1
             self.steady[slot] = a
-            together = all(s in self.steady or s in self.holding for s in self.in_loop)
+            together = all(s in self.steady or s in self.holding or s in self.group_holding for s in self.looping)
             if together or steady_windows >= FALLBACK_WINDOWS:
                 n_hold = left
                 if together:
                     # alike slots share the SM alike: join the period the holding ones hold at
                     # (measured while they stepped side by side; a slot stepping among holders is
                     # served worse than they are), else the steady ones' mean period
-                    periods = [self.holding[s] for s in self.in_loop if s in self.holding]
+                    periods = [self.holding[s] for s in self.looping if s in self.holding]
                     a = sum(periods) / len(periods) if periods else sum(self.steady.values()) / len(self.steady)
             else:
                 n_hold = 0
@@ -738,7 +753,9 @@ class Engine:
                 steady_windows = 0
         if pl.in_loop:
             self.in_loop.discard(slot)
-            self._loop_set_changed()
+            # a slot that will be back with its next group's loop (blocks remain) stays counted
+            if not (pl is self.plans[self.last_loop_phase] and self.next_block < self.p.launch.blocks):
+                self._leave_loops(slot)
         self.steady.pop(slot, None)
 
     def _slot(self, slot: int):
@@ -787,11 +804,14 @@ class Engine:
                 per = _Tally()
                 per.add(tally)
                 hold = _Tally()
+                self.group_holding.add(slot)
                 yield from self._hold(slot, per, span_s / j, j, hold, until=self.group_end)
+                self.group_holding.discard(slot)
                 yield env.timeout(0)
                 if self.on_progress is not None:
                     self._progress(j * sms * sum(pl.trips for pl in self.plans))
                 self._scale_and_add(hold, count)
+        self._leave_loops(slot)  # no more groups
 
     def _groups_settled(self, now_s: float, slots: int) -> bool:
         """Note a full group's completion; True (``group_period_s`` set) once the completions, from
