@@ -301,7 +301,7 @@ class Engine:
         """:meth:`_projections`, with the L2 prefixes and the block counts as tuples of their own
         (computed once per tile, loop index and block group). A prefix is a small integer standing
         for one ``(tensor, projection)`` for the whole run: the caches hash it at every lookup."""
-        key = (tile.coords, tile.tensor, index, first, count)
+        key = (id(tile), index, first, count)  # tiles live as long as the program: no hashing of coordinates
         got = self._proj_cache.get(key)
         if got is None:
             where = self.p.launch.block_indices
