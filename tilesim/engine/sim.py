@@ -34,7 +34,9 @@ in a k-loop have settled too, the rest of the loop is not stepped: the group hol
 skipped time, a reservation on every channel equal to its measured consumption rate (so it still
 contends), streams its misses into the L2, and its counters grow by the measured per-step amounts.
 A hold ends early when a slot enters or leaves a k-loop, since the contention it was measured
-under has changed; the group then steps and settles again.
+under has changed; the group then steps and settles again. A slot between its group's last loop
+phase and its next group's first, while blocks remain, still counts as in a loop (it will be back),
+so group boundaries in a steady grid do not cut the others' holds.
 Likewise whole block groups repeat once full groups complete at a steady rate over all slots
 (runs of a few rounds of completions, each slot's first group, which carries the launch's ramp, left
 out, agree within ``GROUP_STEADY_TOL``, taken ending at every recent completion so that a cycle of
