@@ -1,0 +1,172 @@
+"""How fast can one SM serve warp loads whose 32 lanes touch 32 different lines? (a GPU microbenchmark)
+
+The thread-per-row softmax and LayerNorm kernels issue loads whose lanes each read their own row,
+so one load instruction touches 32 cache lines; a step of 4 such loads takes about 1600 cycles on
+the GPU against about 800 in the engine (``validation/studies/row_kernels_fidelity.md``, item 5),
+while one such load alone, dependent on the last, takes 370 cycles against 288 for one line
+(``line_latency_probe``). What is missing is how such requests overlap: this probe measures it.
+
+One block on one SM; each of its ``warps`` warps runs ``ilp`` independent pointer chains per lane.
+A round issues the ``ilp`` loads of a lane (each depends only on its own chain's last load, so they
+are in flight together), and the next round waits for them. Lane ``l`` of chain ``j`` of warp ``w``
+walks its own region (a random cycle over the region's 128-byte lines), and lanes ``l`` and
+``l + lines`` share a region, so each load instruction touches ``lines`` distinct lines (32: the
+thread-per-row pattern; 1: a coalesced control). ``clock64`` around ``HOPS`` rounds, after a
+warm-up pass, gives cycles per round; per warp and instruction, the time one more 32-line request
+adds when many are in flight is the SM's throughput for them.
+
+Levels: ``l2``: ``ld.global.cg`` (L1 bypassed), regions of 64 lines, everything within the L2;
+``l1``: plain loads over regions of 2 lines, small enough to stay in the L1 after the warm-up.
+
+``python -m validation.calibration.uncoalesced_probe --out DIR`` writes ``DIR/uncoalesced.json``
+(raw cycles of every run, per case); without a GPU it says so in one line and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+SOURCE = r"""
+#ifndef ILP
+#define ILP 1
+#endif
+#ifdef BYPASS_L1
+#define LOAD(p) __ldcg(p)
+#else
+#define LOAD(p) (*(p))
+#endif
+extern "C" __global__ void chase_ilp(const unsigned* __restrict__ buf, int hops, int lines, unsigned region_words,
+                                     unsigned long long* cycles, unsigned* sink) {
+    const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    unsigned idx[ILP];
+#pragma unroll
+    for (int j = 0; j < ILP; ++j) idx[j] = ((warp * ILP + j) * 32 + lane % lines) * region_words;
+    for (int i = 0; i < hops; ++i) {
+#pragma unroll
+        for (int j = 0; j < ILP; ++j) idx[j] = LOAD(buf + idx[j]);
+    }
+#pragma unroll
+    for (int j = 0; j < ILP; ++j) idx[j] = ((warp * ILP + j) * 32 + lane % lines) * region_words;
+    __syncthreads();
+    long long t0 = clock64();
+    for (int i = 0; i < hops; ++i) {
+#pragma unroll
+        for (int j = 0; j < ILP; ++j) idx[j] = LOAD(buf + idx[j]);
+    }
+    long long t1 = clock64();
+    unsigned s = 0;
+#pragma unroll
+    for (int j = 0; j < ILP; ++j) s += idx[j];
+    sink[threadIdx.x] = s;
+    if (lane == 0) cycles[warp] = (unsigned long long)(t1 - t0);
+}
+"""
+LINE_WORDS = 32  # 128 bytes
+HOPS = 512
+RUNS = 5
+WARPS = (1, 2, 4, 8)
+ILPS = (1, 2, 4, 8)
+LINES = (1, 32)
+# level: (lines per region, bypass the L1)
+LEVELS = {"l2": (64, True), "l1": (2, False)}
+L1_FOOTPRINT_MAX_BYTES = 160 * 1024  # l1 cases larger than this would not stay in the L1: skipped
+
+
+def build(regions: int, lines_per_region: int, seed: int = 0):
+    """``regions`` random cycles, each over its ``lines_per_region`` lines (word indices into the buffer)."""
+    import numpy as np  # noqa: PLC0415
+
+    rng = np.random.default_rng(seed)
+    region_words = lines_per_region * LINE_WORDS
+    buf = np.zeros(regions * region_words, dtype=np.uint32)
+    for r in range(regions):
+        order = rng.permutation(lines_per_region)
+        order = np.roll(order, -int(np.argmin(order)))  # the chain starts at the region's first line
+        base = r * region_words
+        buf[base + order * LINE_WORDS] = base + np.roll(order, -1) * LINE_WORDS
+    return buf, region_words
+
+
+def cases():
+    """(level, lines, warps, ilp) of every case run, the L1 ones only where they fit in the L1."""
+    out = []
+    for level, (lines_per_region, _bypass) in LEVELS.items():
+        for lines in LINES:
+            for warps in WARPS:
+                for ilp in ILPS:
+                    footprint = warps * ilp * lines * lines_per_region * LINE_WORDS * 4
+                    if level == "l1" and footprint > L1_FOOTPRINT_MAX_BYTES:
+                        continue
+                    out.append((level, lines, warps, ilp))
+    return out
+
+
+def measure(runs: int = RUNS) -> dict:
+    import cupy as cp  # noqa: PLC0415
+
+    from validation.harness.metadata import collect_metadata  # noqa: PLC0415
+
+    kernels = {}
+    for level, (_lines_per_region, bypass) in LEVELS.items():
+        for ilp in ILPS:
+            opts = (f"-DILP={ilp}",) + (("-DBYPASS_L1",) if bypass else ())
+            kernels[level, ilp] = cp.RawModule(code=SOURCE, options=opts).get_function("chase_ilp")
+    cycles = cp.zeros(max(WARPS), dtype=cp.uint64)
+    sink = cp.zeros(32 * max(WARPS), dtype=cp.uint32)
+    rows = []
+    for level, lines, warps, ilp in cases():
+        lines_per_region = LEVELS[level][0]
+        host, region_words = build(warps * ilp * 32, lines_per_region)
+        buf = cp.asarray(host)
+        per_run = []
+        for _ in range(runs):
+            kernels[level, ilp]((1,), (32 * warps,), (buf, cp.int32(HOPS), cp.int32(lines),
+                                                      cp.uint32(region_words), cycles, sink))
+            cp.cuda.Device().synchronize()
+            per_run.append([int(c) / HOPS for c in cycles.get()[:warps]])
+        del buf
+        worst = sorted(max(r) for r in per_run)
+        rows.append({"level": level, "lines": lines, "warps": warps, "ilp": ilp,
+                     "cycles_per_round": worst[len(worst) // 2], "min": worst[0], "max": worst[-1],
+                     "requests_per_round": warps * ilp, "runs_cycles_per_round_per_warp": per_run})
+    return {"hops": HOPS, "lines_per_region": {k: v[0] for k, v in LEVELS.items()}, "rows": rows,
+            "meta": collect_metadata()}
+
+
+def table(res: dict) -> str:
+    """One line per case: cycles per round, and per request (warp instruction) in flight."""
+    lines = []
+    for r in res["rows"]:
+        per_req = r["cycles_per_round"] / r["requests_per_round"]
+        lines.append(f"{r['level']:3} lines {r['lines']:2} warps {r['warps']} ilp {r['ilp']}: "
+                     f"{r['cycles_per_round']:7.1f} cycles a round, {per_req:6.1f} a request")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m validation.calibration.uncoalesced_probe", description=__doc__)
+    ap.add_argument("--out", default=None, help="directory for uncoalesced.json")
+    ap.add_argument("--show", default=None, help="print the table of a recorded uncoalesced.json and exit")
+    args = ap.parse_args(argv)
+    if args.show:
+        print(table(json.loads(Path(args.show).read_text())))
+        return 0
+    from validation.harness.suite import gpu_available  # noqa: PLC0415
+
+    why = gpu_available()
+    if why:
+        print(f"uncoalesced_probe: needs CuPy and an NVIDIA GPU: {why}", file=sys.stderr)
+        return 2
+    res = measure()
+    out = Path(args.out) if args.out else Path(__file__).resolve().parents[1] / "results" / "h200" / "calibration"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "uncoalesced.json").write_text(json.dumps(res, indent=1, default=str) + "\n")
+    print(table(res))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
