@@ -16,7 +16,10 @@ warm-up pass, gives cycles per round; per warp and instruction, the time one mor
 adds when many are in flight is the SM's throughput for them.
 
 Levels: ``l2``: ``ld.global.cg`` (L1 bypassed), regions of 64 lines, everything within the L2;
-``l1``: plain loads over regions of 2 lines, small enough to stay in the L1 after the warm-up.
+``l1``: plain loads over regions of 2 lines, small enough to stay in the L1 after the warm-up;
+``hbm``: ``ld.global.cg``, no warm-up, the L2 flushed before each run, every hop a line not seen before.
+Spread: the lanes' lines all at sector position 0 (rows a multiple of 128 bytes apart), or lane ``l``
+at position ``l % 4`` (rows 4000 bytes apart, say), which the L1 can serve several lines a clock.
 
 ``python -m validation.calibration.uncoalesced_probe --out DIR`` writes ``DIR/uncoalesced.json``
 (raw cycles of every run, per case); without a GPU it says so in one line and exits 2.
@@ -39,17 +42,19 @@ SOURCE = r"""
 #define LOAD(p) (*(p))
 #endif
 extern "C" __global__ void chase_ilp(const unsigned* __restrict__ buf, int hops, int lines, unsigned region_words,
-                                     unsigned long long* cycles, unsigned* sink) {
+                                     int spread, int warm, unsigned long long* cycles, unsigned* sink) {
     const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    // spread: lane l's chain sits at sector position (l % lines) % 4 of its lines (the buffer is built so)
+    const unsigned start = spread ? ((lane % lines) % 4) * 8 : 0;
     unsigned idx[ILP];
 #pragma unroll
-    for (int j = 0; j < ILP; ++j) idx[j] = ((warp * ILP + j) * 32 + lane % lines) * region_words;
-    for (int i = 0; i < hops; ++i) {
+    for (int j = 0; j < ILP; ++j) idx[j] = ((warp * ILP + j) * 32 + lane % lines) * region_words + start;
+    for (int i = 0; i < hops * warm; ++i) {
 #pragma unroll
         for (int j = 0; j < ILP; ++j) idx[j] = LOAD(buf + idx[j]);
     }
 #pragma unroll
-    for (int j = 0; j < ILP; ++j) idx[j] = ((warp * ILP + j) * 32 + lane % lines) * region_words;
+    for (int j = 0; j < ILP; ++j) idx[j] = ((warp * ILP + j) * 32 + lane % lines) * region_words + start;
     __syncthreads();
     long long t0 = clock64();
     for (int i = 0; i < hops; ++i) {
@@ -70,13 +75,20 @@ RUNS = 5
 WARPS = (1, 2, 4, 8)
 ILPS = (1, 2, 4, 8)
 LINES = (1, 32)
-# level: (lines per region, bypass the L1)
-LEVELS = {"l2": (64, True), "l1": (2, False)}
+# level: (lines per region, bypass the L1, warm-up pass). "hbm": no warm-up and the L2 flushed before each
+# run, each chain visiting HBM_HOPS distinct lines once (cold misses)
+LEVELS = {"l2": (64, True, True), "l1": (2, False, True), "hbm": (256, True, False)}
+HBM_HOPS = 256
+FLUSH_BYTES = 256 * 1024 * 1024  # written before each hbm run: evicts the chains' lines from the L2
 L1_FOOTPRINT_MAX_BYTES = 160 * 1024  # l1 cases larger than this would not stay in the L1: skipped
+# spread: 0, every lane's line at sector position 0 (rows at a multiple of 128 B, as thread-per-row
+# kernels with power-of-two rows); 1, lane l at position l % 4 (rows such as 4000 B apart)
+SPREADS = (0, 1)
 
 
-def build(regions: int, lines_per_region: int, seed: int = 0):
-    """``regions`` random cycles, each over its ``lines_per_region`` lines (word indices into the buffer)."""
+def build(regions: int, lines_per_region: int, spread: bool = False, seed: int = 0):
+    """``regions`` random cycles, each over its ``lines_per_region`` lines (word indices into the buffer);
+    with ``spread`` region r's chain sits at sector position ``r % 4`` of its lines."""
     import numpy as np  # noqa: PLC0415
 
     rng = np.random.default_rng(seed)
@@ -85,22 +97,26 @@ def build(regions: int, lines_per_region: int, seed: int = 0):
     for r in range(regions):
         order = rng.permutation(lines_per_region)
         order = np.roll(order, -int(np.argmin(order)))  # the chain starts at the region's first line
-        base = r * region_words
+        base = r * region_words + ((r % 4) * 8 if spread else 0)
         buf[base + order * LINE_WORDS] = base + np.roll(order, -1) * LINE_WORDS
     return buf, region_words
 
 
 def cases():
-    """(level, lines, warps, ilp) of every case run, the L1 ones only where they fit in the L1."""
+    """(level, lines, spread, warps, ilp) of every case run, the L1 ones only where they fit in the L1;
+    the spread ones only with 32 lines (one line needs no spreading)."""
     out = []
-    for level, (lines_per_region, _bypass) in LEVELS.items():
+    for level, (lines_per_region, _bypass, _warm) in LEVELS.items():
         for lines in LINES:
-            for warps in WARPS:
-                for ilp in ILPS:
-                    footprint = warps * ilp * lines * lines_per_region * LINE_WORDS * 4
-                    if level == "l1" and footprint > L1_FOOTPRINT_MAX_BYTES:
-                        continue
-                    out.append((level, lines, warps, ilp))
+            for spread in SPREADS:
+                if spread and lines == 1:
+                    continue
+                for warps in WARPS:
+                    for ilp in ILPS:
+                        footprint = warps * ilp * lines * lines_per_region * LINE_WORDS * 4
+                        if level == "l1" and footprint > L1_FOOTPRINT_MAX_BYTES:
+                            continue
+                        out.append((level, lines, spread, warps, ilp))
     return out
 
 
@@ -110,26 +126,30 @@ def measure(runs: int = RUNS) -> dict:
     from validation.harness.metadata import collect_metadata  # noqa: PLC0415
 
     kernels = {}
-    for level, (_lines_per_region, bypass) in LEVELS.items():
+    for level, (_lines_per_region, bypass, _warm) in LEVELS.items():
         for ilp in ILPS:
             opts = (f"-DILP={ilp}",) + (("-DBYPASS_L1",) if bypass else ())
             kernels[level, ilp] = cp.RawModule(code=SOURCE, options=opts).get_function("chase_ilp")
     cycles = cp.zeros(max(WARPS), dtype=cp.uint64)
     sink = cp.zeros(32 * max(WARPS), dtype=cp.uint32)
+    flush = cp.empty(FLUSH_BYTES // 4, dtype=cp.uint32)
     rows = []
-    for level, lines, warps, ilp in cases():
-        lines_per_region = LEVELS[level][0]
-        host, region_words = build(warps * ilp * 32, lines_per_region)
+    for level, lines, spread, warps, ilp in cases():
+        lines_per_region, _bypass, warm = LEVELS[level]
+        hops = HOPS if warm else HBM_HOPS
+        host, region_words = build(warps * ilp * 32, lines_per_region, bool(spread))
         buf = cp.asarray(host)
         per_run = []
         for _ in range(runs):
-            kernels[level, ilp]((1,), (32 * warps,), (buf, cp.int32(HOPS), cp.int32(lines),
-                                                      cp.uint32(region_words), cycles, sink))
+            if not warm:
+                flush.fill(0)
+            kernels[level, ilp]((1,), (32 * warps,), (buf, cp.int32(hops), cp.int32(lines), cp.uint32(region_words),
+                                                      cp.int32(spread), cp.int32(1 if warm else 0), cycles, sink))
             cp.cuda.Device().synchronize()
-            per_run.append([int(c) / HOPS for c in cycles.get()[:warps]])
+            per_run.append([int(c) / hops for c in cycles.get()[:warps]])
         del buf
         worst = sorted(max(r) for r in per_run)
-        rows.append({"level": level, "lines": lines, "warps": warps, "ilp": ilp,
+        rows.append({"level": level, "lines": lines, "spread": spread, "warps": warps, "ilp": ilp, "hops": hops,
                      "cycles_per_round": worst[len(worst) // 2], "min": worst[0], "max": worst[-1],
                      "requests_per_round": warps * ilp, "runs_cycles_per_round_per_warp": per_run})
     return {"hops": HOPS, "lines_per_region": {k: v[0] for k, v in LEVELS.items()}, "rows": rows,
@@ -141,7 +161,7 @@ def table(res: dict) -> str:
     lines = []
     for r in res["rows"]:
         per_req = r["cycles_per_round"] / r["requests_per_round"]
-        lines.append(f"{r['level']:3} lines {r['lines']:2} warps {r['warps']} ilp {r['ilp']}: "
+        lines.append(f"{r['level']:3} lines {r['lines']:2} spread {r.get('spread', 0)} warps {r['warps']} ilp {r['ilp']}: "
                      f"{r['cycles_per_round']:7.1f} cycles a round, {per_req:6.1f} a request")
     return "\n".join(lines)
 
