@@ -36,11 +36,17 @@ SOURCE = r"""
 #ifndef ILP
 #define ILP 1
 #endif
+#ifndef REPEAT
+#define REPEAT 1
+#endif
 #ifdef BYPASS_L1
 #define LOAD(p) __ldcg(p)
 #else
 #define LOAD(p) (*(p))
 #endif
+// one hop of chain j: the line's first word leads on; REPEAT - 1 more loads of the next words of the same
+// sector (zeros in the buffer), issued with it, as a thread-per-row kernel's unrolled loads of one row
+#define HOP(j) { unsigned v = LOAD(buf + idx[j]); _Pragma("unroll") for (int r = 1; r < REPEAT; ++r) v += LOAD(buf + idx[j] + r); idx[j] = v; }
 extern "C" __global__ void chase_ilp(const unsigned* __restrict__ buf, int hops, int lines, unsigned region_words,
                                      int spread, int warm, unsigned long long* cycles, unsigned* sink) {
     const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -51,7 +57,7 @@ extern "C" __global__ void chase_ilp(const unsigned* __restrict__ buf, int hops,
     for (int j = 0; j < ILP; ++j) idx[j] = ((warp * ILP + j) * 32 + lane % lines) * region_words + start;
     for (int i = 0; i < hops * warm; ++i) {
 #pragma unroll
-        for (int j = 0; j < ILP; ++j) idx[j] = LOAD(buf + idx[j]);
+        for (int j = 0; j < ILP; ++j) HOP(j)
     }
 #pragma unroll
     for (int j = 0; j < ILP; ++j) idx[j] = ((warp * ILP + j) * 32 + lane % lines) * region_words + start;
@@ -59,7 +65,7 @@ extern "C" __global__ void chase_ilp(const unsigned* __restrict__ buf, int hops,
     long long t0 = clock64();
     for (int i = 0; i < hops; ++i) {
 #pragma unroll
-        for (int j = 0; j < ILP; ++j) idx[j] = LOAD(buf + idx[j]);
+        for (int j = 0; j < ILP; ++j) HOP(j)
     }
     long long t1 = clock64();
     unsigned s = 0;
@@ -76,8 +82,10 @@ WARPS = (1, 2, 4, 8)
 ILPS = (1, 2, 4, 8)
 LINES = (1, 32)
 # level: (lines per region, bypass the L1, warm-up pass). "hbm": no warm-up and the L2 flushed before each
-# run, each chain visiting HBM_HOPS distinct lines once (cold misses)
-LEVELS = {"l2": (64, True, True), "l1": (2, False, True), "hbm": (256, True, False)}
+# run, each chain visiting HBM_HOPS distinct lines once (cold misses); "l2ca": cached loads over regions
+# far larger than the L1 (L1 misses, L2 hits), run with REPEATS loads a hop
+LEVELS = {"l2": (64, True, True), "l1": (2, False, True), "hbm": (256, True, False), "l2ca": (256, False, True)}
+REPEATS = (1, 2, 4, 8)  # loads of one sector a hop (l2ca only): how the loads after a miss to its sector cost
 HBM_HOPS = 256
 FLUSH_BYTES = 256 * 1024 * 1024  # written before each hbm run: evicts the chains' lines from the L2
 L1_FOOTPRINT_MAX_BYTES = 160 * 1024  # l1 cases larger than this would not stay in the L1: skipped
@@ -103,10 +111,14 @@ def build(regions: int, lines_per_region: int, spread: bool = False, seed: int =
 
 
 def cases():
-    """(level, lines, spread, warps, ilp) of every case run, the L1 ones only where they fit in the L1;
+    """(level, lines, spread, warps, ilp, repeat) of every case run, the L1 ones only where they fit in the L1;
     the spread ones only with 32 lines (one line needs no spreading)."""
     out = []
     for level, (lines_per_region, _bypass, _warm) in LEVELS.items():
+        if level == "l2ca":
+            out += [(level, 32, spread, warps, ilp, repeat) for spread in SPREADS for warps in (1, 4, 8)
+                    for ilp in (1, 4) for repeat in REPEATS]
+            continue
         for lines in LINES:
             for spread in SPREADS:
                 if spread and lines == 1:
@@ -116,7 +128,7 @@ def cases():
                         footprint = warps * ilp * lines * lines_per_region * LINE_WORDS * 4
                         if level == "l1" and footprint > L1_FOOTPRINT_MAX_BYTES:
                             continue
-                        out.append((level, lines, spread, warps, ilp))
+                        out.append((level, lines, spread, warps, ilp, 1))
     return out
 
 
@@ -128,13 +140,14 @@ def measure(runs: int = RUNS) -> dict:
     kernels = {}
     for level, (_lines_per_region, bypass, _warm) in LEVELS.items():
         for ilp in ILPS:
-            opts = (f"-DILP={ilp}",) + (("-DBYPASS_L1",) if bypass else ())
-            kernels[level, ilp] = cp.RawModule(code=SOURCE, options=opts).get_function("chase_ilp")
+            for repeat in (REPEATS if level == "l2ca" else (1,)):
+                opts = (f"-DILP={ilp}", f"-DREPEAT={repeat}") + (("-DBYPASS_L1",) if bypass else ())
+                kernels[level, ilp, repeat] = cp.RawModule(code=SOURCE, options=opts).get_function("chase_ilp")
     cycles = cp.zeros(max(WARPS), dtype=cp.uint64)
     sink = cp.zeros(32 * max(WARPS), dtype=cp.uint32)
     flush = cp.empty(FLUSH_BYTES // 4, dtype=cp.uint32)
     rows = []
-    for level, lines, spread, warps, ilp in cases():
+    for level, lines, spread, warps, ilp, repeat in cases():
         lines_per_region, _bypass, warm = LEVELS[level]
         hops = HOPS if warm else HBM_HOPS
         host, region_words = build(warps * ilp * 32, lines_per_region, bool(spread))
@@ -143,17 +156,44 @@ def measure(runs: int = RUNS) -> dict:
         for _ in range(runs):
             if not warm:
                 flush.fill(0)
-            kernels[level, ilp]((1,), (32 * warps,), (buf, cp.int32(hops), cp.int32(lines), cp.uint32(region_words),
+            kernels[level, ilp, repeat]((1,), (32 * warps,), (buf, cp.int32(hops), cp.int32(lines), cp.uint32(region_words),
                                                       cp.int32(spread), cp.int32(1 if warm else 0), cycles, sink))
             cp.cuda.Device().synchronize()
             per_run.append([int(c) / hops for c in cycles.get()[:warps]])
         del buf
         worst = sorted(max(r) for r in per_run)
-        rows.append({"level": level, "lines": lines, "spread": spread, "warps": warps, "ilp": ilp, "hops": hops,
+        rows.append({"level": level, "lines": lines, "spread": spread, "warps": warps, "ilp": ilp, "repeat": repeat,
+                     "hops": hops,
                      "cycles_per_round": worst[len(worst) // 2], "min": worst[0], "max": worst[-1],
                      "requests_per_round": warps * ilp, "runs_cycles_per_round_per_warp": per_run})
     return {"hops": HOPS, "lines_per_region": {k: v[0] for k, v in LEVELS.items()}, "rows": rows,
             "meta": collect_metadata()}
+
+
+#: cases whose requests in flight saturate the L1's miss path: 32 lines an instruction, from the L2
+#: (L1 bypassed), at least this many warp instructions in flight a round
+SATURATED_REQUESTS = 16
+
+
+def fields(rec: dict, result_path: str = "uncoalesced.json") -> dict:
+    """The calibrated profile's ``l1_miss_lines_per_clk_per_sm``: lines per clock an SM's L1 sends on
+    to the L2 when every lane of a load misses in its own line, over the saturated ``l2`` cases
+    (32 lines an instruction, either sector placement: the rate is the same), from each run's slowest
+    warp. A record without them gives no field."""
+    rates = []
+    for r in rec.get("rows", []):
+        if r["level"] == "l2" and r["lines"] == 32 and r.get("repeat", 1) == 1 and r["requests_per_round"] >= SATURATED_REQUESTS:
+            for run in r["runs_cycles_per_round_per_warp"]:
+                rates.append(r["requests_per_round"] * r["lines"] / max(run))
+    if not rates:
+        return {}
+    rates.sort()
+    pick = lambda q: rates[min(len(rates) - 1, int(q * len(rates)))]  # noqa: E731
+    return {"l1_miss_lines_per_clk_per_sm": {
+        "value": pick(0.5), "p10": pick(0.1), "p90": pick(0.9), "n": len(rates), "unit": "lines/clk/SM",
+        "benchmark": f"uncoalesced_probe ({result_path}: 32-line loads from the L2 through a bypassed L1, "
+                     f">= {SATURATED_REQUESTS} in flight)",
+        "date": rec.get("meta", {}).get("date_utc")}}
 
 
 def table(res: dict) -> str:
@@ -161,7 +201,7 @@ def table(res: dict) -> str:
     lines = []
     for r in res["rows"]:
         per_req = r["cycles_per_round"] / r["requests_per_round"]
-        lines.append(f"{r['level']:3} lines {r['lines']:2} spread {r.get('spread', 0)} warps {r['warps']} ilp {r['ilp']}: "
+        lines.append(f"{r['level']:4} lines {r['lines']:2} spread {r.get('spread', 0)} repeat {r.get('repeat', 1)} warps {r['warps']} ilp {r['ilp']}: "
                      f"{r['cycles_per_round']:7.1f} cycles a round, {per_req:6.1f} a request")
     return "\n".join(lines)
 
