@@ -123,6 +123,21 @@ def l1_cycles(addresses: Sequence[int], width_bytes: int, hw) -> float:
                lines / hw.l1_lines_per_clk_per_sm)
 
 
+def l1_miss_requests(addresses: Sequence[int], width_bytes: int, hw, requested: set[int]) -> int:
+    """Requests one warp load instruction sends down the L1's miss path when its lines are not in
+    the L1: one per line holding a sector that no earlier instruction of the same load asked for
+    (``requested``, the sectors asked for so far, which this updates; a later instruction reading a
+    sector already on its way waits for it and sends nothing). The miss path sends one line a clock
+    to the L2 (``l1_miss_lines_per_clk_per_sm``, uncoalesced_probe: 32-line loads from the L2 take 32
+    clocks each whether the lanes' sectors sit at one position of their lines or spread over four,
+    while L1 hits of the spread ones take 8.5)."""
+    sector = hw.sector_bytes
+    sectors = {(a + off) // sector for a in addresses for off in range(0, width_bytes, 4)}
+    new = sectors - requested
+    requested |= new
+    return len({sc // 4 for sc in new})
+
+
 def useful_bytes(instructions) -> int:
     """Distinct bytes a set of warp instructions (:class:`~tilesim.program.WarpAccess`) touches."""
     seen: set[tuple[int, int]] = set()

@@ -56,6 +56,7 @@ from tilesim.cost.access import (
     global_sectors_and_lines,
     ideal_wavefronts,
     l1_cycles,
+    l1_miss_requests,
     ldgsts_wavefronts,
     smem_wavefronts,
     useful_bytes,
@@ -79,6 +80,10 @@ class StepCost:
     # through registers are; cp.async copies go straight to shared memory)
     load_l2_bytes_each: list = field(default_factory=list)
     load_l1_cacheable: list = field(default_factory=list)
+    # per global load: the L1 cycles it takes beyond its share of load_l1_cycles when its lines miss in
+    # the L1 (access.l1_miss_requests: the miss path's one line a clock); the engine adds them for the
+    # loads its L1 does not serve
+    load_l1_miss_cycles_each: list = field(default_factory=list)
     staging_instructions: float = 0.0  # shared stores of register-staged loads and explicit ones
     # address and predicate instructions of the step's cp.async copies, issued after its barrier
     # before anything else of the step (GlobalLoad.address_instructions)
@@ -187,10 +192,17 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
     c = StepCost()
     banks, bank_w, sector = hw.smem_banks, hw.smem_bank_width_bytes, hw.sector_bytes
     crit = 0.0
+    # the L1's miss path, lines a clock (inf without the measurement: no cost beyond the tag stage)
+    miss_rate = hw.get("l1_miss_lines_per_clk_per_sm") if hw.has("l1_miss_lines_per_clk_per_sm") else float("inf")
     for ld in step.loads:
         r = ld.repeat
         sectors: set[int] = set()
         instr = l1 = 0.0
+        # when the load misses in the L1, each instruction takes the longer of its tag-stage cycles and its
+        # new lines on the miss path (access.l1_miss_requests); later instructions to sectors already on
+        # their way take the tag stage only (uncoalesced_probe l2ca: 32 + 12.5 per further instruction)
+        miss_extra = 0.0
+        requested: set[int] = set()
         st_instr = st_wave = st_ideal = 0.0
         st_pipe = 0.0  # pipe cycles beyond the wavefronts (16-byte cp.async, measured)
         for w in ld.instructions:
@@ -202,7 +214,9 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
                 for g, sa, width in _pieces(w):
                     ga = [a for a in g if a is not None]
                     instr += 1
-                    l1 += l1_cycles(ga, width, hw)
+                    hit = l1_cycles(ga, width, hw)
+                    l1 += hit
+                    miss_extra += max(0.0, l1_miss_requests(ga, width, hw, requested) / miss_rate - hit)
                     waves = ldgsts_wavefronts(ga, sa, width, hw)
                     st_wave += waves
                     if width >= 16 and hw.has("ldgsts16_pipe_cycles"):
@@ -210,7 +224,9 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
                     st_ideal += ideal_wavefronts(sum(1 for s in sa if s is not None), width, banks, bank_w)
                 continue
             instr += 1
-            l1 += l1_cycles(active, w.width_bytes, hw)
+            hit = l1_cycles(active, w.width_bytes, hw)
+            l1 += hit
+            miss_extra += max(0.0, l1_miss_requests(active, w.width_bytes, hw, requested) / miss_rate - hit)
             if ld.dest == "shared":
                 for _, sa, width in _pieces(w):
                     st_instr += 1
@@ -227,6 +243,7 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
         c.load_l2_bytes += len(sectors) * sector * r
         c.load_l2_bytes_each.append(float(len(sectors) * sector * r))
         c.load_l1_cacheable.append(ld.dest in ("register", "shared"))
+        c.load_l1_miss_cycles_each.append(miss_extra * r)
         c.load_useful_bytes += useful_bytes(ld.instructions) * r
         c.staging_instructions += st_instr * r
         c.staging_wavefronts += st_wave * r

@@ -174,6 +174,11 @@ class _Plan:
         # which loads the L1 caches (their L2 bytes each), when the cost model says
         self.l1_loads = (tuple(zip(range(len(self.loads)), cost.load_l2_bytes_each, cost.load_l1_cacheable,
                                    strict=True)) if len(cost.load_l2_bytes_each) == len(self.loads) else ())
+        # the L1 cycles each load takes beyond load_l1_cycles when it misses in the L1 (the miss path's
+        # line a clock, StepCost.load_l1_miss_cycles_each), and all of them (no load served by the L1)
+        each = getattr(cost, "load_l1_miss_cycles_each", ())
+        self.l1_miss_each = tuple(each) if len(each) == len(self.loads) else (0.0,) * len(self.loads)
+        self.l1_miss_all = sum(self.l1_miss_each)
         self.in_loop = phase.trips > 1
         self.bulk = bool(self.loads) and all(ld.dest == "bulk" for ld in self.loads)
         self.math_issue = cost.math_instructions
@@ -385,12 +390,16 @@ class Engine:
             for j, ld in enumerate(pl.loads):
                 if j not in every:
                     missed += self._touch(ld.tile, pl.index, first, count, k, lane.missed)
-            l1_steps[k] = (served, len(every) == len(pl.loads))
+            miss_l1 = pl.l1_miss_all
+            if every and miss_l1:
+                miss_l1 -= sum(pl.l1_miss_each[j] for j in every)
+            l1_steps[k] = (served, len(every) == len(pl.loads), miss_l1)
             tally.v["l1_fill"] += fill
-        served, all_in_l1 = l1_steps.get(k, (0.0, False))
+        served, all_in_l1, miss_l1 = l1_steps.get(k, (0.0, False, pl.l1_miss_all))
         l2_bytes = (c.load_l2_bytes - served) * count * share
+        l1_cycles = (c.load_l1_cycles + miss_l1) * share
         done = max(ch["issue"].request(now, c.load_instructions * share),
-                   ch["l1"].request(now, c.load_l1_cycles * share),
+                   ch["l1"].request(now, l1_cycles),
                    ch["l2"].request(now, l2_bytes))
         # a tile's bytes never exceed what the group asks of L2 for it (tiles named larger than
         # the lanes touch, as in a tiny problem)
@@ -402,7 +411,7 @@ class Engine:
         v["l2"] += l2_bytes
         v["hbm"] += missed
         v["hbm_read"] += missed
-        v["l1"] += c.load_l1_cycles * share
+        v["l1"] += l1_cycles
         if pl.bulk:
             return done + (self.bulk_hbm_lat_s if missed else self.bulk_l2_lat_s)
         return done + (self.hbm_lat_s if missed else self.l1_lat_s if all_in_l1 else self.l2_lat_s)

@@ -87,7 +87,8 @@ PROFILE_FIELDS = ("sm_clock_hz", "hbm_bytes_per_s", "hbm_latency_cycles", "l2_by
                   "launch_overhead_s", "ffma_rate_by_warps", "warp_issue_per_clk", "warp_issue_by_code_bytes",
                   "tail_packing_by_slots", "ldgsts_wavefronts_per_line", "ldgsts_wavefronts_per_conflict",
                   "ldgsts_bypass_wavefronts", "l2_bytes", "l2_dirty_bytes", "l1_lines_per_clk_per_sm",
-                  *PIPE_FIELDS, *TENSOR_FIELDS, *TMA_FIELDS, *CLOCK_LOAD_FIELDS, *FEED_FIELDS, *CLUSTER_FIELDS)
+                  *PIPE_FIELDS, *TENSOR_FIELDS, *TMA_FIELDS, *CLOCK_LOAD_FIELDS, *FEED_FIELDS, *CLUSTER_FIELDS,
+                  "l1_miss_lines_per_clk_per_sm")
 
 
 def summarize(values: Sequence[float]) -> dict:
@@ -1126,10 +1127,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # recorded as validation/results/<gpu>/calibration/calibration.json: the profile is <gpu>.toml
         gpu = Path(args.from_json).resolve().parent.parent.name
         # the tensor-core probes' records, each beside it when recorded (validation/calibration/*_probe.py)
+        from validation.calibration.uncoalesced_probe import fields as uncoalesced_fields  # noqa: PLC0415
+
         beside = {"tensor.json": lambda rec, rel: {**tensor_fields(rec, gpu, rel), **tma_fields(rec, rel),
                                                    **wgmma_latency_field(rec, rel)},
                   "mma_feed.json": mma_feed_fields, "cluster_wgmma.json": cluster_fields,
-                  "clock_load.json": clock_load_fields}
+                  "clock_load.json": clock_load_fields, "uncoalesced.json": uncoalesced_fields}
         for name, fields_of in beside.items():
             path = Path(args.from_json).with_name(name)
             if path.exists():
