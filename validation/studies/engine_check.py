@@ -64,7 +64,9 @@ def outer_program(hw, tm: int, tn: int, warps: int, blocks_per_sm: int, instr_pe
                   stream: bool = False, iters: int = ITERS, prefetch: bool = False) -> TileProgram:
     """The tile program of ``lds_outer_<tm>x<tn>`` (``staged=False``, one block per SM) or
     ``staged_outer_<tm>x<tn>`` with ``blocks_per_sm`` blocks of ``warps`` warps; ``global_tiles``:
-    ``gstaged_outer``, whose tiles are loaded each k-step from the block's own lines (L2 hits);
+    ``gstaged_outer``, whose tiles are loaded each k-step from the block's own lines (L2 hits: the
+    tile's coordinates do not name the k index, and its loads bypass L1 as the benchmark's
+    ``__ldcg`` do);
     ``scalar``: ``sgstaged_outer``, A by 4-byte loads and stores; ``stream``: ``dgstaged_outer``, a new
     tile every k-step (HBM reads); ``prefetch``: ``pdgstaged_outer``, that tile loaded a k-step ahead.
 
@@ -104,8 +106,9 @@ def outer_program(hw, tm: int, tn: int, warps: int, blocks_per_sm: int, instr_pe
         coords = ("bx", "k") if stream else ("bx",)
         b_glob = [WarpAccess(tuple(None if o is None else a_bytes + o for o in w.offsets), F4,
                              tuple(None if o is None else b_base + o for o in w.offsets)) for w in b_instr]
-        loads = (GlobalLoad(TileRef("A", coords, a_bytes), tuple(a_instr), dest="shared"),
-                 GlobalLoad(TileRef("B", coords, b_bytes), tuple(b_glob), dest="shared"))
+        # every global tile load of microbench.cu's lds_outer is __ldcg (ld.global.cg): L2 only
+        loads = (GlobalLoad(TileRef("A", coords, a_bytes), tuple(a_instr), dest="shared", bypass_l1=True),
+                 GlobalLoad(TileRef("B", coords, b_bytes), tuple(b_glob), dest="shared", bypass_l1=True))
     elif staged:
         b_st = [WarpAccess(tuple(None if o is None else b_base + o for o in w.offsets), F4) for w in b_instr]
         shared_stores = (SharedAccess(tuple(WarpAccess(w.offsets, w.width_bytes) for w in a_instr) + tuple(b_st)),)
