@@ -81,3 +81,49 @@ def test_the_engine_check_programs_bypass_l1_as_the_microbenchmark_loads_do():
                   {"global_tiles": True, "stream": True, "prefetch": True}):
         prog = outer_program(H200, 8, 8, 4, 2, 617.0, staged=True, iters=10, **flags)
         assert all(ld.bypass_l1 for ld in prog.phases[0].step.loads)
+
+
+def _microbench_sass(tmp_path) -> dict:
+    """The functions of validation/calibration/microbench.cu as nvcc -arch=sm_90 compiles it (the
+    calibration's compiler and flags), parsed from nvdisasm's or cuobjdump's listing."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    from validation.harness import sass
+
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc not on PATH")
+    try:
+        sass.disassembler()
+    except sass.SassUnavailable as exc:
+        pytest.skip(str(exc))
+    src = Path(__file__).resolve().parents[1] / "validation" / "calibration" / "microbench.cu"
+    cubin = tmp_path / "microbench.cubin"
+    subprocess.run([nvcc, "-cubin", "-arch=sm_90", "-O3", "-o", str(cubin), str(src)], check=True,
+                   capture_output=True, timeout=300)
+    return sass.parse_sass(sass.disassemble(str(cubin)))
+
+
+def test_pdgstaged_binary_loads_its_next_tile_after_the_math_so_the_engine_check_does_not_prefetch(tmp_path):
+    """pdgstaged_outer's source loads the next k-step's tile before the k-step's math; the compiled
+    loop issues those LDGs after (all but a few of) its FFMAs, next to the back-edge and the barrier
+    and stores that use them: no load ahead, which is how the engine check describes its rows."""
+    from validation.harness import sass
+    from validation.studies.engine_check import AS_COMPILED, outer_program
+
+    funcs = _microbench_sass(tmp_path)
+    for name in ("pdgstaged_outer_8x8", "pdgstaged_outer_4x4"):
+        instrs = funcs[name]
+        first, last = sass.main_loop(instrs)
+        ops = [ins["opcode"] for ins in instrs[first:last + 1]]
+        ldg = [i for i, op in enumerate(ops) if op == "LDG"]
+        ffma = [i for i, op in enumerate(ops) if op == "FFMA"]
+        assert ldg and ffma
+        after = sum(i > min(ldg) for i in ffma)
+        assert after <= 0.05 * len(ffma), (name, after, len(ffma))
+    assert AS_COMPILED["pdgstaged_outer"] == {"prefetch": False}
+    prog = outer_program(H200, 8, 8, 4, 2, 595.0, staged=True, global_tiles=True, stream=True, iters=10,
+                         **AS_COMPILED["pdgstaged_outer"])
+    assert prog.phases[0].pipeline_depth == 1
