@@ -157,7 +157,12 @@ class GlobalLoad:
     issue them after the step's barrier, in program order before the copies and the step's math:
     they hold the warps' issue before any math starts (mma_feed_probe gemm_traffic: the GEMM's copy
     code, 82 more such instructions per warp than the plain copy, adds 165 cycles per k-step, one per
-    instruction and scheduler). Other loads issue them with the load instructions."""
+    instruction and scheduler). Other loads issue them with the load instructions.
+
+    ``bypass_l1`` loads are cached in L2 only (``ld.global.cg``, CUDA's ``__ldcg``): they neither
+    hit in nor allocate lines in the SM's L1, so a re-read tile comes from L2 with the L2's latency
+    every time. Loads with ``dest`` "async" or "bulk" never use the L1 anyway. A GPU without such a
+    cache hint (Apple's cost model has no L1 lookups) takes the flag as a hint and ignores it."""
 
     tile: TileRef
     instructions: tuple[WarpAccess, ...]
@@ -165,6 +170,7 @@ class GlobalLoad:
     dest: str = "register"
     chain: float = 0.0
     address_instructions: float = 0.0
+    bypass_l1: bool = False
 
     def __post_init__(self) -> None:
         owner = f"GlobalLoad({self.tile.tensor})"
@@ -172,6 +178,7 @@ class GlobalLoad:
         _require(isinstance(self.repeat, int) and self.repeat >= 1, owner, "repeat", self.repeat, "must be an int >= 1")
         _require(self.dest in LOAD_DESTS, owner, "dest", self.dest, f"must be one of {', '.join(LOAD_DESTS)}")
         _nonneg(owner, chain=self.chain, address_instructions=self.address_instructions)
+        _require(isinstance(self.bypass_l1, bool), owner, "bypass_l1", self.bypass_l1, "must be a bool")
         if self.dest != "register":
             _require(all(w.shared_offsets is not None for w in self.instructions), owner, "dest", self.dest,
                      "needs shared_offsets on every instruction")

@@ -5,6 +5,8 @@ program (never in the engine's event loop):
 
 * global loads: the distinct 32-byte sectors of a block's step reach L2 (the L1 merges repeated
   sectors within a step); each instruction occupies the L1 for :func:`~tilesim.cost.access.l1_cycles`;
+  loads through registers are cached in the L1 (the engine looks them up there) unless they bypass
+  it (``GlobalLoad.bypass_l1``: ``ld.global.cg``, which still passes the L1's request path);
 * register-staged loads (``dest="shared"``) are followed by shared stores at their
   ``shared_offsets`` (a lane whose entry is a tuple scatters 4-byte pieces: one store instruction
   per piece); asynchronous copies (``dest="async"``) write shared memory on arrival, costing
@@ -77,7 +79,8 @@ class StepCost:
     load_l2_bytes: float = 0.0  # sectors requested from L2, in bytes
     load_useful_bytes: float = 0.0
     # per global load of the step, in order: its L2 bytes, and whether it is cached in L1 (loads
-    # through registers are; cp.async copies go straight to shared memory)
+    # through registers are, unless they bypass it: GlobalLoad.bypass_l1, ld.global.cg; cp.async
+    # copies go straight to shared memory)
     load_l2_bytes_each: list = field(default_factory=list)
     load_l1_cacheable: list = field(default_factory=list)
     # per global load: the L1 cycles it takes beyond its share of load_l1_cycles when its lines miss in
@@ -242,7 +245,7 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
         c.load_l1_cycles += l1 * r
         c.load_l2_bytes += len(sectors) * sector * r
         c.load_l2_bytes_each.append(float(len(sectors) * sector * r))
-        c.load_l1_cacheable.append(ld.dest in ("register", "shared"))
+        c.load_l1_cacheable.append(ld.dest in ("register", "shared") and not ld.bypass_l1)
         c.load_l1_miss_cycles_each.append(miss_extra * r)
         c.load_useful_bytes += useful_bytes(ld.instructions) * r
         c.staging_instructions += st_instr * r

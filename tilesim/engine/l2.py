@@ -1,7 +1,7 @@
 """The L2 model: which tensor tiles are resident, decided by reuse and capacity.
 
 Tiles are identified by a *prefix* (tensor and the tile coordinates other than the k-step) and a
-k-step. The cache is least-recently-used over *bytes brought in*: a byte clock counts every byte
+k-step (0 for a tile that does not depend on the loop index: the same data at every step). The cache is least-recently-used over *bytes brought in*: a byte clock counts every byte
 that enters L2; a tile is resident while it and the bytes brought in since it was last touched
 fit in ``capacity_bytes``. (This counts the stack distance in missed bytes; hits to older tiles
 do not push a tile down, a documented approximation of exact LRU that needs no ordered list.)

@@ -23,7 +23,10 @@ What is simulated
   ``warp_groups`` independent warp groups. Stores are posted: they queue on L2 (and on HBM for
   the share of the output the L2 cannot keep dirty) but the block does not wait for them.
 * **L2.** :class:`~tilesim.engine.l2.L2Cache` decides per tile whether the data is resident:
-  reuse among blocks in flight together, and capacity, decide what reaches HBM.
+  reuse among blocks in flight together, and capacity, decide what reaches HBM. The caches know a
+  tile by its projection and the k-step; a tile whose coordinates do not name the phase's loop
+  index is the same data at every step, and is known by k-step 0 throughout (a block that re-reads
+  it every step finds it resident after the first, as the GPU does).
 
 Steady states (what keeps it fast)
 ----------------------------------
@@ -171,6 +174,11 @@ class _Plan:
         self.loads: tuple[GlobalLoad, ...] = phase.step.loads
         self.stores = phase.step.stores
         self.atomics = tuple(a for a in phase.step.atomics if a.space == "global")
+        # whether each load's, store's and global atomic's tile names the loop index: one that does
+        # not is the same data every step, looked up in the caches as k-step 0 (_key)
+        self.load_varies = tuple(phase.index in ld.tile.index_names() for ld in self.loads)
+        self.store_varies = tuple(phase.index in st.tile.index_names() for st in self.stores)
+        self.atomic_varies = tuple(phase.index in at.tile.index_names() for at in self.atomics)
         # which loads the L1 caches (their L2 bytes each), when the cost model says
         self.l1_loads = (tuple(zip(range(len(self.loads)), cost.load_l2_bytes_each, cost.load_l1_cacheable,
                                    strict=True)) if len(cost.load_l2_bytes_each) == len(self.loads) else ())
@@ -389,7 +397,7 @@ class Engine:
             served, every, fill = self._l1_lookup(pl, k, first, lane)
             for j, ld in enumerate(pl.loads):
                 if j not in every:
-                    missed += self._touch(ld.tile, pl.index, first, count, k, lane.missed)
+                    missed += self._touch(ld.tile, pl.index, first, count, _key(pl.load_varies[j], k), lane.missed)
             miss_l1 = pl.l1_miss_all
             if every and miss_l1:
                 miss_l1 -= sum(pl.l1_miss_each[j] for j in every)
@@ -429,7 +437,7 @@ class Engine:
                 continue
             tile = pl.loads[j].tile
             prefix = self._tiles(tile, pl.index, first, 1)[1][0]
-            if self.l1.access(prefix, k, tile.tile_bytes, now):
+            if self.l1.access(prefix, _key(pl.load_varies[j], k), tile.tile_bytes, now):
                 served += l2_bytes
                 hits.add(j)
             else:
@@ -534,13 +542,13 @@ class Engine:
         it is not resident."""
         env, ch, c = self.env, self.ch, pl.cost
         t0 = env.now
-        for st in pl.stores:
+        for st, varies in zip(pl.stores, pl.store_varies, strict=True):
             # a written tile matters to the L2 only if something reads its tensor again
             if st.tile.tensor in self.read_tensors:
-                self.cache.mark_many(self._tiles(st.tile, pl.index, first, count)[1], k, env.now)
+                self.cache.mark_many(self._tiles(st.tile, pl.index, first, count)[1], _key(varies, k), env.now)
         missed = 0.0
-        for at in pl.atomics:
-            missed += self._touch(at.tile, pl.index, first, count, k)
+        for at, varies in zip(pl.atomics, pl.atomic_varies, strict=True):
+            missed += self._touch(at.tile, pl.index, first, count, _key(varies, k))
             # the blocks of the group aiming at one target serialise there with all the others
             lanes = sum(w.active_lanes for w in at.instructions) * at.repeat * share
             for _, blocks in self._projections(at.tile, pl.index, first, count):
@@ -597,13 +605,15 @@ class Engine:
             self.events += 1
 
     def _hold(self, slot: int, per: _Tally, period_s: float, times: int, tally: _Tally, ranges=(),
-              interruptible: bool = False, phase: str = "", l1_ranges=(), until=None):
+              interruptible: bool = False, phase: str = "", l1_ranges=(), until=None, still=(), l1_still=()):
         """Stand in for ``times`` repetitions of a settled phase of length ``period_s``.
 
         The phase's channel demand is reserved for its duration, its missed bytes stream into the
         L2 (and its L1 misses into the SM's L1) over it, and the tiles it touches (``ranges``,
         ``l1_ranges``: (prefix, k0, k1)) are recorded as touched one per period, so that groups
-        running meanwhile find them resident. An
+        running meanwhile find them resident. The tiles it touches at every step (``still``,
+        ``l1_still``: prefixes of tiles that do not name the loop index, k-step 0) count as touched
+        throughout the hold and last at its end. An
         ``interruptible`` hold ends early when the set of slots in a k-loop changes (the
         contention it was measured under is gone); it returns how many repetitions it stood for.
         ``until``, an event that fires ``period_s * times`` from now, ends it instead of a timeout
@@ -620,10 +630,13 @@ class Engine:
         stream = (per.v["hbm_read"] + per.v["hbm_write"]) / period_s
         self.cache.start_stream(stream, t0)
         marks = [self.cache.touch_range(prefix, k0, k1, t0, period_s) for prefix, k0, k1 in ranges]
+        # a tile touched every step: k-step 0 "touched" once, at the hold's end (until then, now)
+        still_marks = [self.cache.touch_range(prefix, 0, 1, t0, period_s * times) for prefix in still]
         l1_stream = per.v["l1_fill"] / period_s if self.l1 is not None else 0.0
         if self.l1 is not None:  # the representative SM's L1 keeps filling over the held steps
             self.l1.start_stream(l1_stream, t0)
             marks += [self.l1.touch_range(prefix, k0, k1, t0, period_s) for prefix, k0, k1 in l1_ranges]
+            still_marks += [self.l1.touch_range(prefix, 0, 1, t0, period_s * times) for prefix in l1_still]
         end = env.timeout(period_s * times) if until is None else until
         if interruptible:
             yield end | self.changed
@@ -634,6 +647,8 @@ class Engine:
         if done < times:  # cut short: the rest is stepped again
             for mark in marks:
                 mark[1] = mark[0] + done
+            for mark in still_marks:  # last touched at the cut hold's end
+                mark[3] = period_s * done
             if env.now < t0 + duration:
                 yield env.timeout(t0 + duration - env.now)
         self.cache.stop_stream(stream, env.now)
@@ -645,6 +660,24 @@ class Engine:
         tally.add(per, done)
         self.events += 1
         return done
+
+    def _still_tiles(self, pl: _Plan, first: int, count: int) -> tuple[dict, dict]:
+        """The L2 prefixes (over the group's blocks) and L1 prefixes (the representative SM's block)
+        of the tiles a step of ``pl`` touches that do not name the loop index: the same at every
+        step. Loads, global atomics, and stores of tensors that are read (the L2 tracks only those)."""
+        tiles = [ld.tile for ld, varies in zip(pl.loads, pl.load_varies, strict=True) if not varies]
+        tiles += [at.tile for at, varies in zip(pl.atomics, pl.atomic_varies, strict=True) if not varies]
+        tiles += [st.tile for st, varies in zip(pl.stores, pl.store_varies, strict=True)
+                  if not varies and st.tile.tensor in self.read_tensors]
+        l2: dict = {}
+        for tile in tiles:
+            l2.update(dict.fromkeys(self._tiles(tile, pl.index, first, count)[1]))
+        l1: dict = {}
+        if self.l1 is not None:
+            for j, _, cacheable in pl.l1_loads:
+                if cacheable and not pl.load_varies[j]:
+                    l1[self._tiles(pl.loads[j].tile, pl.index, first, 1)[1][0]] = None
+        return l2, l1
 
     def _leave_loops(self, slot: int) -> None:
         """``slot`` no longer counts among the slots in a loop (it left one, or has no more groups)."""
@@ -747,12 +780,16 @@ class Engine:
                 # cycle's windows); tiles it found resident are someone else's to bring in
                 missed = dict.fromkeys(p for _, m, _ in cycled for p in m)
                 l1_missed = dict.fromkeys(p for _, _, m in cycled for p in m)
-                ranges = [(prefix, i, i + n_hold) for prefix in missed]
-                l1_ranges = [(prefix, i, i + n_hold) for prefix in l1_missed]
+                # tiles that do not name the loop index are touched at every held step, found
+                # resident or not
+                still, l1_still = self._still_tiles(pl, first, count)
+                ranges = [(prefix, i, i + n_hold) for prefix in missed if prefix not in still]
+                l1_ranges = [(prefix, i, i + n_hold) for prefix in l1_missed if prefix not in l1_still]
                 self.steady.pop(slot, None)
                 self.holding[slot] = a
                 done = yield from self._hold(slot, per, a, n_hold, tally, ranges, interruptible=True,
-                                             phase=pl.phase.name, l1_ranges=l1_ranges)
+                                             phase=pl.phase.name, l1_ranges=l1_ranges, still=still,
+                                             l1_still=l1_still)
                 self.holding.pop(slot, None)
                 i += done
                 if self.on_progress is not None:
@@ -933,6 +970,12 @@ class Engine:
             events=self.events, sm_clock_hz=hw.sm_clock_hz, timeline=tuple(self.timeline) if self.want_timeline else None,
             loads=tuple(self.loads) if self.want_timeline else None,
         )
+
+
+def _key(varies: bool, k: int) -> int:
+    """The k-step the caches know a tile by at step ``k``: ``k`` when the tile's coordinates name
+    the loop index (``varies``), else 0: the same data at every step is one tile, not one a step."""
+    return k if varies else 0
 
 
 def _window_cycle(per_step: list[float], tol: float) -> int:
