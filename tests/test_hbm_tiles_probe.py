@@ -91,6 +91,11 @@ def test_cases_cover_the_grid():
     assert len(cs) == len(ht.LAYOUTS) * len(ht.BLOCKS_PER_SM) * len(ht.WARPS) * len(ht.FFMA_PER_THREAD) == len(set(cs))
     assert ht.case_name("pitch", 4, 8, 512) == "pitch_4b_8w_f512"
     assert all(f % ht.FFMA_CHAINS == 0 for f in ht.FFMA_PER_THREAD)  # the kernel's loop steps by the chains
+    assert ht.select_cases(cs, None) == cs
+    sel = ht.select_cases(cs, "contig_,none_1b")
+    assert {c[0] for c in sel} == {"contig", "none"} and all(c[1] == 1 for c in sel if c[0] == "none")
+    with pytest.raises(ValueError, match="select"):
+        ht.select_cases(cs, "nothing")
 
 
 def test_summary_on_synthetic_records():

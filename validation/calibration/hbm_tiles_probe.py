@@ -2,7 +2,8 @@
 
 ``python -m validation.calibration.hbm_tiles_probe [--out DIR] [--quick]`` writes ``<DIR>/hbm_tiles.json``
 (default DIR: ``validation/results/<gpu>/calibration``); without a GPU it says so in one line and exits 2.
-About 20 s of GPU time (``--quick``: 2 timed runs a case instead of :data:`REPS`).
+About 20 s of GPU time (``--quick``: 2 timed runs a case instead of :data:`REPS`; ``--select a,b``: only
+the cases whose names contain ``a`` or ``b``, e.g. ``f512`` or ``contig_``).
 
 The kernel (``ht_tiles`` in ``hbm_tiles_probe.cu``) is dgstaged_outer_8x8's staging k-step without the FFMA:
 barrier, :data:`VEC_PER_THREAD` 16-byte ``__ldcg`` loads per thread of the block's tile (4 warps: 4 KiB =
@@ -30,7 +31,7 @@ per-block records and block 0's k-step cycles.
 
 Counters (optional; the probe runs without them): under Nsight Compute,
 ``ncu --clock-control none --cache-control all -k regex:ht_tiles --metrics`` :data:`NCU_METRICS`
-``python -m validation.calibration.hbm_tiles_probe --quick --out DIR`` gives each launch's DRAM bytes read
+``python -m validation.calibration.hbm_tiles_probe --quick --select f512 --out DIR`` gives each launch's DRAM bytes read
 (whether the pitched layouts read whole lines or sectors from DRAM), the L2 sectors the loads looked up and
 missed, and the DRAM and SM clocks over the kernel.
 """
@@ -182,7 +183,19 @@ def format_table(res: dict) -> str:
 
 
 # ----- GPU side ------------------------------------------------------------------------------------------
-def run_probe(quick: bool = False) -> dict:
+def select_cases(plan: Sequence[tuple[str, int, int, int]], select: str | None) -> list[tuple[str, int, int, int]]:
+    """The cases whose name contains one of the comma-separated parts of ``select`` (None: all);
+    ValueError when none does."""
+    if not select:
+        return list(plan)
+    parts = [t.strip() for t in select.split(",") if t.strip()]
+    chosen = [c for c in plan if any(t in case_name(*c) for t in parts)]
+    if not chosen:
+        raise ValueError(f"select: no case name contains any of {parts}")
+    return chosen
+
+
+def run_probe(quick: bool = False, select: str | None = None) -> dict:
     import cupy as cp  # noqa: PLC0415
 
     from validation.harness.timing import L2Flusher  # noqa: PLC0415
@@ -194,7 +207,7 @@ def run_probe(quick: bool = False) -> dict:
     compile_info = {"arch": ARCH, "compiled_by": built.compiled_by,
                     "ptxas_warnings": pc.ptxas_warnings(built.log) if built.log else [], "note": built.error}
     reps = QUICK_REPS if quick else REPS
-    plan = cases()
+    plan = select_cases(cases(), select)
     need = max(sms * bps * layout_params(lay, w)["block_stride"] for lay, bps, w, _ in plan)
     buf = cp.empty(need, dtype=cp.uint8)
     buf.fill(1)  # non-zero data
@@ -239,12 +252,19 @@ def run_probe(quick: bool = False) -> dict:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = pc.probe_parser("hbm_tiles_probe", __doc__.splitlines()[0], RESULT_FILE,
                          f"{QUICK_REPS} timed runs a case instead of {REPS}")
+    ap.add_argument("--select", default=None,
+                    help="comma-separated parts of case names (e.g. f512,contig_): only the cases that contain one")
     args = ap.parse_args(argv)
+    try:
+        select_cases(cases(), args.select)
+    except ValueError as exc:
+        ap.error(str(exc))
     why = pc.gpu_missing()
     if why:
         return pc.no_gpu_exit("hbm_tiles_probe", why)
-    res = run_probe(quick=args.quick)
+    res = run_probe(quick=args.quick, select=args.select)
     res["meta"]["quick"] = bool(args.quick)
+    res["meta"]["select"] = args.select
     out = pc.results_dir(args.out, res["meta"])
     pc.write_json(out / RESULT_FILE, res)
     print(format_table(res))
