@@ -113,7 +113,11 @@ def test_summary_on_synthetic_records():
     assert r["step_cycles"]["value"] == 300 and r["step_cycles"]["max"] == 1000
     assert r["step_by_phase4"] == {"0": 1000, "1": 300, "2": 300, "3": 300}
     assert r["sms_used"] == 1 and r["blocks_per_sm_seen"] == [2]
-    assert r["block_cycles"]["value"] == 8000
+    assert r["block_cycles"]["value"] == 8000 and r["blocks_started_late"] == 0
+    late = rec[:6] + [100, 8100, 6_000, 9_000, 1, 0]  # block 1 starts after block 0 ended
+    assert ht.summarize_case(late, steps, blocks, iters, 8000, [1e-6])["blocks_started_late"] == 1
+    raw = ht.raw_blocks(rec, blocks)
+    assert raw == {"block_cycles": [8000, 8000], "start_ns": [0, 10], "smid": [0, 0]}
     text = ht.format_table({"cases": {"contig_1b_4w": r}, "errors": {"pitch_1b_4w": "boom"}})
     assert "contig_1b_4w" in text and "1000/300/300/300" in text and "FAILED" in text
     with pytest.raises(ValueError, match="steps_raw"):

@@ -30,8 +30,9 @@ block's median) and ``step_by_phase4`` (medians of k-steps ``it % 4`` = 0..3). R
 per-block records and block 0's k-step cycles.
 
 Counters (optional; the probe runs without them): under Nsight Compute,
-``ncu --clock-control none --cache-control all -k regex:ht_tiles --metrics`` :data:`NCU_METRICS`
-``python -m validation.calibration.hbm_tiles_probe --quick --select f512 --out DIR`` gives each launch's DRAM bytes read
+``ncu --clock-control none --cache-control all -k regex:ht_tiles --csv --page raw --metrics``
+:data:`NCU_METRICS` ``python -m validation.calibration.hbm_tiles_probe --quick --select _4w_f512 --out DIR``
+gives, one CSV row per launch in the JSON's case order (1 warm-up + :data:`QUICK_REPS` launches a case), each launch's DRAM bytes read
 (whether the pitched layouts read whole lines or sectors from DRAM), the L2 sectors the loads looked up and
 missed, and the DRAM and SM clocks over the kernel.
 """
@@ -70,9 +71,12 @@ FFMA_PER_THREAD = (0, 512)
 REPS = 5
 QUICK_REPS = 2
 SPIN_CYCLES = 200_000  # ~0.1 ms at 1.98 GHz: the launch's enqueueing hides behind it
-#: Nsight Compute metrics for the optional counter run (names from the Nsight Compute "Kernel Profiling
-#: Guide", metrics structure / memory tables): DRAM bytes read, the L2's lookups from the SMs' loads (tex
-#: unit = LSU/TEX path of ld.global) and their misses, the elapsed DRAM and SM cycles and their rates.
+#: Nsight Compute metrics for the optional counter run, each one this repository's ncu runs already
+#: collected on the H200 (validation/harness/ncu.py, the calibration probes): DRAM bytes read (more than
+#: the tile bytes: DRAM reads whole lines or 64-byte pairs for 32-byte requests), the L2 sectors and requests
+#: of the SMs' loads (srcunit tex: the LSU path of ld.global) and the sectors that missed, the DRAM and SM
+#: clocks, the kernel's time. No DRAM row-buffer (page) hit metric is named: none is in the repository's
+#: runs or known to be valid on sm_90 here, and ``ncu --query-metrics`` cannot be run on this side.
 NCU_METRICS = ("dram__bytes_read.sum", "dram__bytes_read.sum.per_second",
                "lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum",
                "lts__t_requests_srcunit_tex_op_read.sum", "dram__cycles_elapsed.avg.per_second",
@@ -166,17 +170,29 @@ def summarize_case(rec_raw: Sequence[int], steps_raw: Sequence[int], blocks: int
             "block_cycles": pc.summarize([b - a for a, b in zip(c0, c1, strict=True)]),
             "step_cycles": pc.summarize(later or first), "first_step_cycles": pc.summarize(first),
             "block_median_step_cycles": pc.summarize(block_medians), "step_by_phase4": phases,
-            "sms_used": len(per_sm), "blocks_per_sm_seen": sorted(set(per_sm.values()))}
+            "sms_used": len(per_sm), "blocks_per_sm_seen": sorted(set(per_sm.values())),
+            # blocks that began after the first block ended: the grid did not run as one wave
+            "blocks_started_late": sum(1 for g in g0 if g > min(g1))}
+
+
+def raw_blocks(rec_raw: Sequence[int], blocks: int) -> dict:
+    """The per-block raw values kept in the JSON: k-loop clock64 cycles, %globaltimer start ns after the
+    earliest block's start, %smid."""
+    c0, c1, g0, _, smid, _ = pc.record_columns(rec_raw, blocks, REC)
+    t0 = min(g0)
+    return {"block_cycles": [b - a for a, b in zip(c0, c1, strict=True)], "start_ns": [g - t0 for g in g0],
+            "smid": smid}
 
 
 def format_table(res: dict) -> str:
     lines = [f"{'case':22s} {'TB/s ev':>8s} {'TB/s span':>9s} {'step clk':>9s} {'p10..p90':>13s} {'first':>7s} "
-             f"{'ph0/1/2/3':>20s}  bps seen"]
+             f"{'ph0/1/2/3':>20s}  bps seen, late"]
     for name, r in res.get("cases", {}).items():
         s, ph = r["step_cycles"], r["step_by_phase4"]
         lines.append(f"{name:22s} {r['event_bytes_per_s'] / 1e12:8.3f} {r['span_bytes_per_s'] / 1e12:9.3f} "
                      f"{s['value']:9.0f} {s['p10']:6.0f}..{s['p90']:<6.0f} {r['first_step_cycles']['value']:7.0f} "
-                     f"{'/'.join(f'{ph[k]:.0f}' for k in '0123'):>20s}  {r['blocks_per_sm_seen']}")
+                     f"{'/'.join(f'{ph[k]:.0f}' for k in '0123'):>20s}  {r['blocks_per_sm_seen']}, "
+                     f"{r['blocks_started_late']}")
     for k, e in res.get("errors", {}).items():
         lines.append(f"{k:22s} FAILED: {e}")
     return "\n".join(lines)
@@ -202,8 +218,8 @@ def run_probe(quick: bool = False, select: str | None = None) -> dict:
 
     meta = pc.collect_metadata()
     sms, _ = pc.device_facts(cp)
-    with tempfile.TemporaryDirectory() as tmp:
-        built = pc.build_module(cp, KERNEL_SRC, ARCH, Path(tmp), nvrtc_options=(f"--gpu-architecture={ARCH}",))
+    tmp = tempfile.TemporaryDirectory()  # the cubin stays until the run ends
+    built = pc.build_module(cp, KERNEL_SRC, ARCH, Path(tmp.name), nvrtc_options=(f"--gpu-architecture={ARCH}",))
     compile_info = {"arch": ARCH, "compiled_by": built.compiled_by,
                     "ptxas_warnings": pc.ptxas_warnings(built.log) if built.log else [], "note": built.error}
     reps = QUICK_REPS if quick else REPS
@@ -224,8 +240,9 @@ def run_probe(quick: bool = False, select: str | None = None) -> dict:
             p = layout_params(lay, w)
             blocks, threads, smem = sms * bps, w * LANES, smem_bytes(bps)
             f = pc.get_kernel(built.module, "ht_tiles", smem)
-            args = (buf, cp.int32(ITERS), cp.int32(p["loads"]), cp.int32(p["row_bytes"]), cp.int64(p["pitch"]),
-                    cp.int64(p["step_bytes"]), cp.int64(p["block_stride"]), cp.int32(ffma), cp.float32(-1.0), rec, steps)
+            args = (buf, cp.int32(ITERS), cp.int32(p["loads"]), cp.int32(p["row_bytes"]),
+                    cp.int64(p["pitch"]), cp.int64(p["step_bytes"]), cp.int64(p["block_stride"]),
+                    cp.int32(ffma), cp.float32(-1.0), rec, steps)
 
             def launch(f=f, blocks=blocks, threads=threads, smem=smem, args=args):
                 f((blocks,), (threads,), args, shared_mem=smem)
@@ -240,12 +257,15 @@ def run_probe(quick: bool = False, select: str | None = None) -> dict:
             steps_h = [int(v) for v in steps[:blocks * ITERS].get()]
             bytes_loaded = blocks * ITERS * tile_bytes(w) * p["loads"]
             row = summarize_case(rec_h, steps_h, blocks, ITERS, bytes_loaded, times)
-            row.update(layout=lay, blocks_per_sm=bps, warps=w, ffma_per_thread=ffma, blocks=blocks, threads=threads, smem_bytes=smem,
-                       tile_bytes=tile_bytes(w), params=p, kernel=pc.kernel_attributes(f))
+            row.update(layout=lay, blocks_per_sm=bps, warps=w, ffma_per_thread=ffma, blocks=blocks,
+                       threads=threads, smem_bytes=smem, tile_bytes=tile_bytes(w), params=p,
+                       kernel=pc.kernel_attributes(f))
             res["cases"][name] = row
-            res["raw"][name] = {"event_s": times, "records": rec_h, "block0_step_cycles": steps_h[:ITERS]}
+            res["raw"][name] = {"event_s": times, **raw_blocks(rec_h, blocks),
+                                "block0_step_cycles": steps_h[:ITERS]}
         except Exception as exc:  # noqa: BLE001 - one failed case must not lose the others
             res["errors"][name] = f"{type(exc).__name__}: {exc}"
+    tmp.cleanup()
     return res
 
 
@@ -266,7 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     res["meta"]["quick"] = bool(args.quick)
     res["meta"]["select"] = args.select
     out = pc.results_dir(args.out, res["meta"])
-    pc.write_json(out / RESULT_FILE, res)
+    pc.write_json(out / RESULT_FILE, res, indent=None)  # one line: the per-block raw lists are long
     print(format_table(res))
     print(f"wrote {out / RESULT_FILE}")
     return 0 if not res["errors"] else 1
