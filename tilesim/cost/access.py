@@ -123,6 +123,24 @@ def l1_cycles(addresses: Sequence[int], width_bytes: int, hw) -> float:
                lines / hw.l1_lines_per_clk_per_sm)
 
 
+def grouped_sectors(addresses: Sequence[int | None], width_bytes: int, group_lanes: int, sector_bytes: int = 32) -> int:
+    """Sectors one warp instruction fetches from the L2 when the L1 fetches its lanes in groups of
+    ``group_lanes`` consecutive lanes (lane ``i`` in group ``i // group_lanes``; ``None`` marks an
+    inactive lane): each group fetches the distinct sectors its own lanes touch, so a sector that two
+    groups touch is fetched twice. With ``group_lanes`` = 32 this is the instruction's distinct sectors.
+
+    For 16-byte cp.async the H200 fetches per pair of lanes (``ldgsts16_sector_group_lanes`` = 2,
+    tc_feed_probe: Nsight Compute's l1tex__m_xbar2l1tex_read_sectors is 640 a k-step for fp16 rows 4016 B
+    apart, whose odd rows start mid-sector, against 576 distinct sectors, and 512 for aligned rows)."""
+    if group_lanes < 1:
+        raise ValueError(f"group_lanes must be >= 1, got {group_lanes}")
+    total = 0
+    for g in range(0, len(addresses), group_lanes):
+        total += len({(a + off) // sector_bytes for a in addresses[g:g + group_lanes] if a is not None
+                      for off in range(0, max(width_bytes, 4), 4)})
+    return total
+
+
 def l1_miss_requests(addresses: Sequence[int], width_bytes: int, hw, requested: set[int]) -> int:
     """Requests one warp load instruction sends down the L1's miss path when its lines are not in
     the L1: one per line holding a sector that no earlier instruction of the same load asked for

@@ -7,6 +7,13 @@ program (never in the engine's event loop):
   sectors within a step); each instruction occupies the L1 for :func:`~tilesim.cost.access.l1_cycles`;
   loads through registers are cached in the L1 (the engine looks them up there) unless they bypass
   it (``GlobalLoad.bypass_l1``: ``ld.global.cg``, which still passes the L1's request path);
+* 16-byte asynchronous copies (cp.async) fetch their sectors from L2 per group of
+  ``ldgsts16_sector_group_lanes`` consecutive lanes (:func:`~tilesim.cost.access.grouped_sectors`):
+  a sector two groups touch is fetched twice. The H200 fetches per lane pair (tc_feed_probe under
+  Nsight Compute, validation/results/h200/calibration/tc_feed_ncu_split/: the SMs receive 512 sectors a
+  k-step of a 128x32 + 32x128 fp16 tile pair from aligned rows and 640, not the 576 distinct ones, from
+  rows 4016 B apart whose odd rows start mid-sector), and at 2 blocks per SM on every SM both copies
+  run at the same 9.5-10.0 TB/s of received sectors (863 and 1089 cycles a k-step);
 * register-staged loads (``dest="shared"``) are followed by shared stores at their
   ``shared_offsets`` (a lane whose entry is a tuple scatters 4-byte pieces: one store instruction
   per piece); asynchronous copies (``dest="async"``) write shared memory on arrival, costing
@@ -56,6 +63,7 @@ from dataclasses import dataclass, field
 
 from tilesim.cost.access import (
     global_sectors_and_lines,
+    grouped_sectors,
     ideal_wavefronts,
     l1_cycles,
     l1_miss_requests,
@@ -197,9 +205,15 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
     crit = 0.0
     # the L1's miss path, lines a clock (inf without the measurement: no cost beyond the tag stage)
     miss_rate = hw.get("l1_miss_lines_per_clk_per_sm") if hw.has("l1_miss_lines_per_clk_per_sm") else float("inf")
+    # lanes of a 16-byte cp.async whose sectors the L1 fetches together (measured; None: the step's distinct
+    # sectors, as for every other load)
+    group = int(hw.get("ldgsts16_sector_group_lanes")) if hw.has("ldgsts16_sector_group_lanes") else None
     for ld in step.loads:
         r = ld.repeat
         sectors: set[int] = set()
+        # sectors the L1 fetches for the load's 16-byte cp.async pieces, lane group by lane group, and
+        # whether every piece of the load is one (then they, not the distinct sectors, are its L2 sectors)
+        grouped, all_grouped = 0, ld.dest == "async" and group is not None
         instr = l1 = 0.0
         # when the load misses in the L1, each instruction takes the longer of its tag-stage cycles and its
         # new lines on the miss path (access.l1_miss_requests); later instructions to sectors already on
@@ -217,6 +231,10 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
                 for g, sa, width in _pieces(w):
                     ga = [a for a in g if a is not None]
                     instr += 1
+                    if width >= 16 and group is not None:
+                        grouped += grouped_sectors(g, width, group, sector)
+                    else:
+                        all_grouped = False
                     hit = l1_cycles(ga, width, hw)
                     l1 += hit
                     miss_extra += max(0.0, l1_miss_requests(ga, width, hw, requested) / miss_rate - hit)
@@ -243,8 +261,9 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
         else:
             c.load_instructions += ld.address_instructions * instr * r
         c.load_l1_cycles += l1 * r
-        c.load_l2_bytes += len(sectors) * sector * r
-        c.load_l2_bytes_each.append(float(len(sectors) * sector * r))
+        n_sectors = grouped if all_grouped and ld.instructions else len(sectors)
+        c.load_l2_bytes += n_sectors * sector * r
+        c.load_l2_bytes_each.append(float(n_sectors * sector * r))
         c.load_l1_cacheable.append(ld.dest in ("register", "shared") and not ld.bypass_l1)
         c.load_l1_miss_cycles_each.append(miss_extra * r)
         c.load_useful_bytes += useful_bytes(ld.instructions) * r

@@ -88,7 +88,7 @@ PROFILE_FIELDS = ("sm_clock_hz", "hbm_bytes_per_s", "hbm_latency_cycles", "l2_by
                   "tail_packing_by_slots", "ldgsts_wavefronts_per_line", "ldgsts_wavefronts_per_conflict",
                   "ldgsts_bypass_wavefronts", "l2_bytes", "l2_dirty_bytes", "l1_lines_per_clk_per_sm",
                   *PIPE_FIELDS, *TENSOR_FIELDS, *TMA_FIELDS, *CLOCK_LOAD_FIELDS, *FEED_FIELDS, *CLUSTER_FIELDS,
-                  "l1_miss_lines_per_clk_per_sm")
+                  "l1_miss_lines_per_clk_per_sm", "ldgsts16_sector_group_lanes")
 
 
 def summarize(values: Sequence[float]) -> dict:
@@ -1138,6 +1138,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             if path.exists():
                 rel = path.resolve().relative_to(REPO_ROOT) if path.resolve().is_relative_to(REPO_ROOT) else path
                 results["fields"].update(fields_of(json.loads(path.read_text()), str(rel)))
+        # tc_feed_probe's copy rows under Nsight Compute (raw CSV beside the probe's --profile record)
+        split = Path(args.from_json).with_name("tc_feed_ncu_split")
+        if (split / "ncu.csv").exists() and (split / "tc_feed.json").exists():
+            from validation.calibration.tc_feed_probe import sector_group_fields  # noqa: PLC0415
+
+            rel = split.resolve().relative_to(REPO_ROOT) if split.resolve().is_relative_to(REPO_ROOT) else split
+            results["fields"].update(sector_group_fields((split / "ncu.csv").read_text(),
+                                                         json.loads((split / "tc_feed.json").read_text()),
+                                                         f"{rel}/ncu.csv"))
         profile = args.profile or PROFILES_DIR / f"{gpu}.toml"
         print(f"wrote {write_profile(results, profile)} from {args.from_json}")
         return 0

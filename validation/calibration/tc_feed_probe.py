@@ -30,11 +30,21 @@ per warp, 16 MiB of data), on every SM; the L2 case also on one SM. Per case: ``
 (block cycles / fragments the block loaded), ``fragments_per_clk_sm`` and the model's L1 cycles per
 fragment (:func:`wmma_model`: the four 4-byte loads of tilesim.kernels.tc_gemm.lower._global_step's
 ``frag``, each charged :func:`~tilesim.cost.access.l1_cycles`).
+
+Nsight Compute records of the ``copy`` group (``--profile`` under ncu, raw CSV pages; see
+``validation/results/h200/calibration/tc_feed_ncu_split/README.md``): :func:`profiled_copy_rows` reads them per
+block and k-step, ``--ncu-table DIR`` prints them with their rates over ncu's duration, and
+:func:`sector_group_fields` gives the calibrated profile's ``ldgsts16_sector_group_lanes``: the lanes of a
+16-byte cp.async whose sectors the L1 fetches together (:func:`tilesim.cost.access.grouped_sectors`), the
+smallest group for which the sectors the SMs receive (``l1tex__m_xbar2l1tex_read_sectors``) match every
+profiled row within :data:`SECTOR_FIT_TOLERANCE`.
 """
 
 from __future__ import annotations
 
+import csv
 import functools
+import json
 import sys
 import tempfile
 import time
@@ -207,6 +217,118 @@ def pitch_copy_model(a_pitch: int, b_pitch: int, hw) -> tuple:
             ("model_l1_cycles_per_kstep", l1 / n),
             ("model_smem_pipe_cycles_per_kstep", None if pipe is None else pipe * n_instr),
             ("ideal_sectors_per_kstep", KSTEP_BYTES / hw.sector_bytes))
+
+
+def grouped_copy_sectors(a_pitch: int, b_pitch: int, group_lanes: int, ksteps: int = KSTEPS_PER_PASS,
+                         sector_bytes: int = 32) -> float:
+    """Sectors one block's copies fetch from the L2 per k-step, averaged over a launch of ``ksteps`` k-steps
+    (k-step ``ks`` copies pass position ``ks % KSTEPS_PER_PASS``), when the L1 fetches each warp copy's lanes
+    in groups of ``group_lanes`` (:func:`tilesim.cost.access.grouped_sectors`; 32: distinct sectors per warp
+    copy). Which thread copies a chunk does not change a warp's lanes, so the block's threads do not matter."""
+    return _grouped_copy_sectors(a_pitch, b_pitch, group_lanes, ksteps, sector_bytes)
+
+
+@functools.cache
+def _grouped_copy_sectors(a_pitch: int, b_pitch: int, group_lanes: int, ksteps: int, sector_bytes: int) -> float:
+    from tilesim.cost.access import grouped_sectors  # noqa: PLC0415
+
+    case = CopyCase("sectors", a_pitch, b_pitch, 256, 1, True)
+    per_pass = [sum(grouped_sectors(ins, CHUNK_BYTES, group_lanes, sector_bytes)
+                    for ins in copy_warp_instructions(case, kp)) for kp in range(KSTEPS_PER_PASS)]
+    return sum(per_pass[ks % KSTEPS_PER_PASS] for ks in range(ksteps)) / ksteps
+
+
+# ----- Nsight Compute records of the copy group (pure) ---------------------------------------------------
+#: the counter of sectors the crossbar delivers to an SM's L1 (what the SM's requests fetch from the L2)
+NCU_XBAR_SECTORS = "l1tex__m_xbar2l1tex_read_sectors.sum"
+#: lane groups tried by :func:`sector_group_fields`, smallest first
+SECTOR_GROUP_CANDIDATES = (1, 2, 4, 8, 16, 32)
+#: largest relative difference between the sectors a lane group predicts and the recorded ones
+SECTOR_FIT_TOLERANCE = 0.01
+
+
+def read_ncu_raw(text: str) -> list[dict]:
+    """The launches of an ``ncu --csv --page raw`` output, in order: one dict per launch, metric name to
+    value (numbers as floats, thousands separators dropped; other cells as text). Lines that are not CSV
+    rows (ncu's ==PROF== notes, the probe's own table) and the units row are skipped."""
+    rows = list(csv.reader([ln for ln in text.splitlines() if ln.startswith('"')]))
+    if not rows:
+        return []
+    header = rows[0]
+    out = []
+    for r in rows[1:]:
+        d = dict(zip(header, r, strict=False))
+        if not d.get("ID", "").isdigit():
+            continue
+        for k, v in d.items():
+            try:
+                d[k] = float(v.replace(",", ""))
+            except ValueError:
+                pass
+        out.append(d)
+    return out
+
+
+def profiled_copy_rows(ncu_text: str, record: dict) -> list[dict]:
+    """Each copy case of a ``--profile`` record with its measured launch (the second of its pair, ncu
+    listing only ``tcf_copy*`` launches, in row order): ``key``, ``a_pitch``, ``b_pitch``, ``blocks``,
+    ``ksteps``, ``duration_s`` and ``per_kstep`` (every counter divided by blocks x k-steps)."""
+    launches = [d for d in read_ncu_raw(ncu_text) if str(d.get("Kernel Name", "")).startswith("tcf_copy")]
+    keys = list(record.get("copy", {}))
+    if len(launches) != 2 * len(keys):
+        raise ValueError(f"profiled_copy_rows: {len(launches)} tcf_copy launches for {len(keys)} copy rows "
+                         "(want a warm-up and a measured launch each)")
+    ksteps = record["meta"]["copy_ksteps"]
+    out = []
+    for i, key in enumerate(keys):
+        row, m = record["copy"][key], launches[2 * i + 1]
+        n = row["blocks"] * ksteps
+        out.append({"key": key, "a_pitch": row["a_pitch"], "b_pitch": row["b_pitch"], "blocks": row["blocks"],
+                    "ksteps": ksteps, "duration_s": m.get("gpu__time_duration.sum", 0.0) * 1e-9,
+                    "per_kstep": {k: v / n for k, v in m.items() if "__" in k and isinstance(v, float)}})
+    return out
+
+
+def sector_group_fields(ncu_text: str, record: dict, result_path: str = "tc_feed_ncu_split/ncu.csv") -> dict:
+    """The calibrated profile's ``ldgsts16_sector_group_lanes``: the smallest lane group
+    (:data:`SECTOR_GROUP_CANDIDATES`) whose :func:`grouped_copy_sectors` matches the recorded
+    ``l1tex__m_xbar2l1tex_read_sectors`` per block and k-step of every profiled copy row within
+    :data:`SECTOR_FIT_TOLERANCE`. A record without that counter, or one no group fits, gives no field."""
+    rows = [r for r in profiled_copy_rows(ncu_text, record) if NCU_XBAR_SECTORS in r["per_kstep"]]
+    if not rows:
+        return {}
+    for g in SECTOR_GROUP_CANDIDATES:
+        errs = [grouped_copy_sectors(r["a_pitch"], r["b_pitch"], g, r["ksteps"]) / r["per_kstep"][NCU_XBAR_SECTORS] - 1
+                for r in rows]
+        if max(abs(e) for e in errs) <= SECTOR_FIT_TOLERANCE:
+            return {"ldgsts16_sector_group_lanes": {
+                "value": g, "p10": g, "p90": g, "n": len(rows), "unit": "lanes",
+                "benchmark": f"tc_feed_probe copy rows under ncu ({result_path}: {NCU_XBAR_SECTORS} per block and "
+                             f"k-step of {len(rows)} rows, A pitch {sorted({r['a_pitch'] for r in rows})}, B pitch "
+                             f"{sorted({r['b_pitch'] for r in rows})}, matched within {max(abs(e) for e in errs):.2%})",
+                "date": record.get("meta", {}).get("date_utc")}}
+    return {}
+
+
+def ncu_table(ncu_text: str, record: dict, lrc_text: str | None = None, lrc_record: dict | None = None) -> str:
+    """Per profiled copy row, per block and k-step: sectors the SMs receive (xbar), requests into the L2
+    request coalescer (lrc in) and the sectors it passes on (lrc out), the L2 slices' requests and sectors
+    from the SMs (lts tex), and over ncu's duration: the SMs' sectors in TB/s, lts requests in G/s and
+    lts sectors in TB/s."""
+    rows = profiled_copy_rows(ncu_text, record)
+    lrc = profiled_copy_rows(lrc_text, lrc_record) if lrc_text and lrc_record else [None] * len(rows)
+    out = [f"{'row':34s} {'xbar':>5s} {'lrc in':>6s} {'lrc out':>7s} {'lts req':>7s} {'lts sec':>7s} "
+           f"{'xbar TB/s':>9s} {'lts Greq/s':>10s} {'lts TB/s':>8s}"]
+    for r, lr in zip(rows, lrc, strict=True):
+        p, n, t = r["per_kstep"], r["blocks"] * r["ksteps"], r["duration_s"]
+        xbar = p.get(NCU_XBAR_SECTORS, float("nan"))
+        req = p.get("lts__t_requests_srcunit_tex.sum", float("nan"))
+        sec = p.get("lts__t_sectors_srcunit_tex.sum", float("nan"))
+        lin = lr["per_kstep"].get("lrc__xbar2lrc_requests_op_read.sum", float("nan")) if lr else float("nan")
+        lout = lr["per_kstep"].get("lrc__lrc2xbar_sectors_op_read.sum", float("nan")) if lr else float("nan")
+        out.append(f"{r['key']:34s} {xbar:5.0f} {lin:6.0f} {lout:7.0f} {req:7.0f} {sec:7.0f} "
+                   f"{xbar * 32 * n / t / 1e12:9.2f} {req * n / t / 1e9:10.1f} {sec * 32 * n / t / 1e12:8.2f}")
+    return "\n".join(out)
 
 
 def wmma_fragment_instructions(ldm: int, kf: int = 0) -> list[list[int]]:
@@ -383,7 +505,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = pc.probe_parser("tc_feed_probe", __doc__.splitlines()[0], RESULT_FILE,
                          "fewer cases (pitches 2048/2008, warps 1/4/16), 2 reps, shorter launches")
     ap.add_argument("--profile", action="store_true", help="the quick cases, one warm-up and one measured launch each (for ncu)")
+    ap.add_argument("--ncu-table", default=None, metavar="DIR",
+                    help="print the copy rows of DIR/ncu.csv + DIR/tc_feed.json (and ncu_lrc.csv + tc_feed_lrc.json) and exit")
     a = ap.parse_args(argv)
+    if a.ncu_table:
+        d = Path(a.ncu_table)
+        lrc = d / "ncu_lrc.csv"
+        print(ncu_table((d / "ncu.csv").read_text(), json.loads((d / RESULT_FILE).read_text()),
+                        lrc.read_text() if lrc.exists() else None,
+                        json.loads((d / "tc_feed_lrc.json").read_text()) if lrc.exists() else None))
+        print(sector_group_fields((d / "ncu.csv").read_text(), json.loads((d / RESULT_FILE).read_text())))
+        return 0
     why = pc.gpu_missing()
     if why:
         return pc.no_gpu_exit("tc_feed_probe", why)
