@@ -240,19 +240,7 @@ def chase_ring(lines: int, seed: int):
 
 def sass_checks(workdir: Path) -> dict:
     """Per body: the mnemonic counts of its hot loop (needs nvcc and cuobjdump; else the error)."""
-    try:
-        cubin, _ = pc.compile_cubin(workdir, ARCH, KERNEL_SRC)
-        sass = pc.disassemble(cubin)
-    except RuntimeError as e:
-        return {"error": str(e)}
-    out = {}
-    for body, (kernel, _, op) in BODIES.items():
-        try:
-            loop = pc.hot_loop(sass, kernel, op)
-            out[body] = {"op": op, "count": pc.count_prefix(loop, op), "body": dict(loop)}
-        except ValueError as e:
-            out[body] = {"op": op, "problem": str(e)}
-    return out
+    return pc.loop_sass_checks(workdir, ARCH, KERNEL_SRC, {body: (kernel, op) for body, (kernel, _, op) in BODIES.items()})
 
 
 # ----- GPU -----------------------------------------------------------------------------------------------

@@ -174,6 +174,25 @@ def hot_loop(sass: str, kernel: str, key: str) -> Counter:
 
 
 # ----- nvidia-smi -----------------------------------------------------------------------------------------
+def loop_sass_checks(workdir: Path, arch: str, src: Path, kernels: dict[str, tuple[str, str]]) -> dict:
+    """Compile ``src`` for ``arch`` and, per entry ``name: (kernel, op)``, the mnemonic counts of the
+    kernel's hot loop around ``op`` (``{"op", "count", "body"}``, or ``{"op", "problem"}``); where
+    nvcc or the disassembler fails, ``{"error": ...}``."""
+    try:
+        cubin, _ = compile_cubin(workdir, arch, src)
+        sass = disassemble(cubin)
+    except RuntimeError as e:
+        return {"error": str(e)}
+    out = {}
+    for name, (kernel, op) in kernels.items():
+        try:
+            loop = hot_loop(sass, kernel, op)
+            out[name] = {"op": op, "count": count_prefix(loop, op), "body": dict(loop)}
+        except ValueError as e:
+            out[name] = {"op": op, "problem": str(e)}
+    return out
+
+
 def parse_smi_timestamp(text: str) -> float:
     """nvidia-smi's ``timestamp`` field -> epoch seconds (local time); ValueError when it does not parse."""
     return datetime.datetime.strptime(text, SMI_TIMESTAMP_FORMAT).timestamp()

@@ -58,19 +58,7 @@ def rate_row(kernel: str, threads: int, iters: int, runs: list[dict]) -> dict:
 
 def sass_checks(workdir: Path) -> dict:
     """Per kernel: the mnemonic counts of its hot loop and whether the claimed instruction is there."""
-    try:
-        cubin, _ = pc.compile_cubin(workdir, ARCH, KERNEL_SRC)
-        sass = pc.disassemble(cubin)
-    except RuntimeError as e:
-        return {"error": str(e)}
-    out = {}
-    for k, (op, _, _) in KERNELS.items():
-        try:
-            body = pc.hot_loop(sass, k, op)
-            out[k] = {"op": op, "count": pc.count_prefix(body, op), "body": dict(body)}
-        except ValueError as e:
-            out[k] = {"op": op, "problem": str(e)}
-    return out
+    return pc.loop_sass_checks(workdir, ARCH, KERNEL_SRC, {k: (k, op) for k, (op, _, _) in KERNELS.items()})
 
 
 def run(iters: int, reps: int) -> dict:  # pragma: no cover - needs a GPU
