@@ -233,14 +233,21 @@ def program_mix(program) -> dict[str, float]:
 
 def unroll_factor(mix: dict, program) -> int:
     """How many of the program's loop steps one SASS loop iteration holds: the ratio of FFMA (or
-    HMMA) counts when it is an integer >= 2, else 1."""
+    HMMA) counts when it is an integer >= 2, else 1. A step with barriers repeats them when the loop
+    is unrolled: when the iteration's barriers are not that multiple of the step's, the math ratio is
+    the instruction's, not the loop's (a wmma m16n16k8 tf32 is four HMMA.1684 where the model counts
+    two m16n8k8: 128 HMMA against 64 in a loop of one k-step and two BAR.SYNC), and it is 1."""
     model = program_mix(program)
     for cls in ("FFMA", "HMMA"):
         sass_n, model_n = mix["classes"].get(cls, 0), model[cls]
         if sass_n and model_n:
             ratio = sass_n / model_n
             n = round(ratio)
-            return n if n >= 2 and abs(ratio - n) <= 0.01 * n else 1
+            if n < 2 or abs(ratio - n) > 0.01 * n:
+                return 1
+            if model["BAR"] and mix["classes"].get("BAR", 0) != n * model["BAR"]:
+                return 1
+            return n
     return 1
 
 

@@ -14,9 +14,10 @@ What one block does per k-step, by rung (the thread-to-data mappings are the CUD
   by cp.async into a ``stages``-deep ring otherwise) into the shared layout: dense rows, rows padded
   by 16 bytes, or 16-byte chunks XOR-swizzled by row. Each k-slice of the slab, every warp loads its
   fragments with ``ldmatrix.x4`` (8 lanes address the 8 rows of each 8x8 matrix, 16 bytes each; B
-  row-major with ``.trans``) and issues its MMAs; tf32 fragments are loaded with 4-byte shared loads
-  in the mma.sync m16n8k8 register layout. The engine's bank arithmetic finds the conflicts of each
-  layout from these addresses.
+  row-major with ``.trans``) and issues its MMAs; tf32 mma.sync loads A, and a K-contiguous B, with
+  ``ldmatrix.x4`` too (16 rows of 8 tf32), a row-major B and wmma's tf32 fragments with 4-byte shared
+  loads in the m16n8k8 register layout, and rounds every fragment register to tf32. The engine's
+  bank arithmetic finds the conflicts of each layout from these addresses.
 * **wgmma** (Hopper): a k-step is one ``bk`` slab brought into a ``stages``-deep ring by two TMA bulk
   tensor copies (``dest="bulk"``; with a cluster, each block fetches ``1/cluster`` of the B tile and
   receives the rest by multicast). Each consumer warpgroup issues ``wm/64 x wn/N x bk/K`` wgmma
@@ -27,8 +28,9 @@ Epilogue: ``direct`` stores each lane's two adjacent accumulators per row of eve
 (8-byte fp32 or 4-byte 16-bit stores, rows ``g`` and ``g + 8``); ``shared`` writes them to shared memory,
 passes a barrier and stores 16-byte chunks of whole rows.
 
-Instruction counts that are not memory or MMA (addresses, loop, waits) are structural assumptions
-named below; the compile path (``--compile``) can replace the register count with the compiler's.
+Instruction counts that are not memory or MMA (addresses, loop, waits) are named below: traced from
+the suite's SASS where stated (rung 1, register-staged copies, tf32 rounding and addresses), structural
+assumptions otherwise; the compile path (``--compile``) can replace the register count with the compiler's.
 Edge blocks are counted as full tiles (out-of-bounds chunks still take their instruction).
 """
 
@@ -37,7 +39,14 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from tilesim.kernels.tc_gemm.config import PAD_BYTES, WARP, WARPGROUP_THREADS, TcGemmConfig
+from tilesim.kernels.tc_gemm.config import (
+    MMA_A_FRAG_REGS,
+    MMA_B_FRAG_REGS,
+    PAD_BYTES,
+    WARP,
+    WARPGROUP_THREADS,
+    TcGemmConfig,
+)
 from tilesim.program import (
     Compute,
     GlobalLoad,
@@ -91,6 +100,32 @@ WMMA_FRAGMENT_REGISTERS = 4
 # wavefronts of the rung-1 kernels, per warp and k-step at 4096^3, are 5.0 / 9.0 with 4 / 8 MOVM (Brow
 # w16x16 / w32x32) against 1.0 without (Bcol w32x64, tf32 Bcol).
 MOVM_PER_ROW_B_FRAGMENT = 4
+# Staged k-steps (rungs 2-4), per warp and k-step, read off the SASS of the suite's staged loops at 4096^3
+# (nvcc 13.0 -arch=sm_90, nvdisasm 13.0; the k-loop's body from its label to its backward branch, which
+# has no inner branch) and checked against Nsight Compute's smsp__inst_executed over warps x k-steps.
+# A register-staged (stages = 1) 16-byte copy: the zero fill of its four registers (2 CS2R), its row and
+# column guards (ISETP.GE.AND, ISETP.GE.OR) and its 64-bit address under the guard (LDC.64, SHF, IMAD.WIDE,
+# LEA, LEA.HI.X): 36 for the 4 copies of the 16-bit s1 loops (mma.sync and wmma, Brow and Bcol), 72 for
+# the 8 of the tf32 one. A compiler fact, no time was read.
+REGISTER_COPY_ADDRESS_INSTRUCTIONS = 9
+# With one shared buffer (stages = 1) ldmatrix and 16-bit wmma loads address by immediate offsets from
+# loop-invariant registers: the 16-bit s1 loops issue nothing per fragment load (14 instructions besides
+# the copies, loads, MMAs and barriers, whether 12 LDSM or 48 LD.E). In a ring the slot moves each step:
+# PER_MEMORY_INSTRUCTION (an assumption) stays.
+REGISTER_STAGED_PER_FRAGMENT_LOAD = 0
+# A tf32 4-byte fragment load computes its own address: IMAD.WIDE for wmma's generic 64-bit addresses (the
+# wmma tf32 s1 loop: 96 for 96 LD.E; as rung 1's tf32 loads), LEA for mma.sync's row-major B (LDS: 64 for
+# 64 in the dense and padded Brow loops)
+TF32_LOAD_ADDRESS_INSTRUCTIONS = 1
+# a wmma tf32 fragment's generic 64-bit base: IADD3 + IMAD.X (23 of each for 24 fragments a k-step)
+WMMA_TF32_BASE_PER_FRAGMENT = 2
+# the XOR swizzle of mma.sync's tf32 row-major B loads: the swizzled Brow loop issues 971 instructions,
+# the dense one 880 (the same loop otherwise: +47 LOP3, +25 LEA, +21 IMAD.IADD), for 64 such loads
+TF32_SWIZZLE_PER_ROW_B_LOAD = (971 - 880) / 64
+# A wmma m16n16k8 tf32 is four HMMA.1684 (m16n8k4) on sm_90 (SASS: 128 for the 32 wmma of a w64x32 k-step
+# of 32), where the model's tensor work is two m16n8k8 (the shape the hardware file rates, config's
+# WMMA_LOWERS_TO): the other two take their issue slots
+WMMA_TF32_HMMA_PER_FRAGMENT_MMA = 4
 # wgmma consumers per warp and k-step: mbarrier wait, wgmma fence, commit, wait_group, the empty-slot
 # arrive and the loop (assumption: about 8 instructions).
 WGMMA_SYNC_PER_WARP_STEP = 8
@@ -216,7 +251,28 @@ def _fragment_reads(cfg: TcGemmConfig, b_base: int, kk: int) -> list[WarpAccess]
                 chunks = [kk // 8 + (ln // 8) % 2 for ln in lanes]
             out.append(_ldmatrix_x4(cfg, b_base, cb, rows, chunks))
         return out
-    # tf32: 4-byte loads in the m16n8k8 register layout (g = lane / 4, t = lane % 4)
+    if cfg.instruction == "mma_sync":
+        # tf32 mma.sync (the kernels' compute_mma): A, and B when K-contiguous, by ldmatrix.x4 of 16 rows x
+        # two 16-byte chunks (8 tf32 of k), which gives lane l the m16n8k8 fragment's 32-bit element (row
+        # l / 4, column l % 4) of each 8x8 matrix; SASS of the suite's tf32 loops: 16 LDSM for 4 k-slices of
+        # 4 A fragments (w64x64), 24 for 4 of 4 A and 2 B pairs (Bcol w64x32)
+        for i in range(cfg.wm // 16):
+            rows = [i * 16 + (ln % 16) for ln in lanes]
+            chunks = [kk * e // CHUNK_BYTES + ln // 16 for ln in lanes]
+            out.append(_ldmatrix_x4(cfg, 0, ca, rows, chunks))
+        if cfg.b_layout == "col":  # [n][k]: 16 n x 8 k a pair of n8 fragments
+            for p in range(cfg.wn // 16):
+                rows = [p * 16 + (ln % 8) + 8 * (ln // 16) for ln in lanes]
+                chunks = [kk * e // CHUNK_BYTES + (ln // 8) % 2 for ln in lanes]
+                out.append(_ldmatrix_x4(cfg, b_base, cb, rows, chunks))
+            return out
+        # B row-major ([k][n]): ldmatrix cannot transpose 32-bit elements; 4-byte loads, below
+        for jn in range(cfg.wn // 8):
+            for j in range(2):
+                out.append(WarpAccess(tuple(shared_address(cfg, b_base, kk + ln % 4 + 4 * j, (jn * 8 + ln // 4) * e, cb)
+                                            for ln in lanes), 4))
+        return out
+    # tf32 wmma: 4-byte loads in the m16n8k8 register layout (g = lane / 4, t = lane % 4)
     for i in range(cfg.wm // 16):
         for j in range(4):
             out.append(WarpAccess(tuple(shared_address(cfg, 0, i * 16 + ln // 4 + 8 * (j % 2),
@@ -297,9 +353,18 @@ def _staged_step(cfg: TcGemmConfig):
     reads: list[WarpAccess] = []
     for kk in range(0, cfg.bk, slice_k):
         reads += _fragment_reads(cfg, b_base, kk)
-    if dest == "async":  # the cp.async copy code the probe measured (register-staged copies: not counted)
-        la, lb = (replace(ld, address_instructions=COPY_ADDRESS_INSTRUCTIONS) for ld in (la, lb))
-    other = W * (FIXED_PER_WARP_STEP + PER_MEMORY_INSTRUCTION * len(reads))
+    slices = max(1, cfg.bk // slice_k)
+    # the copy code: cp.async's as the probe measured, register-staged copies' as the s1 loops' SASS
+    copy_address = COPY_ADDRESS_INSTRUCTIONS if dest == "async" else REGISTER_COPY_ADDRESS_INSTRUCTIONS
+    la, lb = (replace(ld, address_instructions=copy_address) for ld in (la, lb))
+    other = FIXED_PER_WARP_STEP + _fragment_address_instructions(cfg, reads, slices)
+    if cfg.elem_bytes == 4:  # tf32: every fragment register rounded (cvt.rna.tf32.f32: FSETP + IMAD.IADD)
+        other += TF32_ROUND_PER_REGISTER * _fragment_registers(cfg) * slices
+    compute: tuple = (_mma(cfg, cfg.bk), Compute("int", W * other))
+    if cfg.instruction == "wmma" and cfg.elem_bytes == 4:  # the HMMA.1684 beyond the modelled m16n8k8 pairs
+        _, per_op = cfg.hardware_mma
+        wmmas = (cfg.bm // 16) * (cfg.bn // 16) * (cfg.bk // cfg.mma_shape[2])
+        compute += (Compute("issue", wmmas * (WMMA_TF32_HMMA_PER_FRAGMENT_MMA - per_op)),)
     movm = 0
     if cfg.instruction == "wmma" and cfg.b_layout == "row" and cfg.elem_bytes == 2:
         # a row-major B fragment is transposed in registers: one MOVM.16.MT88 per 8x8 matrix (SASS), on
@@ -310,12 +375,31 @@ def _staged_step(cfg: TcGemmConfig):
     # loads ahead of its first MMA (SASS: 14 of 16 ldmatrix ahead of the first HMMA in the suite's
     # mma 128x128x32 loop, 11 of 16 in mma_feed_probe's two-slice loops); more slices are loaded
     # slice by slice, the next while the current one's MMAs run (the 128x128x64 loop: 7 of 24 ahead)
-    slices = max(1, cfg.bk // slice_k)
     step = Step(loads=(la, lb), barriers=2 if cfg.stages == 1 else 1,
                 shared_loads=(SharedAccess(tuple(reads), repeat=W, generic=cfg.instruction == "wmma"),),
-                compute=(_mma(cfg, cfg.bk), Compute("int", other)) + ((Shuffle(movm),) if movm else ()),
+                compute=compute + ((Shuffle(movm),) if movm else ()),
                 rounds=1 if slices <= HOISTED_SLICES else slices)
     return step, math.ceil(cfg.k / cfg.bk), 1
+
+
+def _fragment_registers(cfg: TcGemmConfig) -> int:
+    """Registers per lane of one warp's A and B fragments for one k-slice."""
+    if cfg.instruction == "wmma":
+        return (cfg.wm // 16 + cfg.wn // 16) * WMMA_FRAGMENT_REGISTERS
+    return (cfg.wm // 16) * MMA_A_FRAG_REGS + (cfg.wn // 8) * MMA_B_FRAG_REGS
+
+
+def _fragment_address_instructions(cfg: TcGemmConfig, reads: list[WarpAccess], slices: int) -> float:
+    """Address instructions per warp and k-step of its fragment loads ``reads`` (see the constants)."""
+    if cfg.elem_bytes == 4 and cfg.instruction == "wmma":  # each generic 4-byte load, and each fragment's base
+        return (TF32_LOAD_ADDRESS_INSTRUCTIONS * len(reads)
+                + WMMA_TF32_BASE_PER_FRAGMENT * (cfg.wm // 16 + cfg.wn // 16) * slices)
+    per_load = PER_MEMORY_INSTRUCTION if cfg.stages > 1 else REGISTER_STAGED_PER_FRAGMENT_LOAD
+    if cfg.elem_bytes == 4 and cfg.b_layout == "row":  # mma.sync tf32: row-major B by 4-byte loads
+        row_b = 2 * (cfg.wn // 8) * slices
+        swizzle = TF32_SWIZZLE_PER_ROW_B_LOAD if cfg.layout == "swizzled" else 0.0
+        return per_load * (len(reads) - row_b) + (TF32_LOAD_ADDRESS_INSTRUCTIONS + swizzle) * row_b
+    return per_load * len(reads)
 
 
 def _wgmma_step(cfg: TcGemmConfig):
