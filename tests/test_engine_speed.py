@@ -133,3 +133,24 @@ def test_group_holds_end_together_and_release_the_channels_before_any_slot_steps
     exact = simulate(cfg, "h200", steady_state=False)
     assert fast.events < exact.events / 2
     assert abs(fast.time_s / exact.time_s - 1) < 0.02
+
+
+def test_step_costs_are_kept_and_handed_out_as_copies():
+    """The cost model works a step's cost out once per step, GPU and warp count; a caller that
+    changes what it was given does not change what the next caller gets."""
+    import tilesim.cost as cost
+    from tilesim.api import lower, resolve_hardware
+    from tilesim.cost import nvidia
+
+    hw = resolve_hardware("h200")
+    step = lower(registry.get("gemm").make(m=256, n=256, k=256), hw)[0].phases[0].step
+    cost._cache.clear()
+    first = cost.step_cost(step, hw, 8)
+    assert first == nvidia.step_cost(step, hw, 8)
+    first.load_l2_bytes_each.append(1.0)
+    first.shared_load_wavefronts = -1.0
+    again = cost.step_cost(step, hw, 8)
+    assert again == nvidia.step_cost(step, hw, 8) and again is not first
+    assert len(cost._cache) == 1
+    assert cost.step_cost(step, hw, 4) == nvidia.step_cost(step, hw, 4)  # another warp count: its own
+    assert len(cost._cache) == 2
