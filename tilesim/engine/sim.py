@@ -29,7 +29,9 @@ Steady states (what keeps it fast)
 ----------------------------------
 When a k-loop's step period has settled (two windows within ``STEADY_TOL``; or, where slots taking
 turns at a channel make the windows repeat in a cycle of a few, three runs of the cycle alike, see
-``MAX_WINDOW_CYCLE``: it holds at the cycle's mean) and the other slots
+``MAX_WINDOW_CYCLE``: it holds at the cycle's mean; or, where the windows jitter without
+repeating, the standard error of the mean of its last windows is within the tolerance and they
+show no ramp, see ``_window_mean``: it holds at that mean) and the other slots
 in a k-loop have settled too, the rest of the loop is not stepped: the group holds, for the
 skipped time, a reservation on every channel equal to its measured consumption rate (so it still
 contends), streams its misses into the L2, and its counters grow by the measured per-step amounts.
@@ -91,6 +93,13 @@ FALLBACK_WINDOWS = 4  # steady windows after which a group holds alone
 # every few windows) is steady once its windows repeat in runs of c, for some c up to this (the
 # last three runs each within STEADY_TOL of the one before); it holds at their mean (_window_cycle)
 MAX_WINDOW_CYCLE = 12  # 9-window cycles seen: tile_sizes reg2d 64x128x16 t8x8 vec at 4096^3, 4 slots
+# a k-loop whose windows jitter without repeating is steady once the mean of its last windows is
+# known well enough (_window_mean): from WINDOW_SAMPLES_MIN to WINDOW_SAMPLES windows, a standard
+# error of their mean within WINDOW_SE_TOL x STEADY_TOL of it, and no ramp between their halves
+WINDOW_SAMPLES_MIN = 10
+WINDOW_SAMPLES = 16
+WINDOW_SE_TOL = 1.5
+WINDOW_TREND_TOL = 2.0
 MATH_PIPES = ("fma", "sfu", "int", "fp64", "shuffle")
 CHANNELS = ("issue", *MATH_PIPES, "tensor", "smem", "l1", "l2", "hbm", "dispatch", "atomic")
 COUNTERS = CHANNELS + ("hbm_read", "hbm_write", "l2_load", "l2_store", "smem_bytes", "smem_ideal", "ffma",
@@ -675,7 +684,8 @@ class Engine:
         for ln in lanes[1:]:  # the lead's L1 lookups serve the group's other warp groups
             ln.l1 = lanes[0].l1
         per_step: list[float] = []
-        recent: deque = deque(maxlen=MAX_WINDOW_CYCLE)  # (tally, L2 misses, L1 misses) of the last windows
+        # (tally, L2 misses, L1 misses) of the last windows
+        recent: deque = deque(maxlen=max(MAX_WINDOW_CYCLE, WINDOW_SAMPLES))
         i = 0
         held = False
         steady_windows = 0
@@ -709,6 +719,8 @@ class Engine:
             if held:
                 continue
             cycle = _window_cycle(per_step, self.tol) if w == window else 0
+            if not cycle and w == window:
+                cycle = _window_mean(per_step, self.tol)
             steady = cycle > 0
             a = per_step[-1] if cycle <= 1 else sum(per_step[-cycle:]) / cycle
             left = n - i - window
@@ -945,6 +957,34 @@ def _window_cycle(per_step: list[float], tol: float) -> int:
         if (s1 > 0 and s2 > 0 and abs(s0 - s1) <= tol * s1 and abs(s1 - s2) <= tol * s2
                 and abs(per_step[-1] - per_step[-1 - c]) <= tol * per_step[-1 - c]):
             return c
+    return 0
+
+
+def _window_mean(per_step: list[float], tol: float) -> int:
+    """How many of the last step windows (``per_step``, seconds per step) a k-loop's period is
+    averaged over once their mean is known within ``tol``: the largest ``n`` from
+    WINDOW_SAMPLES_MIN to WINDOW_SAMPLES for which the standard error of the last ``n`` windows'
+    mean is at most WINDOW_SE_TOL times ``tol`` of it and the means of their first and second
+    halves differ by at most WINDOW_TREND_TOL times ``tol`` of it (no ramp); 0 when none (a
+    negative ``tol``: never). The loop's first window (it fills the pipeline) never counts.
+
+    Slots stepping together take turns at the SM's channels, so single windows jitter about a
+    steady mean (about 5% seen: reg2d 4x4 tilings at 8 to 10 slots) without repeating: two windows
+    alike are then a chance match and hold at a sample, not at the mean."""
+    if tol < 0:
+        return 0
+    samples = per_step[1:]
+    for n in range(min(len(samples), WINDOW_SAMPLES), WINDOW_SAMPLES_MIN - 1, -1):
+        last = samples[-n:]
+        mean = sum(last) / n
+        if mean <= 0:
+            continue
+        var = sum((x - mean) ** 2 for x in last) / (n - 1)
+        half = n // 2
+        first, second = sum(last[:half]) / half, sum(last[n - half:]) / half
+        if (var / n <= (WINDOW_SE_TOL * tol * mean) ** 2
+                and abs(second - first) <= WINDOW_TREND_TOL * tol * mean):
+            return n
     return 0
 
 
