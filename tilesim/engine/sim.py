@@ -189,6 +189,7 @@ class _Plan:
         # the tensor time of the step's warp-issued MMAs, which co-resident blocks run in phase
         # (StepCost.lockstep_tensor_cycles)
         self.lockstep_s = cost.lockstep_tensor_cycles / clk
+        self.math_rounds: dict = {}  # share of the step -> one round's requests (Engine._math_round)
 
 
 class Engine:
@@ -496,34 +497,51 @@ class Engine:
 
     def _math(self, pl: _Plan, share: float):
         """One group of warps through the step's load-then-use rounds (a process)."""
-        env, ch, c = self.env, self.ch, pl.cost
-        r = pl.rounds
-        f = share / r
-        warps = max(self.warps_per_block * share, 1e-9)
-        lds_wave, lds_instr = c.shared_load_wavefronts, c.shared_load_instructions
-        # generic shared loads (SharedAccess.generic) also queue on the L1 path and take its latency
-        lds_l1, lds_lat = c.shared_load_l1_cycles, (self.generic_smem_lat_s if c.shared_load_l1_cycles
-                                                          else self.smem_lat_s)
-        l1 = ch["l1"].request
-        atomics = c.atomic_wavefronts
-        smem, issue = ch["smem"].request, ch["issue"].request
-        pipes = [(ch[pipe].request, amount * f) for pipe, amount in pl.math.items()]
-        instr = pl.math_issue * f
-        issue_s = instr / warps / pl.warp_ipc_per_s
+        env = self.env
+        got = pl.math_rounds.get(share)
+        if got is None:
+            got = pl.math_rounds[share] = self._math_round(pl, share)
+        r, lds, lds_lat, requests, issue_s = got
         timeout = env.timeout
         for _ in range(r):
             now = env.now
-            if lds_wave:
-                done = max(smem(now, lds_wave * f), issue(now, lds_instr * f), l1(now, lds_l1 * f)) + lds_lat
+            if lds:
+                done = now
+                for request, amount in lds:
+                    done = max(done, request(now, amount))
+                done += lds_lat
                 yield timeout(done - now)
                 now = env.now
-            done = max(issue(now, instr), now + issue_s)
-            for request, amount in pipes:
+            done = now + issue_s
+            for request, amount in requests:
                 done = max(done, request(now, amount))
-            if atomics:
-                done = max(done, smem(now, atomics * f))
             yield timeout(done - now)
             self.events += 1
+
+    def _math_round(self, pl: _Plan, share: float) -> tuple:
+        """What one load-then-use round of a group of warps with ``share`` of the block's step asks
+        (kept per plan and share by :meth:`_math`): the rounds, the shared loads' requests (channel,
+        amount) and their latency, the math's requests in the order they queue (issue, each pipe,
+        shared atomics) and the least time the warps take to issue it. Requests of nothing are left
+        out (a channel returns the time it is asked at for them and changes nothing)."""
+        ch, c = self.ch, pl.cost
+        r = pl.rounds
+        f = share / r
+        warps = max(self.warps_per_block * share, 1e-9)
+        # generic shared loads (SharedAccess.generic) also queue on the L1 path and take its latency
+        lds_lat = self.generic_smem_lat_s if c.shared_load_l1_cycles else self.smem_lat_s
+        lds = ()
+        if c.shared_load_wavefronts:
+            lds = tuple((ch[name].request, amount) for name, amount in (
+                ("smem", c.shared_load_wavefronts * f), ("issue", c.shared_load_instructions * f),
+                ("l1", c.shared_load_l1_cycles * f)) if amount > 0)
+        instr = pl.math_issue * f
+        requests = [(ch["issue"].request, instr)]
+        requests += [(ch[pipe].request, amount * f) for pipe, amount in pl.math.items()]
+        if c.atomic_wavefronts:
+            requests.append((ch["smem"].request, c.atomic_wavefronts * f))
+        requests = tuple((request, amount) for request, amount in requests if amount > 0)
+        return r, lds, lds_lat, requests, instr / warps / pl.warp_ipc_per_s
 
     def _stores(self, pl: _Plan, k: int, first: int, count: int, share: float, tally: _Tally):
         """Issue a step's global stores (and global atomics); L2 and HBM take them posted.
@@ -705,8 +723,9 @@ class Engine:
                 # the events a process of its own would end with (its exit, then the AllOf), so
                 # that everything else at this instant runs in the same order as with one
                 yield from self._steps(pl, slot, lanes[0], first, count, share, True, i, w, wt)
-                yield env.timeout(0)
-                yield env.timeout(0)
+                for _ in range(2):
+                    if env.peek() <= env.now:  # else nothing else happens at this instant: no order to keep
+                        yield env.timeout(0)
             else:
                 yield simpy.AllOf(env, [env.process(self._steps(pl, slot, ln, first, count, share, g == 0, i, w, wt))
                                         for g, ln in enumerate(lanes)])
@@ -789,7 +808,8 @@ class Engine:
                 yield env.timeout(admitted - t0)
             # the group runs in this process; the zero timeout stands for its own process's exit
             tally = yield from self._group(slot, first, count)
-            yield env.timeout(0)
+            if env.peek() <= env.now:
+                yield env.timeout(0)
             tally.v["dispatch"] += 1.0
             self._scale_and_add(tally, count)
             if groups == 0:
