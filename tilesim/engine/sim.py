@@ -104,6 +104,7 @@ MATH_PIPES = ("fma", "sfu", "int", "fp64", "shuffle")
 CHANNELS = ("issue", *MATH_PIPES, "tensor", "smem", "l1", "l2", "hbm", "dispatch", "atomic")
 COUNTERS = CHANNELS + ("hbm_read", "hbm_write", "l2_load", "l2_store", "smem_bytes", "smem_ideal", "ffma",
                        "l1_fill")
+COMPUTE_COUNTERS = ("issue", *MATH_PIPES, "tensor", "smem", "smem_bytes", "smem_ideal", "ffma")  # a step's compute adds
 POSTED = ("atomic",)  # chip-wide channels whose requests no block waits for: held work is queued, not reserved
 PER_SM_COUNTERS = ("issue", *MATH_PIPES, "tensor", "smem", "l1", "dispatch", "smem_bytes", "smem_ideal", "ffma")
 LOOP = "@"  # the loop index in a tile's projection (phases share tiles by position, not by name)
@@ -118,8 +119,10 @@ class _Tally:
         self.v = dict.fromkeys(COUNTERS, 0.0)
 
     def add(self, other: _Tally, scale: float = 1.0) -> None:
+        v = self.v
         for k, x in other.v.items():
-            self.v[k] += x * scale
+            if x:  # adding nothing changes nothing
+                v[k] += x * scale
 
 
 class _Lane:
@@ -190,6 +193,7 @@ class _Plan:
         # (StepCost.lockstep_tensor_cycles)
         self.lockstep_s = cost.lockstep_tensor_cycles / clk
         self.math_rounds: dict = {}  # share of the step -> one round's requests (Engine._math_round)
+        self.compute_counts: dict = {}  # share of the step -> its COMPUTE_COUNTERS that are not 0 (Engine._compute)
 
 
 class Engine:
@@ -483,9 +487,13 @@ class Engine:
         if env.now < t0 + pl.crit_s:
             yield env.timeout(t0 + pl.crit_s - env.now)
         v = tally.v
-        it = pl.tally.v
-        for key in ("issue", *MATH_PIPES, "tensor", "smem", "smem_bytes", "smem_ideal", "ffma"):
-            v[key] += it[key] * share
+        counts = pl.compute_counts.get(share)
+        if counts is None:  # the step's compute counters at this share (those of nothing left out)
+            it = pl.tally.v
+            counts = pl.compute_counts[share] = tuple(
+                (key, it[key] * share) for key in COMPUTE_COUNTERS if it[key] * share != 0)
+        for key, amount in counts:
+            v[key] += amount
         waited = env.now
         if pl.stores or pl.atomics:
             yield from self._stores(pl, k, first, count, share, tally)
