@@ -475,6 +475,11 @@ class Engine:
         groups = pl.math_groups
         if groups == 1:
             yield from self._math(pl, share)
+        elif env.peek() > env.now:
+            # nothing else happens at this instant, so the first group would run first anyway: it
+            # runs in this process (see _together)
+            yield from self._together(self._math(pl, share / groups),
+                                      [self._math(pl, share / groups) for _ in range(groups - 1)])
         else:
             yield simpy.AllOf(env, [env.process(self._math(pl, share / groups)) for _ in range(groups)])
         if pl.lockstep_s and pl.in_loop and len(self.in_loop) > 1:
@@ -502,6 +507,21 @@ class Engine:
                      ("stores", env.now - waited))
             return tuple((what, s) for what, s in parts if s > 0)
         return ()
+
+    def _together(self, first, others: list):
+        """Run the generator ``first`` in this process and each of ``others`` as a process of its
+        own, and return once all are done: what waiting on all of them as processes does, when
+        nothing else is due at this instant (the caller checks), with two events fewer.
+
+        The others start after ``first`` has reached its first wait, as they would behind its
+        process's start; ``first``'s end is followed by a zero timeout in place of its process's
+        exit where another event is due at that instant (else there is no order to keep)."""
+        env = self.env
+        procs = [env.process(gen) for gen in others]
+        yield from first
+        if env.peek() <= env.now:
+            yield env.timeout(0)
+        yield simpy.AllOf(env, procs)
 
     def _math(self, pl: _Plan, share: float):
         """One group of warps through the step's load-then-use rounds (a process)."""
@@ -734,6 +754,10 @@ class Engine:
                 for _ in range(2):
                     if env.peek() <= env.now:  # else nothing else happens at this instant: no order to keep
                         yield env.timeout(0)
+            elif env.peek() > env.now:  # as in _compute
+                yield from self._together(self._steps(pl, slot, lanes[0], first, count, share, True, i, w, wt),
+                                          [self._steps(pl, slot, ln, first, count, share, False, i, w, wt)
+                                           for ln in lanes[1:]])
             else:
                 yield simpy.AllOf(env, [env.process(self._steps(pl, slot, ln, first, count, share, g == 0, i, w, wt))
                                         for g, ln in enumerate(lanes)])
