@@ -13,6 +13,7 @@ count what the memory system must do for it, the way the hardware splits a reque
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 
 def global_sectors_and_lines(addresses: Iterable[int], width_bytes: int, sector_bytes: int = 32,
@@ -46,6 +47,13 @@ def smem_wavefronts(addresses: Sequence[int | None], width_bytes: int, banks: in
     """
     if width_bytes not in LANES_PER_PHASE:
         raise ValueError(f"width_bytes must be 4, 8 or 16, got {width_bytes}")
+    return _smem_wavefronts(tuple(addresses), width_bytes, banks, bank_width_bytes)
+
+
+@lru_cache(maxsize=65536)
+def _smem_wavefronts(addresses: tuple, width_bytes: int, banks: int, bank_width_bytes: int) -> int:
+    """:func:`smem_wavefronts` of a tuple of lane addresses (a pure function: kept, since the
+    lowering repeats a few warp access patterns over many steps and configurations)."""
     per = LANES_PER_PHASE[width_bytes]
     total = 0
     for p in range(0, len(addresses), per):
@@ -111,7 +119,15 @@ def l1_cycles(addresses: Sequence[int], width_bytes: int, hw) -> float:
     scattered 4-byte loads at strides of 1152 B and 16 KiB, all lanes at one position, run at one
     line per clock; ``l1_scatter_spread`` measures strides that spread the lanes over the positions.)
     """
-    sector = hw.sector_bytes
+    return _l1_cycles(tuple(addresses), width_bytes, hw.sector_bytes, hw.l1_requests_per_clk_per_sm,
+                      hw.l1_bytes_per_clk_per_sm, hw.l1_lines_per_clk_per_sm)
+
+
+@lru_cache(maxsize=65536)
+def _l1_cycles(addresses: tuple, width_bytes: int, sector: int, requests_per_clk: float, bytes_per_clk: float,
+               lines_per_clk: float) -> float:
+    """:func:`l1_cycles` of a tuple of lane addresses and the L1's rates (kept, as
+    :func:`_smem_wavefronts` is)."""
     positions = 4
     sectors = {(a + off) // sector for a in addresses for off in range(0, width_bytes, 4)}
     per_pos: dict[int, int] = {}
@@ -119,8 +135,7 @@ def l1_cycles(addresses: Sequence[int], width_bytes: int, hw) -> float:
         per_pos[sc % positions] = per_pos.get(sc % positions, 0) + 1
     worst = max(per_pos.values(), default=0)
     lines = len({sc // positions for sc in sectors})
-    return max(1.0 / hw.l1_requests_per_clk_per_sm, worst * sector * positions / hw.l1_bytes_per_clk_per_sm,
-               lines / hw.l1_lines_per_clk_per_sm)
+    return max(1.0 / requests_per_clk, worst * sector * positions / bytes_per_clk, lines / lines_per_clk)
 
 
 def grouped_sectors(addresses: Sequence[int | None], width_bytes: int, group_lanes: int, sector_bytes: int = 32) -> int:

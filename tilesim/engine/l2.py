@@ -87,6 +87,10 @@ class L2Cache:
         past: dict = {}  # clock at earlier times: tiles of one hold share them (misses now leave them alone)
         for j, prefix in enumerate(prefixes):
             last = get(prefix)
+            if last is not None and now_c - last + size_bytes <= cap:
+                # a hit on its own last touch: a held range can only make that touch later
+                last_of[prefix] = now_c
+                continue
             if ranges:
                 for k0, k1, start, period in reversed(ranges_of(prefix, ())):
                     if k0 <= k < k1:

@@ -32,7 +32,9 @@ Steady states (what keeps it fast)
 ----------------------------------
 When a k-loop's step period has settled (two windows within ``STEADY_TOL``; or, where slots taking
 turns at a channel make the windows repeat in a cycle of a few, three runs of the cycle alike, see
-``MAX_WINDOW_CYCLE``: it holds at the cycle's mean) and the other slots
+``MAX_WINDOW_CYCLE``: it holds at the cycle's mean; or, where the windows jitter without
+repeating, the standard error of the mean of its last windows is within the tolerance and they
+show no ramp, see ``_window_mean``: it holds at that mean) and the other slots
 in a k-loop have settled too, the rest of the loop is not stepped: the group holds, for the
 skipped time, a reservation on every channel equal to its measured consumption rate (so it still
 contends), streams its misses into the L2, and its counters grow by the measured per-step amounts.
@@ -94,10 +96,18 @@ FALLBACK_WINDOWS = 4  # steady windows after which a group holds alone
 # every few windows) is steady once its windows repeat in runs of c, for some c up to this (the
 # last three runs each within STEADY_TOL of the one before); it holds at their mean (_window_cycle)
 MAX_WINDOW_CYCLE = 12  # 9-window cycles seen: tile_sizes reg2d 64x128x16 t8x8 vec at 4096^3, 4 slots
+# a k-loop whose windows jitter without repeating is steady once the mean of its last windows is
+# known well enough (_window_mean): from WINDOW_SAMPLES_MIN to WINDOW_SAMPLES windows, a standard
+# error of their mean within WINDOW_SE_TOL x STEADY_TOL of it, and no ramp between their halves
+WINDOW_SAMPLES_MIN = 10
+WINDOW_SAMPLES = 16
+WINDOW_SE_TOL = 1.5
+WINDOW_TREND_TOL = 2.0
 MATH_PIPES = ("fma", "sfu", "int", "fp64", "shuffle")
 CHANNELS = ("issue", *MATH_PIPES, "tensor", "smem", "l1", "l2", "hbm", "dispatch", "atomic")
 COUNTERS = CHANNELS + ("hbm_read", "hbm_write", "l2_load", "l2_store", "smem_bytes", "smem_ideal", "ffma",
                        "l1_fill")
+COMPUTE_COUNTERS = ("issue", *MATH_PIPES, "tensor", "smem", "smem_bytes", "smem_ideal", "ffma")  # a step's compute adds
 POSTED = ("atomic",)  # chip-wide channels whose requests no block waits for: held work is queued, not reserved
 PER_SM_COUNTERS = ("issue", *MATH_PIPES, "tensor", "smem", "l1", "dispatch", "smem_bytes", "smem_ideal", "ffma")
 LOOP = "@"  # the loop index in a tile's projection (phases share tiles by position, not by name)
@@ -112,8 +122,10 @@ class _Tally:
         self.v = dict.fromkeys(COUNTERS, 0.0)
 
     def add(self, other: _Tally, scale: float = 1.0) -> None:
+        v = self.v
         for k, x in other.v.items():
-            self.v[k] += x * scale
+            if x:  # adding nothing changes nothing
+                v[k] += x * scale
 
 
 class _Lane:
@@ -193,6 +205,8 @@ class _Plan:
         # the tensor time of the step's warp-issued MMAs, which co-resident blocks run in phase
         # (StepCost.lockstep_tensor_cycles)
         self.lockstep_s = cost.lockstep_tensor_cycles / clk
+        self.math_rounds: dict = {}  # share of the step -> one round's requests (Engine._math_round)
+        self.compute_counts: dict = {}  # share of the step -> its COMPUTE_COUNTERS that are not 0 (Engine._compute)
 
 
 class Engine:
@@ -478,6 +492,11 @@ class Engine:
         groups = pl.math_groups
         if groups == 1:
             yield from self._math(pl, share)
+        elif env.peek() > env.now:
+            # nothing else happens at this instant, so the first group would run first anyway: it
+            # runs in this process (see _together)
+            yield from self._together(self._math(pl, share / groups),
+                                      [self._math(pl, share / groups) for _ in range(groups - 1)])
         else:
             yield simpy.AllOf(env, [env.process(self._math(pl, share / groups)) for _ in range(groups)])
         if pl.lockstep_s and pl.in_loop and len(self.in_loop) > 1:
@@ -490,9 +509,13 @@ class Engine:
         if env.now < t0 + pl.crit_s:
             yield env.timeout(t0 + pl.crit_s - env.now)
         v = tally.v
-        it = pl.tally.v
-        for key in ("issue", *MATH_PIPES, "tensor", "smem", "smem_bytes", "smem_ideal", "ffma"):
-            v[key] += it[key] * share
+        counts = pl.compute_counts.get(share)
+        if counts is None:  # the step's compute counters at this share (those of nothing left out)
+            it = pl.tally.v
+            counts = pl.compute_counts[share] = tuple(
+                (key, it[key] * share) for key in COMPUTE_COUNTERS if it[key] * share != 0)
+        for key, amount in counts:
+            v[key] += amount
         waited = env.now
         if pl.stores or pl.atomics:
             yield from self._stores(pl, k, first, count, share, tally)
@@ -502,36 +525,68 @@ class Engine:
             return tuple((what, s) for what, s in parts if s > 0)
         return ()
 
+    def _together(self, first, others: list):
+        """Run the generator ``first`` in this process and each of ``others`` as a process of its
+        own, and return once all are done: what waiting on all of them as processes does, when
+        nothing else is due at this instant (the caller checks), with two events fewer.
+
+        The others start after ``first`` has reached its first wait, as they would behind its
+        process's start; ``first``'s end is followed by a zero timeout in place of its process's
+        exit where another event is due at that instant (else there is no order to keep)."""
+        env = self.env
+        procs = [env.process(gen) for gen in others]
+        yield from first
+        if env.peek() <= env.now:
+            yield env.timeout(0)
+        yield simpy.AllOf(env, procs)
+
     def _math(self, pl: _Plan, share: float):
         """One group of warps through the step's load-then-use rounds (a process)."""
-        env, ch, c = self.env, self.ch, pl.cost
-        r = pl.rounds
-        f = share / r
-        warps = max(self.warps_per_block * share, 1e-9)
-        lds_wave, lds_instr = c.shared_load_wavefronts, c.shared_load_instructions
-        # generic shared loads (SharedAccess.generic) also queue on the L1 path and take its latency
-        lds_l1, lds_lat = c.shared_load_l1_cycles, (self.generic_smem_lat_s if c.shared_load_l1_cycles
-                                                          else self.smem_lat_s)
-        l1 = ch["l1"].request
-        atomics = c.atomic_wavefronts
-        smem, issue = ch["smem"].request, ch["issue"].request
-        pipes = [(ch[pipe].request, amount * f) for pipe, amount in pl.math.items()]
-        instr = pl.math_issue * f
-        issue_s = instr / warps / pl.warp_ipc_per_s
+        env = self.env
+        got = pl.math_rounds.get(share)
+        if got is None:
+            got = pl.math_rounds[share] = self._math_round(pl, share)
+        r, lds, lds_lat, requests, issue_s = got
         timeout = env.timeout
         for _ in range(r):
             now = env.now
-            if lds_wave:
-                done = max(smem(now, lds_wave * f), issue(now, lds_instr * f), l1(now, lds_l1 * f)) + lds_lat
+            if lds:
+                done = now
+                for request, amount in lds:
+                    done = max(done, request(now, amount))
+                done += lds_lat
                 yield timeout(done - now)
                 now = env.now
-            done = max(issue(now, instr), now + issue_s)
-            for request, amount in pipes:
+            done = now + issue_s
+            for request, amount in requests:
                 done = max(done, request(now, amount))
-            if atomics:
-                done = max(done, smem(now, atomics * f))
             yield timeout(done - now)
             self.events += 1
+
+    def _math_round(self, pl: _Plan, share: float) -> tuple:
+        """What one load-then-use round of a group of warps with ``share`` of the block's step asks
+        (kept per plan and share by :meth:`_math`): the rounds, the shared loads' requests (channel,
+        amount) and their latency, the math's requests in the order they queue (issue, each pipe,
+        shared atomics) and the least time the warps take to issue it. Requests of nothing are left
+        out (a channel returns the time it is asked at for them and changes nothing)."""
+        ch, c = self.ch, pl.cost
+        r = pl.rounds
+        f = share / r
+        warps = max(self.warps_per_block * share, 1e-9)
+        # generic shared loads (SharedAccess.generic) also queue on the L1 path and take its latency
+        lds_lat = self.generic_smem_lat_s if c.shared_load_l1_cycles else self.smem_lat_s
+        lds = ()
+        if c.shared_load_wavefronts:
+            lds = tuple((ch[name].request, amount) for name, amount in (
+                ("smem", c.shared_load_wavefronts * f), ("issue", c.shared_load_instructions * f),
+                ("l1", c.shared_load_l1_cycles * f)) if amount > 0)
+        instr = pl.math_issue * f
+        requests = [(ch["issue"].request, instr)]
+        requests += [(ch[pipe].request, amount * f) for pipe, amount in pl.math.items()]
+        if c.atomic_wavefronts:
+            requests.append((ch["smem"].request, c.atomic_wavefronts * f))
+        requests = tuple((request, amount) for request, amount in requests if amount > 0)
+        return r, lds, lds_lat, requests, instr / warps / pl.warp_ipc_per_s
 
     def _stores(self, pl: _Plan, k: int, first: int, count: int, share: float, tally: _Tally):
         """Issue a step's global stores (and global atomics); L2 and HBM take them posted.
@@ -717,7 +772,8 @@ class Engine:
         for ln in lanes[1:]:  # the lead's L1 lookups serve the group's other warp groups
             ln.l1 = lanes[0].l1
         per_step: list[float] = []
-        recent: deque = deque(maxlen=MAX_WINDOW_CYCLE)  # (tally, L2 misses, L1 misses) of the last windows
+        # (tally, L2 misses, L1 misses) of the last windows
+        recent: deque = deque(maxlen=max(MAX_WINDOW_CYCLE, WINDOW_SAMPLES))
         i = 0
         held = False
         steady_windows = 0
@@ -737,8 +793,13 @@ class Engine:
                 # the events a process of its own would end with (its exit, then the AllOf), so
                 # that everything else at this instant runs in the same order as with one
                 yield from self._steps(pl, slot, lanes[0], first, count, share, True, i, w, wt)
-                yield env.timeout(0)
-                yield env.timeout(0)
+                for _ in range(2):
+                    if env.peek() <= env.now:  # else nothing else happens at this instant: no order to keep
+                        yield env.timeout(0)
+            elif env.peek() > env.now:  # as in _compute
+                yield from self._together(self._steps(pl, slot, lanes[0], first, count, share, True, i, w, wt),
+                                          [self._steps(pl, slot, ln, first, count, share, False, i, w, wt)
+                                           for ln in lanes[1:]])
             else:
                 yield simpy.AllOf(env, [env.process(self._steps(pl, slot, ln, first, count, share, g == 0, i, w, wt))
                                         for g, ln in enumerate(lanes)])
@@ -751,6 +812,8 @@ class Engine:
             if held:
                 continue
             cycle = _window_cycle(per_step, self.tol) if w == window else 0
+            if not cycle and w == window:
+                cycle = _window_mean(per_step, self.tol)
             steady = cycle > 0
             a = per_step[-1] if cycle <= 1 else sum(per_step[-cycle:]) / cycle
             left = n - i - window
@@ -823,7 +886,8 @@ class Engine:
                 yield env.timeout(admitted - t0)
             # the group runs in this process; the zero timeout stands for its own process's exit
             tally = yield from self._group(slot, first, count)
-            yield env.timeout(0)
+            if env.peek() <= env.now:
+                yield env.timeout(0)
             tally.v["dispatch"] += 1.0
             self._scale_and_add(tally, count)
             if groups == 0:
@@ -997,6 +1061,34 @@ def _window_cycle(per_step: list[float], tol: float) -> int:
         if (s1 > 0 and s2 > 0 and abs(s0 - s1) <= tol * s1 and abs(s1 - s2) <= tol * s2
                 and abs(per_step[-1] - per_step[-1 - c]) <= tol * per_step[-1 - c]):
             return c
+    return 0
+
+
+def _window_mean(per_step: list[float], tol: float) -> int:
+    """How many of the last step windows (``per_step``, seconds per step) a k-loop's period is
+    averaged over once their mean is known within ``tol``: the largest ``n`` from
+    WINDOW_SAMPLES_MIN to WINDOW_SAMPLES for which the standard error of the last ``n`` windows'
+    mean is at most WINDOW_SE_TOL times ``tol`` of it and the means of their first and second
+    halves differ by at most WINDOW_TREND_TOL times ``tol`` of it (no ramp); 0 when none (a
+    negative ``tol``: never). The loop's first window (it fills the pipeline) never counts.
+
+    Slots stepping together take turns at the SM's channels, so single windows jitter about a
+    steady mean (about 5% seen: reg2d 4x4 tilings at 8 to 10 slots) without repeating: two windows
+    alike are then a chance match and hold at a sample, not at the mean."""
+    if tol < 0:
+        return 0
+    samples = per_step[1:]
+    for n in range(min(len(samples), WINDOW_SAMPLES), WINDOW_SAMPLES_MIN - 1, -1):
+        last = samples[-n:]
+        mean = sum(last) / n
+        if mean <= 0:
+            continue
+        var = sum((x - mean) ** 2 for x in last) / (n - 1)
+        half = n // 2
+        first, second = sum(last[:half]) / half, sum(last[n - half:]) / half
+        if (var / n <= (WINDOW_SE_TOL * tol * mean) ** 2
+                and abs(second - first) <= WINDOW_TREND_TOL * tol * mean):
+            return n
     return 0
 
 
