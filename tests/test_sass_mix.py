@@ -13,6 +13,7 @@ import json
 import math
 import shutil
 import textwrap
+from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
@@ -109,6 +110,15 @@ def test_the_mix_replaces_the_programs_integer_estimate():
     # (a wmma m16n16k8 tf32 is four HMMA.1684 where the model has two m16n8k8), not an unrolled loop
     _, per_warp, unroll = sass.apply_loop_mix(prog, {"classes": {"FFMA": 256, "BAR": 2}, "other": 82, "total": 340})
     assert (per_warp, unroll) == (82, 1)
+    # the FFMA kernel keeps its FP32 compares with its FP32 work; a program with no FP32-pipe compute
+    # (tc_gemm tf32: FSETP rounding in its integer count) takes them as overhead
+    _, per_warp, _ = sass.apply_loop_mix(prog, {"classes": {"FFMA": 128, "FP32 other": 16}, "other": 41, "total": 185})
+    assert per_warp == 41
+    no_fma = replace(prog, phases=(replace(prog.phases[0], step=replace(prog.phases[0].step, compute=tuple(
+        op for op in prog.phases[0].step.compute if not (isinstance(op, Compute) and op.pipe == "fma")))),
+        *prog.phases[1:]))
+    _, per_warp, _ = sass.apply_loop_mix(no_fma, {"classes": {"FFMA": 128, "FP32 other": 16}, "other": 41, "total": 185})
+    assert per_warp == 57
 
 
 def test_no_disassembler_is_one_line_naming_both(monkeypatch, tmp_path):

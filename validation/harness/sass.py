@@ -255,7 +255,8 @@ def apply_loop_mix(program, mix: dict):
     """``program`` with its loop step's integer overhead set to the SASS count: the step's
     ``Compute("int")`` operations become one of ``other`` per warp (per loop iteration divided by
     :func:`unroll_factor`) times the warps, less what the step already issues as "issue" compute and
-    as loads' ``address_instructions``. Returns ``(program, int_per_warp_step, unroll)``."""
+    as loads' ``address_instructions``; where the step has no FP32-pipe compute, the SASS's "FP32 other"
+    instructions count as "other" too. Returns ``(program, int_per_warp_step, unroll)``."""
     from tilesim.program import Compute
 
     i = loop_phase_index(program)
@@ -263,7 +264,12 @@ def apply_loop_mix(program, mix: dict):
     step = phase.step
     warps = program.launch.warps_per_block
     unroll = unroll_factor(mix, program)
-    per_warp = mix["other"] / unroll
+    other = mix["other"]
+    if not any(isinstance(op, Compute) and op.pipe == "fma" for op in step.compute):
+        # a lowering with no FP32-pipe work counts what its SASS does there (tc_gemm's tf32 rounding:
+        # FSETP) among its integer overhead, so the SASS's "FP32 other" belongs to "other" here
+        other += mix.get("classes", {}).get("FP32 other", 0)
+    per_warp = other / unroll
     issue = sum(op.count for op in step.compute if isinstance(op, Compute) and op.pipe == "issue")
     address = sum(ld.address_instructions * len(ld.instructions) * ld.repeat for ld in step.loads)
     count = max(0.0, per_warp * warps - issue - address)
