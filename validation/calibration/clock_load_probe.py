@@ -384,11 +384,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if why:
         return pc.no_gpu_exit("clock_load_probe", why)
     res = run_probe(a.quick)
-    path = pc.results_dir(a.out, res["meta"]) / RESULT_FILE
-    pc.write_json(path, res)
-    print(format_table(res))
-    print(f"wrote {path} in {res['meta']['probe_wall_s']:.1f} s")
-    return 1 if res["errors"] else 0
+    return pc.write_probe_result(a.out, RESULT_FILE, res, format_table(res))
 
 
 if __name__ == "__main__":

@@ -174,6 +174,16 @@ def hot_loop(sass: str, kernel: str, key: str) -> Counter:
 
 
 # ----- nvidia-smi -----------------------------------------------------------------------------------------
+def write_probe_result(out: str | None, result_file: str, res: dict, table: str, *, indent: int | None = 2) -> int:
+    """Write a probe's result JSON (where :func:`results_dir` says), print its table and where it went;
+    the exit status: 1 when the probe recorded errors, else 0."""
+    path = results_dir(out, res["meta"]) / result_file
+    write_json(path, res, indent=indent)
+    print(table)
+    print(f"wrote {path} in {res['meta']['probe_wall_s']:.1f} s")
+    return 1 if res["errors"] else 0
+
+
 def loop_sass_checks(workdir: Path, arch: str, src: Path, kernels: dict[str, tuple[str, str]]) -> dict:
     """Compile ``src`` for ``arch`` and, per entry ``name: (kernel, op)``, the mnemonic counts of the
     kernel's hot loop around ``op`` (``{"op", "count", "body"}``, or ``{"op", "problem"}``); where
