@@ -162,7 +162,14 @@ class GlobalLoad:
     ``bypass_l1`` loads are cached in L2 only (``ld.global.cg``, CUDA's ``__ldcg``): they neither
     hit in nor allocate lines in the SM's L1, so a re-read tile comes from L2 with the L2's latency
     every time. Loads with ``dest`` "async" or "bulk" never use the L1 anyway. A GPU without such a
-    cache hint (Apple's cost model has no L1 lookups) takes the flag as a hint and ignores it."""
+    cache hint (Apple's cost model has no L1 lookups) takes the flag as a hint and ignores it.
+
+    ``isolated_sectors`` says that the sectors this load's step touches alone in their DRAM fetch unit
+    (the calibrated ``hbm_read_granularity_bytes``, 64 bytes on the H200: a sector pair) have a partner
+    that no step of this load reads (32 bytes of a fresh line per row each k-step): an L2 miss then
+    reads the whole unit from DRAM for nothing more. False (the default): the partner is read at
+    another k-step, where it hits in the L2 (a row-major tile advancing 32 bytes a k-step), so a
+    tile's own bytes are its DRAM bytes."""
 
     tile: TileRef
     instructions: tuple[WarpAccess, ...]
@@ -171,6 +178,7 @@ class GlobalLoad:
     chain: float = 0.0
     address_instructions: float = 0.0
     bypass_l1: bool = False
+    isolated_sectors: bool = False
 
     def __post_init__(self) -> None:
         owner = f"GlobalLoad({self.tile.tensor})"
@@ -179,6 +187,8 @@ class GlobalLoad:
         _require(self.dest in LOAD_DESTS, owner, "dest", self.dest, f"must be one of {', '.join(LOAD_DESTS)}")
         _nonneg(owner, chain=self.chain, address_instructions=self.address_instructions)
         _require(isinstance(self.bypass_l1, bool), owner, "bypass_l1", self.bypass_l1, "must be a bool")
+        _require(isinstance(self.isolated_sectors, bool), owner, "isolated_sectors", self.isolated_sectors,
+                 "must be a bool")
         if self.dest != "register":
             _require(all(w.shared_offsets is not None for w in self.instructions), owner, "dest", self.dest,
                      "needs shared_offsets on every instruction")

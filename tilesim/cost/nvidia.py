@@ -91,6 +91,11 @@ class StepCost:
     # copies go straight to shared memory)
     load_l2_bytes_each: list = field(default_factory=list)
     load_l1_cacheable: list = field(default_factory=list)
+    # per global load: the DRAM bytes its step reads when it misses in the L2: its L2 bytes, or for a load
+    # of isolated sectors (GlobalLoad.isolated_sectors) on a GPU with a measured hbm_read_granularity_bytes,
+    # that many bytes for each distinct fetch unit its sectors fall in (hbm_tiles_probe under ncu: a lone
+    # 32-byte sector's miss reads its 64-byte pair)
+    load_dram_bytes_each: list = field(default_factory=list)
     # per global load: the L1 cycles it takes beyond its share of load_l1_cycles when its lines miss in
     # the L1 (access.l1_miss_requests: the miss path's one line a clock); the engine adds them for the
     # loads its L1 does not serve
@@ -208,6 +213,8 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
     # lanes of a 16-byte cp.async whose sectors the L1 fetches together (measured; None: the step's distinct
     # sectors, as for every other load)
     group = int(hw.get("ldgsts16_sector_group_lanes")) if hw.has("ldgsts16_sector_group_lanes") else None
+    # DRAM's read unit for a lone sector's L2 miss (measured; None: the sector)
+    dram_unit = int(hw.get("hbm_read_granularity_bytes")) if hw.has("hbm_read_granularity_bytes") else None
     for ld in step.loads:
         r = ld.repeat
         sectors: set[int] = set()
@@ -264,6 +271,10 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
         n_sectors = grouped if all_grouped and ld.instructions else len(sectors)
         c.load_l2_bytes += n_sectors * sector * r
         c.load_l2_bytes_each.append(float(n_sectors * sector * r))
+        if ld.isolated_sectors and dram_unit is not None and dram_unit > sector:
+            c.load_dram_bytes_each.append(float(len({s * sector // dram_unit for s in sectors}) * dram_unit * r))
+        else:
+            c.load_dram_bytes_each.append(float(n_sectors * sector * r))
         c.load_l1_cacheable.append(ld.dest in ("register", "shared") and not ld.bypass_l1)
         c.load_l1_miss_cycles_each.append(miss_extra * r)
         c.load_useful_bytes += useful_bytes(ld.instructions) * r

@@ -194,6 +194,15 @@ class _Plan:
         # which loads the L1 caches (their L2 bytes each), when the cost model says
         self.l1_loads = (tuple(zip(range(len(self.loads)), cost.load_l2_bytes_each, cost.load_l1_cacheable,
                                    strict=True)) if len(cost.load_l2_bytes_each) == len(self.loads) else ())
+        # what a missed tile of each load costs in DRAM bytes per byte of the tile (StepCost.load_dram_bytes_each
+        # over load_l2_bytes_each: above 1 for isolated sectors whose 64-byte pair DRAM reads too), and a step's
+        # most DRAM bytes
+        l2_each = cost.load_l2_bytes_each
+        dram_each = getattr(cost, "load_dram_bytes_each", ())
+        same = len(dram_each) == len(self.loads) == len(l2_each)
+        self.dram_factor_each = (tuple(d / b if b > 0 else 1.0 for d, b in zip(dram_each, l2_each, strict=True))
+                                 if same else (1.0,) * len(self.loads))
+        self.load_dram_bytes = sum(dram_each) if same else cost.load_l2_bytes
         # the L1 cycles each load takes beyond load_l1_cycles when it misses in the L1 (the miss path's
         # line a clock, StepCost.load_l1_miss_cycles_each), and all of them (no load served by the L1)
         each = getattr(cost, "load_l1_miss_cycles_each", ())
@@ -360,19 +369,20 @@ class Engine:
         return got
 
     def _touch(self, tile: TileRef, index: str, first: int, count: int, k: int,
-               missed_tiles: dict | None = None) -> float:
-        """Look the tiles of one access up in L2 for a block group; return the bytes missed.
+               missed_tiles: dict | None = None, dram_factor: float = 1.0) -> float:
+        """Look the tiles of one access up in L2 for a block group; return the DRAM bytes missed.
 
         Blocks of the group touching the same tile share one fetch when the tile fits in L2;
-        a tile larger than the whole L2 is fetched by every block that touches it. Missed tiles
-        are noted in ``missed_tiles`` (prefix -> bytes) when given.
+        a tile larger than the whole L2 is fetched by every block that touches it. A missed tile
+        costs its bytes times ``dram_factor`` (DRAM bytes per byte of the tile: _Plan.dram_factor_each).
+        Missed tiles are noted in ``missed_tiles`` (prefix -> bytes) when given.
         """
         missed = 0.0
         size = tile.tile_bytes
         fits = size <= self.cache.capacity_bytes
         _, prefixes, mults = self._tiles(tile, index, first, count)
         for j in self.cache.access_many(prefixes, k, size, self.env.now):
-            m = size if fits else size * mults[j]
+            m = (size if fits else size * mults[j]) * dram_factor
             missed += m
             if missed_tiles is not None:
                 pre = prefixes[j]
@@ -411,7 +421,8 @@ class Engine:
             served, every, fill = self._l1_lookup(pl, k, first, lane)
             for j, ld in enumerate(pl.loads):
                 if j not in every:
-                    missed += self._touch(ld.tile, pl.index, first, count, _key(pl.load_varies[j], k), lane.missed)
+                    missed += self._touch(ld.tile, pl.index, first, count, _key(pl.load_varies[j], k), lane.missed,
+                                          pl.dram_factor_each[j])
             miss_l1 = pl.l1_miss_all
             if every and miss_l1:
                 miss_l1 -= sum(pl.l1_miss_each[j] for j in every)
@@ -423,9 +434,9 @@ class Engine:
         done = max(ch["issue"].request(now, c.load_instructions * share),
                    ch["l1"].request(now, l1_cycles),
                    ch["l2"].request(now, l2_bytes))
-        # a tile's bytes never exceed what the group asks of L2 for it (tiles named larger than
-        # the lanes touch, as in a tiny problem)
-        missed = min(missed, c.load_l2_bytes * count)
+        # a tile's DRAM bytes never exceed what the group's sectors read from DRAM (tiles named larger
+        # than the lanes touch, as in a tiny problem)
+        missed = min(missed, pl.load_dram_bytes * count)
         if missed:
             done = max(done, ch["hbm"].request(now, missed))
         v = tally.v

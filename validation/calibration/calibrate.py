@@ -88,7 +88,7 @@ PROFILE_FIELDS = ("sm_clock_hz", "hbm_bytes_per_s", "hbm_latency_cycles", "l2_by
                   "tail_packing_by_slots", "ldgsts_wavefronts_per_line", "ldgsts_wavefronts_per_conflict",
                   "ldgsts_bypass_wavefronts", "l2_bytes", "l2_dirty_bytes", "l1_lines_per_clk_per_sm",
                   *PIPE_FIELDS, *TENSOR_FIELDS, *TMA_FIELDS, *CLOCK_LOAD_FIELDS, *FEED_FIELDS, *CLUSTER_FIELDS,
-                  "l1_miss_lines_per_clk_per_sm", "ldgsts16_sector_group_lanes")
+                  "l1_miss_lines_per_clk_per_sm", "ldgsts16_sector_group_lanes", "hbm_read_granularity_bytes")
 
 
 def summarize(values: Sequence[float]) -> dict:
@@ -1147,6 +1147,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             results["fields"].update(sector_group_fields((split / "ncu.csv").read_text(),
                                                          json.loads((split / "tc_feed.json").read_text()),
                                                          f"{rel}/ncu.csv"))
+        # hbm_tiles_probe's _4w_f512 cases under Nsight Compute (raw CSV in hbm_tiles_ncu/, the record beside)
+        tiles_ncu = Path(args.from_json).with_name("hbm_tiles_ncu") / "ncu_raw.csv"
+        tiles = Path(args.from_json).with_name("hbm_tiles.json")
+        if tiles_ncu.exists() and tiles.exists():
+            from validation.calibration.hbm_tiles_probe import dram_read_granularity_fields  # noqa: PLC0415
+
+            rel = (tiles_ncu.resolve().relative_to(REPO_ROOT) if tiles_ncu.resolve().is_relative_to(REPO_ROOT)
+                   else tiles_ncu)
+            results["fields"].update(dram_read_granularity_fields(tiles_ncu.read_text(),
+                                                                  json.loads(tiles.read_text()), str(rel)))
         profile = args.profile or PROFILES_DIR / f"{gpu}.toml"
         print(f"wrote {write_profile(results, profile)} from {args.from_json}")
         return 0

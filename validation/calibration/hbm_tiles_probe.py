@@ -198,6 +198,60 @@ def format_table(res: dict) -> str:
     return "\n".join(lines)
 
 
+SECTOR_BYTES = 32  # the L2's sector (REFERENCE.md): what a load asks of the L2
+NCU_LAUNCHES_PER_CASE = 1 + QUICK_REPS  # the counter run's warm-up and timed launches of each case
+#: how far the dense layouts' DRAM bytes may stray from the bytes they load before the counter run is
+#: taken as not showing the fetch granularity (the H200's contig/pitch rows: within 0.03%)
+GRANULARITY_TOLERANCE = 0.02
+
+
+def dram_read_granularity_fields(ncu_text: str, record: dict,
+                                 result_path: str = "hbm_tiles_ncu/ncu_raw.csv") -> dict:
+    """The calibrated profile's ``hbm_read_granularity_bytes``: the DRAM bytes one L2 sector miss reads
+    when no neighbouring sector is asked for, from the counter run (``ncu --page raw``, one row per launch,
+    :data:`NCU_LAUNCHES_PER_CASE` launches a case in the record's order of its profiled cases).
+
+    ``pitch_line`` loads 32 bytes of a line nobody else touches: its ``dram__bytes_read.sum`` over the
+    bytes it loads, times :data:`SECTOR_BYTES`, rounded to whole sectors, is the granularity. The field is
+    given only when every ``contig`` and ``pitch`` launch (whose sectors' neighbours are all loaded) reads
+    its bytes within :data:`GRANULARITY_TOLERANCE` and every ``pitch_line`` launch gives the same
+    granularity; otherwise (or without the counter) no field. ValueError when the CSV's ``ht_tiles``
+    launches are not :data:`NCU_LAUNCHES_PER_CASE` per profiled case."""
+    from validation.calibration.tc_feed_probe import read_ncu_raw  # noqa: PLC0415
+
+    launches = [d for d in read_ncu_raw(ncu_text) if d.get("Kernel Name") == "ht_tiles"]
+    profiled = [k for k in record.get("cases", {}) if k.endswith("_4w_f512")]
+    if len(launches) != NCU_LAUNCHES_PER_CASE * len(profiled):
+        raise ValueError(f"dram_read_granularity_fields: {len(launches)} ht_tiles launches for {len(profiled)} "
+                         f"profiled cases (want {NCU_LAUNCHES_PER_CASE} each)")
+    ratios: dict[str, list[float]] = {"contig": [], "pitch": [], "pitch_line": []}
+    for i, key in enumerate(profiled):
+        layout = key.rsplit("_", 3)[0]
+        loaded = record["cases"][key]["bytes_loaded"]
+        if layout not in ratios or loaded <= 0:
+            continue
+        for m in launches[NCU_LAUNCHES_PER_CASE * i:NCU_LAUNCHES_PER_CASE * (i + 1)]:
+            dram = m.get("dram__bytes_read.sum")
+            if not isinstance(dram, float):
+                return {}
+            ratios[layout].append(dram / loaded)
+    dense = ratios["contig"] + ratios["pitch"]
+    if not ratios["pitch_line"] or not dense or max(abs(r - 1) for r in dense) > GRANULARITY_TOLERANCE:
+        return {}
+    sectors = {round(r) for r in ratios["pitch_line"]}
+    worst = max(abs(r - round(r)) for r in ratios["pitch_line"])
+    if len(sectors) != 1 or worst > GRANULARITY_TOLERANCE:
+        return {}
+    g = SECTOR_BYTES * sectors.pop()
+    return {"hbm_read_granularity_bytes": {
+        "value": g, "p10": g, "p90": g, "n": len(ratios["pitch_line"]), "unit": "bytes",
+        "benchmark": f"hbm_tiles_probe under ncu ({result_path}: dram__bytes_read.sum of {len(ratios['pitch_line'])} "
+                     f"pitch_line launches, 32 bytes of a fresh line per row, over the bytes loaded: "
+                     f"{min(ratios['pitch_line']):.4f}..{max(ratios['pitch_line']):.4f}; contig and pitch "
+                     f"{min(dense):.4f}..{max(dense):.4f})",
+        "date": record.get("meta", {}).get("date_utc")}}
+
+
 # ----- GPU side ------------------------------------------------------------------------------------------
 def select_cases(plan: Sequence[tuple[str, int, int, int]], select: str | None) -> list[tuple[str, int, int, int]]:
     """The cases whose name contains one of the comma-separated parts of ``select`` (None: all);
