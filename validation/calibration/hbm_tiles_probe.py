@@ -63,7 +63,10 @@ PITCH_BYTES = 16 * 1024  # a row of a 4096-float row-major matrix: rows far apar
 ITERS = 128  # k-steps per block; pitch_line's 128 x 128 bytes fill one PITCH_BYTES row
 SMEM_PER_SM_BYTES = 227 * 1024  # as engine_check.SMEM_PER_SM_BYTES: what the benchmarks divide among blocks
 SMEM_SLACK_BYTES = 2048  # as engine_check's outer_program: smem per block = SMEM_PER_SM_BYTES // bps - 2048
-LAYOUTS = ("none", "contig", "pitch", "pitch_line")
+LAYOUTS = ("none", "contig", "pitch", "pitch_line", "pitch64", "pitch128")
+#: the pitched layouts with wider row slices a k-step: 64 bytes (half a line) and 128 (a whole line) of
+#: each row, rows PITCH_BYTES apart (how the DRAM rate of pitched streams depends on the slice)
+SLICE_BYTES = {"pitch64": 64, "pitch128": 128}
 BLOCKS_PER_SM = (1, 2, 4, 8)
 WARPS = (4, 8)
 #: FFMA per thread per k-step: none (the staging alone) and dgstaged_outer_8x8's 8 rounds x 8 x 8
@@ -116,6 +119,12 @@ def layout_params(layout: str, warps: int, iters: int = ITERS) -> dict:
             raise ValueError(f"iters: {iters} k-steps of {step} bytes pass the {PITCH_BYTES}-byte pitch")
         p = {"loads": 1, "row_bytes": ROW_BYTES, "pitch": PITCH_BYTES, "step_bytes": step,
              "block_stride": rows * PITCH_BYTES}
+    elif layout in SLICE_BYTES:
+        width = SLICE_BYTES[layout]
+        if iters * width > PITCH_BYTES:
+            raise ValueError(f"iters: {iters} k-steps of {width} bytes pass the {PITCH_BYTES}-byte pitch")
+        p = {"loads": 1, "row_bytes": width, "pitch": PITCH_BYTES, "step_bytes": width,
+             "block_stride": (tb // width) * PITCH_BYTES}
     else:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
     p["footprint_bytes"] = p["block_stride"]
