@@ -96,6 +96,12 @@ class StepCost:
     # that many bytes for each distinct fetch unit its sectors fall in (hbm_tiles_probe under ncu: a lone
     # 32-byte sector's miss reads its 64-byte pair)
     load_dram_bytes_each: list = field(default_factory=list)
+    # per global load: the bytes of each DRAM read its misses make, on a GPU with a measured
+    # hbm_read_granularity_bytes: the bytes its step reads of each line it touches, rounded up to that
+    # granularity, at most a line (a line read whole: the line). The engine charges reads of less than a
+    # line at most hbm_accesses_per_s (hbm_tiles_probe: rows 16 KiB apart read 32 or 64 bytes a k-step
+    # reach 1.7-2.2 TB/s, about 33 G reads of 64 bytes a second, against 4.3 for whole lines); 0: no limit
+    load_hbm_access_bytes_each: list = field(default_factory=list)
     # per global load: the L1 cycles it takes beyond its share of load_l1_cycles when its lines miss in
     # the L1 (access.l1_miss_requests: the miss path's one line a clock); the engine adds them for the
     # loads its L1 does not serve
@@ -275,6 +281,12 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
             c.load_dram_bytes_each.append(float(len({s * sector // dram_unit for s in sectors}) * dram_unit * r))
         else:
             c.load_dram_bytes_each.append(float(n_sectors * sector * r))
+        line = sector * 4
+        if dram_unit is not None and sectors:
+            per_line = len(sectors) * sector / len({s // 4 for s in sectors})
+            c.load_hbm_access_bytes_each.append(float(min(line, -(-per_line // dram_unit) * dram_unit)))
+        else:
+            c.load_hbm_access_bytes_each.append(0.0)
         c.load_l1_cacheable.append(ld.dest in ("register", "shared") and not ld.bypass_l1)
         c.load_l1_miss_cycles_each.append(miss_extra * r)
         c.load_useful_bytes += useful_bytes(ld.instructions) * r

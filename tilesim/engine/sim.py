@@ -203,6 +203,11 @@ class _Plan:
         self.dram_factor_each = (tuple(d / b if b > 0 else 1.0 for d, b in zip(dram_each, l2_each, strict=True))
                                  if same else (1.0,) * len(self.loads))
         self.load_dram_bytes = sum(dram_each) if same else cost.load_l2_bytes
+        # what each load's missed DRAM bytes occupy of the HBM channel per byte: 1, or more for reads of
+        # less than a line (set by the engine, which knows the channel's rate: Engine._hbm_occupancy)
+        self.hbm_access_each = tuple(getattr(cost, "load_hbm_access_bytes_each", ()))
+        self.hbm_occupancy_each = (1.0,) * len(self.loads)
+        self.hbm_occupancy = False
         # the L1 cycles each load takes beyond load_l1_cycles when it misses in the L1 (the miss path's
         # line a clock, StepCost.load_l1_miss_cycles_each), and all of them (no load served by the L1)
         each = getattr(cost, "load_l1_miss_cycles_each", ())
@@ -253,6 +258,8 @@ class Engine:
                                          if hw.has("global_atomic_same_address_per_clk") else 1e9) * clk,
                               "same-address atomics"),
         })
+        for pl in self.plans:
+            self._hbm_occupancy(pl)
         self.cache = L2Cache(hw.l2_bytes)
         self.l1 = self._l1_cache()
         self.l1_lat_s = hw.l1_latency_cycles / clk if self.l1 is not None else 0.0
@@ -305,6 +312,19 @@ class Engine:
         self.steady: dict[int, float] = {}  # steady slots -> their step period
         self.holding: dict[int, float] = {}  # holding slots -> the period they hold at
         self.changed = self.env.event()  # fires when the set of slots in a loop changes
+
+    def _hbm_occupancy(self, pl: _Plan) -> None:
+        """Each load's HBM channel bytes per DRAM byte: 1, or for reads of less than a line on a GPU with
+        a measured ``hbm_accesses_per_s``, the channel's rate over what such reads reach (accesses per
+        second x bytes per access, StepCost.load_hbm_access_bytes_each)."""
+        hw = self.hw
+        if len(pl.hbm_access_each) != len(pl.loads) or not hw.has("hbm_accesses_per_s"):
+            return
+        line = hw.sector_bytes * 4
+        reach = hw.get("hbm_accesses_per_s")
+        rate = self.ch["hbm"].rate_per_s
+        pl.hbm_occupancy_each = tuple(max(1.0, rate / (reach * a)) if 0 < a < line else 1.0 for a in pl.hbm_access_each)
+        pl.hbm_occupancy = any(f > 1.0 for f in pl.hbm_occupancy_each)
 
     def _l1_cache(self) -> L2Cache | None:
         """The representative SM's L1: what of the unified L1/shared memory the resident blocks'
@@ -416,13 +436,15 @@ class Engine:
         now = env.now
         if not pl.loads:  # a step without global loads waits for nothing
             return now
-        missed = 0.0
+        missed = occupied = 0.0
         if lane is not None:  # the lead warp group looks the tiles up, for all of the group's
             served, every, fill = self._l1_lookup(pl, k, first, lane)
             for j, ld in enumerate(pl.loads):
                 if j not in every:
-                    missed += self._touch(ld.tile, pl.index, first, count, _key(pl.load_varies[j], k), lane.missed,
-                                          pl.dram_factor_each[j])
+                    m = self._touch(ld.tile, pl.index, first, count, _key(pl.load_varies[j], k), lane.missed,
+                                    pl.dram_factor_each[j])
+                    missed += m
+                    occupied += m * pl.hbm_occupancy_each[j]
             miss_l1 = pl.l1_miss_all
             if every and miss_l1:
                 miss_l1 -= sum(pl.l1_miss_each[j] for j in every)
@@ -436,13 +458,16 @@ class Engine:
                    ch["l2"].request(now, l2_bytes))
         # a tile's DRAM bytes never exceed what the group's sectors read from DRAM (tiles named larger
         # than the lanes touch, as in a tiny problem)
-        missed = min(missed, pl.load_dram_bytes * count)
+        capped = min(missed, pl.load_dram_bytes * count)
+        # the HBM channel's share: the bytes, or more for reads of less than a line (_Plan.hbm_occupancy_each)
+        occupied = occupied * capped / missed if pl.hbm_occupancy and missed else capped
+        missed = capped
         if missed:
-            done = max(done, ch["hbm"].request(now, missed))
+            done = max(done, ch["hbm"].request(now, occupied))
         v = tally.v
         v["l2_load"] += l2_bytes
         v["l2"] += l2_bytes
-        v["hbm"] += missed
+        v["hbm"] += occupied
         v["hbm_read"] += missed
         v["l1"] += l1_cycles
         if pl.bulk:

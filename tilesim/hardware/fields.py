@@ -68,6 +68,7 @@ MEASURED_FIELDS = (
     "tma_latency_cycles", "tma_hbm_latency_cycles", "sm_clock_hz_by_tensor_activity", "ldgsts16_pipe_cycles",
     "wgmma_latency_cycles_by_n", "cluster_release_arrive_cycles", "wgmma_consumer_step_cycles",
     "l1_miss_lines_per_clk_per_sm", "ldgsts16_sector_group_lanes", "hbm_read_granularity_bytes",
+    "hbm_accesses_per_s",
 )
 """Fields only a calibrated profile gives (validation/calibration/pipes_probe.py names them; a data
 file has no datasheet value for most of them). They read as attributes like the common fields."""

@@ -88,7 +88,8 @@ PROFILE_FIELDS = ("sm_clock_hz", "hbm_bytes_per_s", "hbm_latency_cycles", "l2_by
                   "tail_packing_by_slots", "ldgsts_wavefronts_per_line", "ldgsts_wavefronts_per_conflict",
                   "ldgsts_bypass_wavefronts", "l2_bytes", "l2_dirty_bytes", "l1_lines_per_clk_per_sm",
                   *PIPE_FIELDS, *TENSOR_FIELDS, *TMA_FIELDS, *CLOCK_LOAD_FIELDS, *FEED_FIELDS, *CLUSTER_FIELDS,
-                  "l1_miss_lines_per_clk_per_sm", "ldgsts16_sector_group_lanes", "hbm_read_granularity_bytes")
+                  "l1_miss_lines_per_clk_per_sm", "ldgsts16_sector_group_lanes", "hbm_read_granularity_bytes",
+                  "hbm_accesses_per_s")
 
 
 def summarize(values: Sequence[float]) -> dict:
@@ -1157,6 +1158,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                    else tiles_ncu)
             results["fields"].update(dram_read_granularity_fields(tiles_ncu.read_text(),
                                                                   json.loads(tiles.read_text()), str(rel)))
+        # hbm_tiles_probe's records (hbm_tiles.json, and its pitch64/pitch128 run hbm_tiles_slices.json)
+        recs = [json.loads(f.read_text()) for f in (tiles, Path(args.from_json).with_name("hbm_tiles_slices.json"))
+                if f.exists()]
+        if recs:
+            from validation.calibration.hbm_tiles_probe import dram_access_rate_fields  # noqa: PLC0415
+
+            results["fields"].update(dram_access_rate_fields(recs))
         profile = args.profile or PROFILES_DIR / f"{gpu}.toml"
         print(f"wrote {write_profile(results, profile)} from {args.from_json}")
         return 0

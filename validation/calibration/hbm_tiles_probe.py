@@ -261,6 +261,43 @@ def dram_read_granularity_fields(ncu_text: str, record: dict,
         "date": record.get("meta", {}).get("date_utc")}}
 
 
+#: DRAM bytes one access brings, by layout, and how many DRAM bytes a loaded byte costs (pitch_line: the
+#: sector's 64-byte pair, hbm_tiles_ncu): an access reads at most a line, at least a 64-byte pair
+ACCESS_BYTES = {"contig": 128, "pitch": 64, "pitch_line": 64, "pitch64": 64, "pitch128": 128}
+DRAM_PER_LOADED = {"pitch_line": 2.0}
+SUBLINE_ACCESS_BYTES = 64
+
+
+def dram_access_rate_fields(records: Sequence[dict], result_path: str = "hbm_tiles.json, hbm_tiles_slices.json") -> dict:
+    """The calibrated profile's ``hbm_accesses_per_s``: DRAM reads of less than a line (64-byte pairs) per
+    second when every SM streams tiles, over the saturated rows (8 blocks per SM, no FFMA, 4 and 8 warps)
+    of the layouts that read less than a line at a time (rows 16 KiB apart read 32 bytes a k-step, whose
+    64-byte pairs serve two k-steps; 64 bytes; 32 bytes of a fresh line, whose pair DRAM reads too): each
+    row's bytes loaded per second, times the DRAM bytes a loaded byte costs (:data:`DRAM_PER_LOADED`), over
+    64. The median is the field (recorded: 26.4-35.6 G/s). Lines read whole (contiguous tiles, 128 bytes
+    of each row) are left out: they reach 3.3-4.3 TB/s, limited by the bytes in flight and the bandwidth,
+    not by a count of accesses. No rows, no field."""
+    rates = []
+    for rec in records:
+        for case in rec.get("cases", {}).values():
+            layout = case.get("layout")
+            if (ACCESS_BYTES.get(layout) == SUBLINE_ACCESS_BYTES and case.get("blocks_per_sm") == max(BLOCKS_PER_SM)
+                    and case.get("ffma_per_thread") == 0 and case.get("event_bytes_per_s")):
+                rates.append(case["event_bytes_per_s"] * DRAM_PER_LOADED.get(layout, 1.0) / ACCESS_BYTES[layout])
+    if not rates:
+        return {}
+    rates.sort()
+    mid = len(rates) // 2
+    median = rates[mid] if len(rates) % 2 else (rates[mid - 1] + rates[mid]) / 2
+    dates = sorted(r.get("meta", {}).get("date_utc") or "" for r in records)
+    return {"hbm_accesses_per_s": {
+        "value": median, "p10": rates[0], "p90": rates[-1], "n": len(rates), "unit": "accesses/s",
+        "how": f"median of {len(rates)} saturated rows (min..max)",
+        "benchmark": f"hbm_tiles_probe ({result_path}: 8 blocks/SM, 4 and 8 warps, no FFMA; layouts "
+                     f"{', '.join(k for k, v in ACCESS_BYTES.items() if v == SUBLINE_ACCESS_BYTES)})",
+        "date": dates[-1] or None}}
+
+
 # ----- GPU side ------------------------------------------------------------------------------------------
 def select_cases(plan: Sequence[tuple[str, int, int, int]], select: str | None) -> list[tuple[str, int, int, int]]:
     """The cases whose name contains one of the comma-separated parts of ``select`` (None: all);
