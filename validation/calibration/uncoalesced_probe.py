@@ -81,6 +81,9 @@ RUNS = 5
 WARPS = (1, 2, 4, 8)
 ILPS = (1, 2, 4, 8)
 LINES = (1, 32)
+#: lines a load touches in the hbm and l2 levels' latency cases (one warp, ilp 1 and 4): how a burst's
+#: latency grows with its lines
+HBM_LATENCY_LINES = (2, 4, 8, 16)
 # level: (lines per region, bypass the L1, warm-up pass). "hbm": no warm-up and the L2 flushed before each
 # run, each chain visiting HBM_HOPS distinct lines once (cold misses); "l2ca": cached loads over regions
 # far larger than the L1 (L1 misses, L2 hits), run with REPEATS loads a hop
@@ -119,6 +122,8 @@ def cases():
             out += [(level, 32, spread, warps, ilp, repeat) for spread in SPREADS for warps in (1, 4, 8)
                     for ilp in (1, 4) for repeat in REPEATS]
             continue
+        if level in ("hbm", "l2"):
+            out += [(level, lines, 0, 1, ilp, 1) for lines in HBM_LATENCY_LINES for ilp in (1, 4)]
         for lines in LINES:
             for spread in SPREADS:
                 if spread and lines == 1:
