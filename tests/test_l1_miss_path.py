@@ -78,3 +78,41 @@ def test_the_profile_rate_is_the_probes():
             for r in rec["rows"]}
     per_hop = {rep: rows["l2ca", 1, 8, 4, rep] / 32 for rep in (1, 4, 8)}  # 32 hops in flight a round
     assert per_hop[4] - per_hop[1] < 3 * 32 * 0.6
+
+
+# ----- the latency of a load of many lines (uncoalesced_probe's one-warp rows) --------------------------------
+def test_the_burst_curves_are_the_probes():
+    from validation.calibration.uncoalesced_probe import burst_fields
+
+    rec = json.loads(RECORD.read_text())
+    hw = hardware.load("h200")
+    fields = burst_fields(rec, hw.get("l1_miss_lines_per_clk_per_sm"))
+    for level in ("hbm", "l2"):
+        pts = fields[f"{level}_burst_extra_cycles_by_lines"]["value"]
+        got = sorted(hw.get(f"{level}_burst_extra_cycles_by_lines"))
+        assert [p[0] for p in got] == [p[0] for p in pts] and [p[1] for p in got] == pytest.approx([p[1] for p in pts])
+        assert [p[1] for p in pts] == sorted(p[1] for p in pts)  # more lines never wait less
+    # a 32-line load from HBM waits hundreds of clocks more than one line, from the L2 tens
+    assert 300 < hw.burst_extra_cycles_at("hbm", 32) < 500 and 20 < hw.burst_extra_cycles_at("l2", 32) < 80
+    assert hw.burst_extra_cycles_at("hbm", 1) == 0 and hardware.load("h100_sxm").burst_extra_cycles_at("hbm", 32) == 0
+
+
+def _chase_time_s(lines: int, hw) -> float:
+    """One warp per SM, each step one 4-byte load whose lanes touch ``lines`` lines, never reused."""
+    from tilesim.engine import simulate_program
+    from tilesim.program import Launch, Phase, TileProgram
+
+    offs = tuple((lane % lines) * 4096 for lane in range(32))
+    load = GlobalLoad(TileRef("X", ("bx", "k"), lines * 128), (WarpAccess(offs, 4),))
+    prog = TileProgram("burst", Launch(grid=(132, 1, 1), threads_per_block=32, regs_per_thread=32,
+                                       smem_bytes_per_block=0), (Phase("k-loop", 256, Step(loads=(load,))),),
+                       flops=0, min_hbm_bytes=float(132 * 256 * lines * 128))
+    return simulate_program(prog, hw, steady_state=False).time_s
+
+
+def test_a_step_of_32_line_loads_from_hbm_waits_the_measured_burst():
+    hw = hardware.load("h200")
+    flat = hardware.with_overrides(hw, hbm_burst_extra_cycles_by_lines=((1, 0.0), (32, 0.0)))
+    extra_s = (_chase_time_s(32, hw) - _chase_time_s(32, flat)) / 256
+    assert extra_s == pytest.approx(hw.burst_extra_cycles_at("hbm", 32) / hw.sm_clock_hz, rel=0.05)
+    assert _chase_time_s(1, hw) == pytest.approx(_chase_time_s(1, flat))  # one line: no burst

@@ -102,6 +102,9 @@ class StepCost:
     # line at most hbm_accesses_per_s (hbm_tiles_probe: rows 16 KiB apart read 32 or 64 bytes a k-step
     # reach 1.7-2.2 TB/s, about 33 G reads of 64 bytes a second, against 4.3 for whole lines); 0: no limit
     load_hbm_access_bytes_each: list = field(default_factory=list)
+    # the most distinct 128-byte lines one warp instruction of any of the step's global loads touches: a
+    # load of many lines waits longer for its last one (HardwareSpec.burst_extra_cycles_at)
+    load_lines_per_instruction: float = 0.0
     # per global load: the L1 cycles it takes beyond its share of load_l1_cycles when its lines miss in
     # the L1 (access.l1_miss_requests: the miss path's one line a clock); the engine adds them for the
     # loads its L1 does not serve
@@ -238,6 +241,9 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
         for w in ld.instructions:
             active = [a for a in w.offsets if a is not None]
             sectors.update((a + off) // sector for a in active for off in range(0, max(w.width_bytes, 4), 4))
+            if ld.dest != "bulk" and active:
+                lines_now = len({(a + off) // (sector * 4) for a in active for off in (0, max(w.width_bytes, 4) - 1)})
+                c.load_lines_per_instruction = max(c.load_lines_per_instruction, float(lines_now))
             if ld.dest == "bulk":
                 continue
             if ld.dest == "async":

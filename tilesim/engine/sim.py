@@ -206,6 +206,11 @@ class _Plan:
         # what each load's missed DRAM bytes occupy of the HBM channel per byte: 1, or more for reads of
         # less than a line (set by the engine, which knows the channel's rate: Engine._hbm_occupancy)
         self.hbm_access_each = tuple(getattr(cost, "load_hbm_access_bytes_each", ()))
+        # a load whose warp instructions touch many lines waits for the last of them: the measured extra
+        # latency of such a burst from HBM and from the L2 (HardwareSpec.burst_extra_cycles_at)
+        lines = getattr(cost, "load_lines_per_instruction", 0.0)
+        self.burst_hbm_s = hw.burst_extra_cycles_at("hbm", lines) / clk if lines > 1 else 0.0
+        self.burst_l2_s = hw.burst_extra_cycles_at("l2", lines) / clk if lines > 1 else 0.0
         self.hbm_occupancy_each = (1.0,) * len(self.loads)
         self.hbm_occupancy = False
         # the L1 cycles each load takes beyond load_l1_cycles when it misses in the L1 (the miss path's
@@ -472,7 +477,9 @@ class Engine:
         v["l1"] += l1_cycles
         if pl.bulk:
             return done + (self.bulk_hbm_lat_s if missed else self.bulk_l2_lat_s)
-        return done + (self.hbm_lat_s if missed else self.l1_lat_s if all_in_l1 else self.l2_lat_s)
+        if missed:
+            return done + self.hbm_lat_s + pl.burst_hbm_s
+        return done + (self.l1_lat_s if all_in_l1 else self.l2_lat_s + pl.burst_l2_s)
 
     def _l1_lookup(self, pl: _Plan, k: int, first: int, lane: _Lane) -> tuple[float, set, float]:
         """Look the step's cached loads up in the representative SM's L1 (its block is the group's

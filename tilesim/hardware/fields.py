@@ -68,7 +68,7 @@ MEASURED_FIELDS = (
     "tma_latency_cycles", "tma_hbm_latency_cycles", "sm_clock_hz_by_tensor_activity", "ldgsts16_pipe_cycles",
     "wgmma_latency_cycles_by_n", "cluster_release_arrive_cycles", "wgmma_consumer_step_cycles",
     "l1_miss_lines_per_clk_per_sm", "ldgsts16_sector_group_lanes", "hbm_read_granularity_bytes",
-    "hbm_accesses_per_s",
+    "hbm_accesses_per_s", "hbm_burst_extra_cycles_by_lines", "l2_burst_extra_cycles_by_lines",
 )
 """Fields only a calibrated profile gives (validation/calibration/pipes_probe.py names them; a data
 file has no datasheet value for most of them). They read as attributes like the common fields."""
@@ -115,7 +115,8 @@ REQUIRED_FIELDS = {"nvidia": DATA_FIELDS, "apple": CORE_FIELDS}
 
 TABLE_FIELDS = ("warp_issue_by_code_bytes", "ffma_rate_by_warps", "tail_packing_by_slots",
                 "barrier_latency_cycles_by_warps", "block_launch_per_clk_per_sm_by_threads",
-                "sm_clock_hz_by_tensor_activity", "wgmma_latency_cycles_by_n")
+                "sm_clock_hz_by_tensor_activity", "wgmma_latency_cycles_by_n", "hbm_burst_extra_cycles_by_lines",
+                "l2_burst_extra_cycles_by_lines")
 """Fields whose value is a table of points ``((x > 0, y >= 0), ...)``."""
 
 # --- compute pipes ------------------------------------------------------------------------------

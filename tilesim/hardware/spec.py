@@ -291,6 +291,15 @@ class HardwareSpec:
             return _interp(sorted(self.get("sm_clock_hz_by_tensor_activity")), activity)
         return self.sm_clock_hz
 
+    def burst_extra_cycles_at(self, level: str, lines: float) -> float:
+        """Clocks a warp load whose lanes touch ``lines`` lines takes beyond a one-line load's latency and
+        the L1 miss path's line a clock, when it is served from ``level`` ("hbm" or "l2"): the measured
+        curve (``<level>_burst_extra_cycles_by_lines``, uncoalesced_probe), 0 without it."""
+        name = f"{level}_burst_extra_cycles_by_lines"
+        if lines <= 1 or not self.has(name):
+            return 0.0
+        return _interp(sorted(self.get(name)), lines)
+
     def wgmma_latency_cycles_at(self, n: int) -> float:
         """Clocks from a wgmma of width ``n`` to its completion (``wgmma_latency_cycles_by_n``, measured)."""
         return _interp(sorted(self.get("wgmma_latency_cycles_by_n")), n)

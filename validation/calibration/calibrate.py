@@ -89,7 +89,7 @@ PROFILE_FIELDS = ("sm_clock_hz", "hbm_bytes_per_s", "hbm_latency_cycles", "l2_by
                   "ldgsts_bypass_wavefronts", "l2_bytes", "l2_dirty_bytes", "l1_lines_per_clk_per_sm",
                   *PIPE_FIELDS, *TENSOR_FIELDS, *TMA_FIELDS, *CLOCK_LOAD_FIELDS, *FEED_FIELDS, *CLUSTER_FIELDS,
                   "l1_miss_lines_per_clk_per_sm", "ldgsts16_sector_group_lanes", "hbm_read_granularity_bytes",
-                  "hbm_accesses_per_s")
+                  "hbm_accesses_per_s", "hbm_burst_extra_cycles_by_lines", "l2_burst_extra_cycles_by_lines")
 
 
 def summarize(values: Sequence[float]) -> dict:
@@ -1128,12 +1128,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         # recorded as validation/results/<gpu>/calibration/calibration.json: the profile is <gpu>.toml
         gpu = Path(args.from_json).resolve().parent.parent.name
         # the tensor-core probes' records, each beside it when recorded (validation/calibration/*_probe.py)
+        from validation.calibration.uncoalesced_probe import burst_fields  # noqa: PLC0415
         from validation.calibration.uncoalesced_probe import fields as uncoalesced_fields  # noqa: PLC0415
+
+        def uncoalesced_with_bursts(rec: dict, rel: str) -> dict:
+            miss = uncoalesced_fields(rec, rel)
+            rate = miss["l1_miss_lines_per_clk_per_sm"]["value"] if miss else 1.0
+            return {**miss, **burst_fields(rec, rate, rel)}
+
 
         beside = {"tensor.json": lambda rec, rel: {**tensor_fields(rec, gpu, rel), **tma_fields(rec, rel),
                                                    **wgmma_latency_field(rec, rel)},
                   "mma_feed.json": mma_feed_fields, "cluster_wgmma.json": cluster_fields,
-                  "clock_load.json": clock_load_fields, "uncoalesced.json": uncoalesced_fields}
+                  "clock_load.json": clock_load_fields, "uncoalesced.json": uncoalesced_with_bursts}
         for name, fields_of in beside.items():
             path = Path(args.from_json).with_name(name)
             if path.exists():

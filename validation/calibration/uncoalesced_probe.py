@@ -201,6 +201,33 @@ def fields(rec: dict, result_path: str = "uncoalesced.json") -> dict:
         "date": rec.get("meta", {}).get("date_utc")}}
 
 
+def burst_fields(rec: dict, miss_lines_per_clk: float, result_path: str = "uncoalesced.json") -> dict:
+    """The calibrated profile's ``hbm_burst_extra_cycles_by_lines`` and ``l2_burst_extra_cycles_by_lines``:
+    for one warp with one load in flight (lanes' lines at one sector position), the clocks a load of L
+    lines takes beyond a one-line load and beyond the L1 miss path's (L - 1) / ``miss_lines_per_clk``
+    (which the engine charges as L1 cycles), at L = 1, 2, 4 ... 32 (points (L, clocks >= 0)). Recorded:
+    from HBM 674 -> 1118 clocks for 1 -> 32 lines, from the L2 287 -> 368. A level without every
+    point gives no field."""
+    out = {}
+    for level in ("hbm", "l2"):
+        rows = {r["lines"]: r for r in rec.get("rows", []) if r["level"] == level and r["warps"] == 1
+                and r["ilp"] == 1 and r.get("spread", 0) == 0 and r.get("repeat", 1) == 1}
+        want = (1, *HBM_LATENCY_LINES, 32)
+        if not all(n in rows for n in want):
+            continue
+        base = rows[1]["cycles_per_round"]
+        pts = [[n, max(0.0, rows[n]["cycles_per_round"] - base - (n - 1) / miss_lines_per_clk)] for n in want]
+        spans = [max(rows[n]["max"] - rows[n]["min"] for n in want)]
+        out[f"{level}_burst_extra_cycles_by_lines"] = {
+            "value": pts, "p10": min(p[1] for p in pts), "p90": max(p[1] for p in pts), "n": len(pts),
+            "unit": "cycles", "how": f"one warp, one load in flight, median of {RUNS} runs a point (widest run "
+                                      f"spread {spans[0]:.0f} cycles)",
+            "benchmark": f"uncoalesced_probe ({result_path}: {level} loads of 1-32 lines, less the one-line "
+                         f"load's {base:.0f} clocks and (lines - 1) / {miss_lines_per_clk:.3f} of the L1 miss path)",
+            "date": rec.get("meta", {}).get("date_utc")}
+    return out
+
+
 def table(res: dict) -> str:
     """One line per case: cycles per round, and per request (warp instruction) in flight."""
     lines = []
