@@ -45,8 +45,14 @@ def lower(kernel, hardware: str | HardwareSpec | None = None) -> tuple[TileProgr
     return out
 
 
+L2_STARTS = ("flushed", "clean")
+"""What the L2 holds when the kernel starts: ``flushed``, the dirty lines an earlier write left (the
+validation harness's L2 flush writes twice the L2 before every timed run; the measured state, see
+validation/calibration/flush_probe.py), or ``clean`` (nothing the kernel must write back)."""
+
+
 def simulate(kernel, hardware: str | HardwareSpec = "h200", *, timeline: bool = False,
-             steady_state: bool = True, on_progress=None) -> SimResult:
+             steady_state: bool = True, on_progress=None, l2_start: str = "flushed") -> SimResult:
     """Predict the time and the traffic per level of ``kernel`` on ``hardware``.
 
     ``kernel`` is a family configuration (e.g. :class:`~tilesim.kernels.gemm.config.GemmConfig`), a
@@ -54,16 +60,26 @@ def simulate(kernel, hardware: str | HardwareSpec = "h200", *, timeline: bool = 
     naming the field before anything runs. ``steady_state=False`` steps every k-step instead of
     holding settled phases (slower, the reference). ``on_progress(fraction)``, when given, is called
     as the simulation advances (fraction of the block steps of all launches done, 0 to 1).
+    ``l2_start`` (:data:`L2_STARTS`): the L2 at the first launch's start; later launches find what
+    the earlier ones left of the earlier work's dirty lines.
     """
+    if l2_start not in L2_STARTS:
+        raise ValueError(f"simulate: l2_start = {l2_start!r}: choose from {L2_STARTS}")
     hw = resolve_hardware(hardware)
     programs = lower(kernel, hw)
     results = []
+    dirty = None if l2_start == "flushed" else 0.0
     for i, p in enumerate(programs):
         each = None
         if on_progress is not None:
             def each(f, i=i):
                 on_progress((i + f) / len(programs))
-        results.append(simulate_program(p, hw, timeline=timeline, steady_state=steady_state, on_progress=each))
+        r = simulate_program(p, hw, timeline=timeline, steady_state=steady_state, on_progress=each,
+                             flushed_dirty_bytes=dirty)
+        results.append(r)
+        if hw.has("l2_flushed_dirty_bytes"):
+            start = hw.get("l2_flushed_dirty_bytes") if dirty is None else dirty
+            dirty = max(0.0, start - r.traffic.hbm_flushed_writeback_bytes)
     return results[0] if len(results) == 1 else combine(results)
 
 

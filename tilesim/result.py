@@ -49,6 +49,10 @@ class Traffic:
     register_operand_bytes: float  # 3 source operands x 4 bytes per FFMA lane
     instructions: float  # warp-level instructions issued
     ffma: float  # warp-level FFMA instructions
+    # earlier work's dirty lines (the harness's L2 flush) that the kernel's misses and stores pushed
+    # out of the L2 and the HBM wrote during it; not in hbm_bytes (the kernel's own traffic, what
+    # Nsight Compute counts with its own cache flush)
+    hbm_flushed_writeback_bytes: float = 0.0
 
     @property
     def hbm_bytes(self) -> float:

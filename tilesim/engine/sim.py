@@ -106,7 +106,7 @@ WINDOW_TREND_TOL = 2.0
 MATH_PIPES = ("fma", "sfu", "int", "fp64", "shuffle")
 CHANNELS = ("issue", *MATH_PIPES, "tensor", "smem", "l1", "l2", "hbm", "dispatch", "atomic")
 COUNTERS = CHANNELS + ("hbm_read", "hbm_write", "l2_load", "l2_store", "smem_bytes", "smem_ideal", "ffma",
-                       "l1_fill")
+                       "l1_fill", "hbm_flushed_writeback")
 COMPUTE_COUNTERS = ("issue", *MATH_PIPES, "tensor", "smem", "smem_bytes", "smem_ideal", "ffma")  # a step's compute adds
 POSTED = ("atomic",)  # chip-wide channels whose requests no block waits for: held work is queued, not reserved
 PER_SM_COUNTERS = ("issue", *MATH_PIPES, "tensor", "smem", "l1", "dispatch", "smem_bytes", "smem_ideal", "ffma")
@@ -232,9 +232,10 @@ class Engine:
     """One simulation run. Build it, call :meth:`run`, read the returned :class:`SimResult`."""
 
     def __init__(self, program: TileProgram, hw: HardwareSpec, *, timeline: bool = False,
-                 steady_state: bool = True, on_progress=None) -> None:
+                 steady_state: bool = True, on_progress=None, flushed_dirty_bytes: float | None = None) -> None:
         self.p = program
         self.hw = hw
+        self._flushed_writeback_setup(flushed_dirty_bytes)
         self.tol = STEADY_TOL if steady_state else -1.0
         self.group_tol = GROUP_STEADY_TOL if steady_state else -1.0
         lc = program.launch
@@ -316,7 +317,51 @@ class Engine:
         self.last_loop_phase = loops[-1] if loops else -1
         self.steady: dict[int, float] = {}  # steady slots -> their step period
         self.holding: dict[int, float] = {}  # holding slots -> the period they hold at
+        # holding slots whose period carries write-back of earlier dirty lines (not to be joined)
+        self.holding_writeback: set[int] = set()
         self.changed = self.env.event()  # fires when the set of slots in a loop changes
+
+    def _flushed_writeback_setup(self, dirty_bytes: float | None) -> None:
+        """The dirty lines the kernel finds in the L2 at its start, left by earlier work.
+
+        The validation harness times every kernel after an L2 flush that *writes* a buffer of twice
+        the L2 (validation/harness/timing.py), which leaves the L2 at its limit of dirty lines;
+        ``validation/calibration/flush_probe.py`` measured what a kernel then writes back
+        (``l2_flushed_dirty_bytes`` in all; ``l2_flushed_writeback_per_read_byte`` of them per byte
+        its read misses bring in, ``..._per_written_byte`` per byte it writes). ``dirty_bytes`` None
+        takes that measured state (0 on a GPU without the measurement); 0 is a clean L2."""
+        hw = self.hw
+        measured = hw.has("l2_flushed_dirty_bytes")
+        if dirty_bytes is None:
+            dirty_bytes = hw.get("l2_flushed_dirty_bytes") if measured else 0.0
+        if dirty_bytes < 0:
+            raise ValueError(f"Engine: flushed_dirty_bytes = {dirty_bytes!r}: must be >= 0")
+        self.flushed_dirty_left = float(dirty_bytes) if measured else 0.0
+        self.flushed_per_read = hw.get("l2_flushed_writeback_per_read_byte") if measured else 0.0
+        self.flushed_per_written = hw.get("l2_flushed_writeback_per_written_byte") if measured else 0.0
+
+    def _flushed_writeback(self, now_s: float, read_bytes: float, written_bytes: float, tally: _Tally) -> float:
+        """Write back the earlier work's dirty lines that ``read_bytes`` of misses and ``written_bytes``
+        of stores push out of the L2: queued on the HBM (posted: nobody waits for them, but the reads
+        behind them do), counted apart from the kernel's own traffic. Returns the bytes."""
+        if self.flushed_dirty_left <= 0:
+            return 0.0
+        out = min(self.flushed_dirty_left,
+                  self.flushed_per_read * read_bytes + self.flushed_per_written * written_bytes)
+        if out > 0:
+            self.flushed_dirty_left -= out
+            self.ch["hbm"].request(now_s, out)
+            tally.v["hbm"] += out
+            tally.v["hbm_flushed_writeback"] += out
+        return out
+
+    def _writeback_lasts(self, per: _Tally, times: int, sharers: int) -> bool:
+        """Whether ``times`` repetitions of ``per`` may be held as measured: they write back none of
+        the earlier work's dirty lines, or what is left of those lasts through all of them while
+        ``sharers`` slots write back alike (else the held period would carry write-back that stops
+        partway: such a phase is stepped on until the dirty lines are gone)."""
+        each = per.v["hbm_flushed_writeback"]
+        return each <= 0 or each * times * max(1, sharers) <= self.flushed_dirty_left
 
     def _hbm_occupancy(self, pl: _Plan) -> None:
         """Each load's HBM channel bytes per DRAM byte: 1, or for reads of less than a line on a GPU with
@@ -469,6 +514,7 @@ class Engine:
         missed = capped
         if missed:
             done = max(done, ch["hbm"].request(now, occupied))
+            self._flushed_writeback(now, missed, 0.0, tally)
         v = tally.v
         v["l2_load"] += l2_bytes
         v["l2"] += l2_bytes
@@ -667,6 +713,7 @@ class Engine:
                    ch["l1"].request(t0, c.store_l1_cycles * share))
         ch["l2"].request(t0, wr_bytes)  # posted: the block does not wait for them
         ch["hbm"].request(t0, wr_hbm)
+        self._flushed_writeback(t0, 0.0, written, tally)
         v = tally.v
         v["issue"] += c.store_instructions * share
         v["l1"] += c.store_l1_cycles * share
@@ -718,10 +765,19 @@ class Engine:
         of its own (holds that end together at one event end at the same instant).
         """
         env = self.env
+        t0 = env.now
+        if per.v["hbm_flushed_writeback"]:
+            # the window's write-back of earlier dirty lines is no part of the steady rate: what the
+            # held repetitions push out (at most what is left) is queued once, at the start
+            own = _Tally()
+            own.add(per)
+            own.v["hbm"] -= own.v["hbm_flushed_writeback"]
+            own.v["hbm_flushed_writeback"] = 0.0
+            per = own
+        self._flushed_writeback(t0, per.v["hbm_read"] * times, per.v["hbm_write"] * times, tally)
         rates = {c: per.v[c] / period_s for c in CHANNELS if per.v[c] > 0 and c not in POSTED}
         for c, r in rates.items():
             self.ch[c].reserve(r)
-        t0 = env.now
         for c in POSTED:  # work nobody waits for queues up at once (a hold cut short overstates it)
             if per.v[c] > 0:
                 self.ch[c].request(t0, per.v[c] * times)
@@ -817,6 +873,8 @@ class Engine:
         per_step: list[float] = []
         # (tally, L2 misses, L1 misses) of the last windows
         recent: deque = deque(maxlen=max(MAX_WINDOW_CYCLE, WINDOW_SAMPLES))
+        # (start, earlier dirty lines left then) of the same windows: the chip's write-back rate
+        marks: deque = deque(maxlen=recent.maxlen)
         i = 0
         held = False
         steady_windows = 0
@@ -828,6 +886,7 @@ class Engine:
         while i < n:
             w = min(window, n - i)
             t0 = env.now
+            marks.append((t0, self.flushed_dirty_left))
             wt = _Tally()
             lanes[0].missed = {}  # new ones: the last windows' stay in ``recent``
             lanes[0].l1_missed = {}
@@ -873,15 +932,32 @@ class Engine:
                     # alike slots share the SM alike: join the period the holding ones hold at
                     # (measured while they stepped side by side; a slot stepping among holders is
                     # served worse than they are), else the steady ones' mean period
-                    periods = [self.holding[s] for s in self.looping if s in self.holding]
+                    periods = [self.holding[s] for s in self.looping
+                               if s in self.holding and s not in self.holding_writeback]
                     a = sum(periods) / len(periods) if periods else sum(self.steady.values()) / len(self.steady)
             else:
                 n_hold = 0
+            per = _Tally()
             if n_hold > 0:
-                per = _Tally()
                 cycled = list(recent)[-cycle:]
                 for wt_j, _, _ in cycled:  # the mean step over the cycle's windows
                     per.add(wt_j, 1.0 / (w * cycle))
+                wb = per.v["hbm_flushed_writeback"]
+                whole = n_hold
+                if wb > 0:
+                    # a period measured while the earlier work's dirty lines were written back (by
+                    # every slot: the chip's rate over the cycle's windows) holds only while they
+                    # last at that rate: then the group steps again and settles anew without them;
+                    # with none left, it steps on
+                    since, before = marks[-cycle]
+                    rate = (before - self.flushed_dirty_left) / (env.now - since) if env.now > since else 0.0
+                    if rate > 0:
+                        n_hold = min(n_hold, int(self.flushed_dirty_left / (rate * a)))
+                    if n_hold < 1 or self.flushed_dirty_left <= 0:
+                        per_step.clear()
+                        self.steady.pop(slot, None)
+                        steady_windows = 0
+                        continue
                 # the held steps bring in only the tiles this group was fetching itself (in the
                 # cycle's windows); tiles it found resident are someone else's to bring in
                 missed = dict.fromkeys(p for _, m, _ in cycled for p in m)
@@ -893,16 +969,19 @@ class Engine:
                 l1_ranges = [(prefix, i, i + n_hold) for prefix in l1_missed if prefix not in l1_still]
                 self.steady.pop(slot, None)
                 self.holding[slot] = a
+                if wb > 0:
+                    self.holding_writeback.add(slot)
                 done = yield from self._hold(slot, per, a, n_hold, tally, ranges, interruptible=True,
                                              phase=pl.phase.name, l1_ranges=l1_ranges, still=still,
                                              l1_still=l1_still)
                 self.holding.pop(slot, None)
+                self.holding_writeback.discard(slot)
                 i += done
                 if self.on_progress is not None:
                     self._progress(done * count)
                 for ln in lanes:
                     ln.issued += done
-                held = done == n_hold
+                held = done == n_hold == whole
                 per_step.clear()
                 steady_windows = 0
         if pl.in_loop:
@@ -938,6 +1017,10 @@ class Engine:
             groups += 1
             if count != sms or self.first_groups_done < slots or self.group_tol < 0:
                 continue
+            if not self._writeback_lasts(tally, (total - self.next_block) // sms // slots, slots):
+                # groups slowed by a write-back that stops partway are no measure of the steady rate
+                self.group_ends.clear()
+                continue
             if not self.group_period_s and not self._groups_settled(env.now, slots):
                 continue
             if self.group_end is None:
@@ -955,9 +1038,11 @@ class Engine:
                 # first holder's stretches or squeezes them by up to half a group), so that all holds
                 # end at one instant; each releases its channels before any steps again (the zero
                 # timeout), else the first to step would queue behind the others' reservations
-                self.next_block += j * sms
                 per = _Tally()
                 per.add(tally)
+                if not self._writeback_lasts(per, j, slots):
+                    continue
+                self.next_block += j * sms
                 hold = _Tally()
                 self.group_holding.add(slot)
                 yield from self._hold(slot, per, span_s / j, j, hold, until=self.group_end)
@@ -1057,7 +1142,7 @@ class Engine:
             l1_wavefronts=v["l1"], smem_bytes=v["smem_bytes"], smem_wavefronts=v["smem"],
             smem_conflict_wavefronts=max(0.0, v["smem"] - v["smem_ideal"]),
             register_operand_bytes=v["ffma"] * hw.warp_size * 3 * 4,
-            instructions=v["issue"], ffma=v["ffma"],
+            instructions=v["issue"], ffma=v["ffma"], hbm_flushed_writeback_bytes=v["hbm_flushed_writeback"],
         )
         wv = waves_of(p.launch.blocks, self.occ.blocks_per_sm, hw.sm_count)
         # the roofline of what was executed: its FLOPs, and the bytes the HBM carried during the
@@ -1180,18 +1265,22 @@ def _linear_forms(coords: tuple, index: str) -> list | None:
 
 
 def simulate_program(program: TileProgram, hw: HardwareSpec, *, timeline: bool = False,
-                     steady_state: bool = True, on_progress=None) -> SimResult:
+                     steady_state: bool = True, on_progress=None,
+                     flushed_dirty_bytes: float | None = None) -> SimResult:
     """Run the discrete-event model of ``program`` on ``hw``.
 
     ``steady_state=False`` simulates every k-step of every block group instead of holding settled
     phases: the reference the fast path approximates, tens of times slower. ``on_progress(fraction)``,
     when given, is called as the block steps are simulated (a rerun at a settled SM clock, see
-    :func:`_settle_clock`, starts again from 0).
+    :func:`_settle_clock`, starts again from 0). ``flushed_dirty_bytes``: dirty lines of earlier work
+    in the L2 at the start (None: the state the validation harness's L2 flush leaves, as measured,
+    see :meth:`Engine._flushed_writeback_setup`; 0: a clean L2).
     """
     check_program(program, hw)
-    result = Engine(program, hw, timeline=timeline, steady_state=steady_state, on_progress=on_progress).run()
+    result = Engine(program, hw, timeline=timeline, steady_state=steady_state, on_progress=on_progress,
+                    flushed_dirty_bytes=flushed_dirty_bytes).run()
     result = _settle_clock(program, hw, result, timeline=timeline, steady_state=steady_state,
-                           on_progress=on_progress)
+                           on_progress=on_progress, flushed_dirty_bytes=flushed_dirty_bytes)
     check_not_faster_than_roofline(result)
     return result
 

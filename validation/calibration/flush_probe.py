@@ -199,6 +199,62 @@ def ncu_fields(ncu_text: str) -> dict:
     return out
 
 
+#: read rows at or above this size write back all of the flush's dirty lines (the curve is flat from 96 MiB)
+SATURATED_MIB = 128
+#: a row's write-back under this share of the saturated total counts towards the per-byte rates
+BELOW_SATURATION = 0.8
+
+
+def writeback_rows(ncu_text: str) -> dict:
+    """Per (kernel, MiB): the kernel's own DRAM bytes read and written (clean start) and the extra bytes
+    written after the flush alone (dirty - clean write bytes), medians over the launches (pure)."""
+    import statistics  # noqa: PLC0415
+
+    per = ncu_fields(ncu_text)
+    out = {}
+    for k in KERNELS:
+        for s in SIZES_MIB[k]:
+            d, c = per[case_name(k, s, "dirty")], per[case_name(k, s, "clean")]
+            out[(k, s)] = {"read_bytes": statistics.median(c["dram__bytes_read.sum"]),
+                           "written_bytes": s * MIB if k != "read" else 0.0,
+                           "extra_bytes": (statistics.median(d["dram__bytes_write.sum"])
+                                           - statistics.median(c["dram__bytes_write.sum"]))}
+    return out
+
+
+def flush_fields(ncu_text: str, rel: str = "flush_ncu/ncu_raw.csv", date: str | None = None) -> dict:
+    """The calibrated profile's fields from the ``--ncu`` counter run: ``l2_flushed_dirty_bytes`` (what
+    the read streams of :data:`SATURATED_MIB` MiB and more write back in all: the median),
+    ``l2_flushed_writeback_per_read_byte`` (the read streams below :data:`BELOW_SATURATION` of it:
+    median of extra bytes over bytes read) and ``l2_flushed_writeback_per_written_byte`` (the write
+    streams below it: extra bytes over bytes written)."""
+    import statistics  # noqa: PLC0415
+
+    rows = writeback_rows(ncu_text)
+    sat = [r["extra_bytes"] for (k, s), r in rows.items() if k == "read" and s >= SATURATED_MIB]
+    total = statistics.median(sat)
+    per_read = [r["extra_bytes"] / r["read_bytes"] for (k, _), r in rows.items()
+                if k == "read" and r["extra_bytes"] < BELOW_SATURATION * total]
+    per_written = [r["extra_bytes"] / r["written_bytes"] for (k, _), r in rows.items()
+                   if k == "write" and r["extra_bytes"] < BELOW_SATURATION * total]
+
+    def field(value, what, values, unit):
+        return {"value": value, "unit": unit, "n": len(values), "p10": min(values), "p90": max(values), "date": date,
+                "benchmark": f"flush_probe under ncu ({rel}: {what}; ncu --cache-control none, the harness's "
+                             f"L2 flush before each launch, or that flush and a read sweep for the clean start)"}
+
+    return {
+        "l2_flushed_dirty_bytes": field(total, f"dirty - clean DRAM bytes written by the read streams of "
+                                        f">= {SATURATED_MIB} MiB, median (min..max)", sat, "bytes"),
+        "l2_flushed_writeback_per_read_byte": field(
+            statistics.median(per_read), f"dirty - clean DRAM bytes written over bytes read, read streams "
+            f"writing back less than {BELOW_SATURATION:g} of it, median (min..max)", per_read, "bytes/byte"),
+        "l2_flushed_writeback_per_written_byte": field(
+            statistics.median(per_written), f"dirty - clean DRAM bytes written over bytes the kernel wrote, "
+            f"write streams below {BELOW_SATURATION:g} of it, median (min..max)", per_written, "bytes/byte"),
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = pc.probe_parser("flush_probe", __doc__.splitlines()[0], RESULT_FILE,
                          f"{QUICK_REPS} timed runs a case instead of {REPS}")
