@@ -64,10 +64,12 @@ def test_batched_l2_lookups_match_one_at_a_time(seed):
 
 def test_slots_that_alternate_between_two_group_times_settle():
     """A reduction of 2^26 elements (262144 blocks, 1986 block groups) steps a handful of groups per
-    slot, not hundreds, and stays within 10% of the exact path."""
+    slot, not hundreds, and stays within 10% of the exact path. From the flushed L2 it settles twice:
+    once while the earlier work's dirty lines are written back, and again once they are gone (2,012
+    events from a clean L2, 3,540 from the flushed one)."""
     cfg = registry.get("reduction").make(n=1 << 26)
     fast = simulate(cfg, "h200")
-    assert fast.events < 3000
+    assert fast.events < 4000
     exact = simulate(cfg, "h200", steady_state=False)
     assert abs(fast.time_s / exact.time_s - 1) < 0.10
 
@@ -177,10 +179,11 @@ def test_a_loop_whose_windows_jitter_holds_at_their_mean():
     """reg2d 64x64x8 4x4 vectorized at 4096^3 (5 slots): windows of slots stepping together jitter
     by about 5% without repeating, so two alike came by chance and the loop held at a sample
     (23,703 events, -1.4% against --exact). The mean of the last windows, once known within the
-    tolerance, holds sooner and closer."""
+    tolerance, holds sooner and closer (15,883 events from a clean L2; 17,517 from the flushed one,
+    whose first holds end when the earlier work's dirty lines are written back)."""
     cfg = registry.get("gemm").make(m=4096, n=4096, k=4096, variant="reg2d", bm=64, bn=64, bk=8, tm=4, tn=4,
                                     vectorize=True)
     fast = simulate(cfg, "h200")
-    assert fast.events < 17000
+    assert fast.events < 19000
     exact = simulate(cfg, "h200", steady_state=False)
     assert abs(fast.time_s / exact.time_s - 1) < 0.01

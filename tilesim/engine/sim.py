@@ -306,6 +306,7 @@ class Engine:
         self.group_period_s = 0.0  # a slot's group time once the completions have settled
         self.group_end_s = 0.0  # when every slot's group hold ends (the same for all: no slot idles early)
         self.group_end: simpy.Event | None = None  # the event that ends them
+        self.group_end_writeback = False  # they end early, when the earlier work's dirty lines run out
         self.tail_sms: int | None = None  # SMs a last partial wave lands on
         self.in_loop: set[int] = set()  # slots inside a loop phase
         # slots the loops' contention is measured with: those in a loop phase, and those between their
@@ -317,8 +318,6 @@ class Engine:
         self.last_loop_phase = loops[-1] if loops else -1
         self.steady: dict[int, float] = {}  # steady slots -> their step period
         self.holding: dict[int, float] = {}  # holding slots -> the period they hold at
-        # holding slots whose period carries write-back of earlier dirty lines (not to be joined)
-        self.holding_writeback: set[int] = set()
         self.changed = self.env.event()  # fires when the set of slots in a loop changes
 
     def _flushed_writeback_setup(self, dirty_bytes: float | None) -> None:
@@ -354,14 +353,6 @@ class Engine:
             tally.v["hbm"] += out
             tally.v["hbm_flushed_writeback"] += out
         return out
-
-    def _writeback_lasts(self, per: _Tally, times: int, sharers: int) -> bool:
-        """Whether ``times`` repetitions of ``per`` may be held as measured: they write back none of
-        the earlier work's dirty lines, or what is left of those lasts through all of them while
-        ``sharers`` slots write back alike (else the held period would carry write-back that stops
-        partway: such a phase is stepped on until the dirty lines are gone)."""
-        each = per.v["hbm_flushed_writeback"]
-        return each <= 0 or each * times * max(1, sharers) <= self.flushed_dirty_left
 
     def _hbm_occupancy(self, pl: _Plan) -> None:
         """Each load's HBM channel bytes per DRAM byte: 1, or for reads of less than a line on a GPU with
@@ -932,8 +923,7 @@ class Engine:
                     # alike slots share the SM alike: join the period the holding ones hold at
                     # (measured while they stepped side by side; a slot stepping among holders is
                     # served worse than they are), else the steady ones' mean period
-                    periods = [self.holding[s] for s in self.looping
-                               if s in self.holding and s not in self.holding_writeback]
+                    periods = [self.holding[s] for s in self.looping if s in self.holding]
                     a = sum(periods) / len(periods) if periods else sum(self.steady.values()) / len(self.steady)
             else:
                 n_hold = 0
@@ -969,13 +959,10 @@ class Engine:
                 l1_ranges = [(prefix, i, i + n_hold) for prefix in l1_missed if prefix not in l1_still]
                 self.steady.pop(slot, None)
                 self.holding[slot] = a
-                if wb > 0:
-                    self.holding_writeback.add(slot)
                 done = yield from self._hold(slot, per, a, n_hold, tally, ranges, interruptible=True,
                                              phase=pl.phase.name, l1_ranges=l1_ranges, still=still,
                                              l1_still=l1_still)
                 self.holding.pop(slot, None)
-                self.holding_writeback.discard(slot)
                 i += done
                 if self.on_progress is not None:
                     self._progress(done * count)
@@ -1017,17 +1004,25 @@ class Engine:
             groups += 1
             if count != sms or self.first_groups_done < slots or self.group_tol < 0:
                 continue
-            if not self._writeback_lasts(tally, (total - self.next_block) // sms // slots, slots):
-                # groups slowed by a write-back that stops partway are no measure of the steady rate
+            if self.group_end is not None and self.group_end.processed and self.group_end_writeback:
+                # the holds ended as the earlier work's dirty lines ran out: settle anew without them
+                self.group_end, self.group_period_s, self.group_end_writeback = None, 0.0, False
                 self.group_ends.clear()
-                continue
             if not self.group_period_s and not self._groups_settled(env.now, slots):
                 continue
             if self.group_end is None:
                 # the first hold: every slot holds until one common end, a whole number of group
                 # times from now that leaves each slot about a last group to step
                 hold_groups = (total - self.next_block) // sms // slots - 1
+                wb = tally.v["hbm_flushed_writeback"]
+                if wb > 0:
+                    # a group time measured while every slot wrote back the earlier work's dirty
+                    # lines holds only while they last; then the groups settle anew
+                    lasting = int(self.flushed_dirty_left / (wb * slots))
+                    if lasting < hold_groups:
+                        hold_groups, self.group_end_writeback = lasting, True
                 if hold_groups < MIN_GROUP_HOLD:
+                    self.group_end_writeback = False
                     continue
                 self.group_end_s = env.now + hold_groups * self.group_period_s
                 self.group_end = env.timeout(hold_groups * self.group_period_s)
@@ -1038,11 +1033,9 @@ class Engine:
                 # first holder's stretches or squeezes them by up to half a group), so that all holds
                 # end at one instant; each releases its channels before any steps again (the zero
                 # timeout), else the first to step would queue behind the others' reservations
+                self.next_block += j * sms
                 per = _Tally()
                 per.add(tally)
-                if not self._writeback_lasts(per, j, slots):
-                    continue
-                self.next_block += j * sms
                 hold = _Tally()
                 self.group_holding.add(slot)
                 yield from self._hold(slot, per, span_s / j, j, hold, until=self.group_end)
