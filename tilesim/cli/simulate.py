@@ -30,7 +30,7 @@ from tilesim.sweep import COMPUTE_BOUND_FLOP_PER_BYTE
 # ----------------------------------------------------------------------------------------------
 # simulate <family>: one option per configuration field
 
-_OWN_OPTIONS = ("hardware", "json", "timeline", "exact", "compile", "help")
+_OWN_OPTIONS = ("hardware", "json", "timeline", "exact", "compile", "l2_start", "help")
 _METAVARS = {"int": "INT", "float": "FLOAT", "bool": "BOOL", "str": "TEXT", "int | None": "INT|none"}
 
 
@@ -88,15 +88,19 @@ def _family_command(fam: registry.KernelFamily) -> click.Command:
                      help="also write the block-slot timeline of one SM to this PNG"),
         click.Option(["--exact"], is_flag=True,
                      help="simulate every step (no steady-state holds; slower)"),
+        click.Option(["--l2-start", "l2_start"], type=click.Choice(tilesim.L2_STARTS), default="flushed",
+                     show_default=True,
+                     help="the L2 at the start: flushed (full of an earlier write's dirty lines, as after "
+                          "the validation harness's flush or a kernel that wrote its output) or clean"),
         click.Option(["--compile", "compile_"], is_flag=True,
                      help="build the kernel with nvcc for the GPU's architecture (no GPU needed) and use "
                           "its register count, static shared memory and (with nvdisasm) its k-loop's "
                           "integer instructions from the SASS instead of the model's estimates"),
     ]
 
-    def run(hardware, as_json, timeline_png, exact, compile_, **knobs):
+    def run(hardware, as_json, timeline_png, exact, l2_start, compile_, **knobs):
         _simulate(fam, {k: v for k, v in knobs.items() if v is not None}, hardware, as_json,
-                  timeline_png, exact, compile_)
+                  timeline_png, exact, compile_, l2_start)
 
     doc = fam.description or f"Simulate one {fam.name} kernel."
     return _FamilyCommand(fam, name=fam.name, params=params, callback=run, help=doc,
@@ -274,7 +278,7 @@ def _compiled_programs(fam, cfg, hw, as_json: bool):
 
 
 def _simulate(fam, values: dict, hardware: str, as_json: bool, timeline_png, exact: bool,
-              compile_: bool = False) -> None:
+              compile_: bool = False, l2_start: str = "flushed") -> None:
     missing = [f for f in _required_fields(fam) if f not in values]
     if missing:
         fail(f"{fam.name}: missing {', '.join('--' + m.replace('_', '-') for m in missing)} "
@@ -293,9 +297,9 @@ def _simulate(fam, values: dict, hardware: str, as_json: bool, timeline_png, exa
             cfg, kernel, notes = _compiled_programs(fam, cfg, hw, as_json)
             fam.check_fits(cfg, hw)
         if exact:  # every step simulated: seconds to minutes, so show how far it is
-            result = _simulate_with_progress(kernel, hw, timeline_png is not None, fam.full_label(cfg))
+            result = _simulate_with_progress(kernel, hw, timeline_png is not None, fam.full_label(cfg), l2_start)
         else:
-            result = tilesim.simulate(kernel, hw, timeline=timeline_png is not None)
+            result = tilesim.simulate(kernel, hw, timeline=timeline_png is not None, l2_start=l2_start)
         programs = () if as_json else tilesim.lower(kernel)
     except ValueError as e:
         fail(str(e))
@@ -310,7 +314,7 @@ def _simulate(fam, values: dict, hardware: str, as_json: bool, timeline_png, exa
     _print_report(console(), fam, cfg, hw, result, programs, notes)
 
 
-def _simulate_with_progress(kernel, hw, timeline: bool, label: str):
+def _simulate_with_progress(kernel, hw, timeline: bool, label: str, l2_start: str = "flushed"):
     """``tilesim.simulate(..., steady_state=False)`` with its progress on standard error (a bar on a
     terminal, a line per percent when piped); a rerun at the SM clock of the kernel's tensor load
     starts again from 0%, named so."""
@@ -325,7 +329,8 @@ def _simulate_with_progress(kernel, hw, timeline: bool, label: str):
             state["last"] = fraction
             update(round(1000 * fraction), 1000)
 
-        return tilesim.simulate(kernel, hw, timeline=timeline, steady_state=False, on_progress=on_progress)
+        return tilesim.simulate(kernel, hw, timeline=timeline, steady_state=False, on_progress=on_progress,
+                                l2_start=l2_start)
 
 
 def _print_report(con: Console, fam, cfg, hw, r, programs, notes=None) -> None:
@@ -387,6 +392,8 @@ def _print_report(con: Console, fam, cfg, hw, r, programs, notes=None) -> None:
     tr.add_column("value", justify="right")
     tr.add_row("HBM", "read", fmt_bytes(t.hbm_read_bytes))
     tr.add_row("HBM", "write", fmt_bytes(t.hbm_write_bytes))
+    if t.hbm_flushed_writeback_bytes:
+        tr.add_row("HBM", "earlier dirty lines written back", fmt_bytes(t.hbm_flushed_writeback_bytes))
     tr.add_row("L2", "load (SM requests)", fmt_bytes(t.l2_load_bytes))
     tr.add_row("L2", "store", fmt_bytes(t.l2_store_bytes))
     tr.add_row("L2", "hit rate", f"{100 * t.l2_hit_rate:.1f}%")
