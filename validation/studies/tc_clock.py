@@ -1,0 +1,81 @@
+"""The tensor-core GEMMs' SM clock: the engine's against the one Nsight Compute saw, and what it hides.
+
+Under tensor load the H200 lowers its SM clock; the engine picks the clock from the kernel's own
+predicted tensor activity and the measured curve ``sm_clock_hz_by_tensor_activity`` (clock_load_probe:
+bare mma.sync / wgmma loops). ``python -m validation.studies.tc_clock`` takes every tc_gemm row with a
+Nsight Compute diagnostics record (``validation/results/h200/tc_gemm/diagnostics.csv``, recorded with
+``--clock-control none``: ``sm__cycles_elapsed.avg.per_second``) and prints the engine's clock beside
+it, then the prediction error at the engine's clock and at Nsight Compute's (a what-if: the clock held
+at the counter's value). Nothing here needs a GPU, and nothing in the model is set from it: it tells
+where the clock is wrong and which errors it hides.
+
+Recorded (session 11): the engine's clock is higher than Nsight Compute's on all 24 rows, by 3-4% for
+the mma.sync and the cluster wgmma kernels and by 19-27% for single-block wgmma (1.74-1.84 against
+1.45-1.49 GHz): their predicted tensor activity is too low (the engine's 44-78% against the counters'
+87-94%), so the curve gives them a high clock, which made up for a k-loop the engine predicts too slow.
+At Nsight Compute's clocks those kernels are 17-21% slow (+59% for the 64x256 one-consumer kernel),
+the cluster wgmma kernels 13-18% fast and the mma.sync ones 6-17% fast (mean error -7.7% -> -2.6%,
+MAPE 15.8% -> 15.0% over the 24 rows).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import statistics
+import sys
+from pathlib import Path
+
+from tilesim import hardware, simulate
+from tilesim.hardware.catalog import with_overrides
+from validation.harness import suite
+from validation.harness.report import config_from_row
+from validation.harness.suite import recorded_dir
+
+DIAGNOSTICS = "diagnostics.csv"
+CLOCK_COUNTER = "sm__cycles_elapsed.avg.per_second_hz"
+
+
+def rows(results: Path | None = None, hw=None) -> list[dict]:
+    """Per diagnosed row: label, size, measured time, Nsight Compute's clock, the engine's clock and the
+    errors at the engine's clock and at Nsight Compute's (informed: the compiler's registers)."""
+    results = Path(results or recorded_dir("tc_gemm"))
+    hw = hw or hardware.load("h200")
+    times = {(r["label"], r["m"], r["n"], r["k"]): r for r in suite.read_rows(results / "times.csv")}
+    out = []
+    with (results / DIAGNOSTICS).open(newline="") as fh:
+        for d in csv.DictReader(fh):
+            row = times.get((d["label"], d["m"], d["n"], d["k"]))
+            if row is None or row.get("status") != "ok" or not d.get(CLOCK_COUNTER):
+                continue
+            cfg = dataclasses.replace(config_from_row("tc_gemm", row),
+                                      **{suite.OVERRIDE_FIELD: int(float(row["regs_per_thread"]))})
+            clock = float(d[CLOCK_COUNTER])
+            held = with_overrides(hw, sm_clock_hz=clock, sm_clock_hz_by_tensor_activity=((0.0, clock), (1.0, clock)))
+            at_model, at_ncu = simulate(cfg, hw), simulate(cfg, held)
+            measured = float(row["median_s"])
+            out.append({"label": d["label"], "size": f"{d['m']}x{d['n']}x{d['k']}", "measured_s": measured,
+                        "ncu_clock_hz": clock, "model_clock_hz": at_model.sm_clock_hz,
+                        "error_model_clock": at_model.time_s / measured - 1,
+                        "error_ncu_clock": at_ncu.time_s / measured - 1})
+    return out
+
+
+def main(argv=None) -> int:
+    got = rows()
+    if not got:
+        print("tc_clock: no diagnosed rows", file=sys.stderr)
+        return 1
+    print(f"{'kernel':52s} {'size':16s} {'clock GHz model / ncu':>22s} {'error at model clock':>21s} {'at ncu clock':>13s}")
+    for r in got:
+        print(f"{r['label']:52s} {r['size']:16s} {r['model_clock_hz'] / 1e9:10.3f} / {r['ncu_clock_hz'] / 1e9:.3f} "
+              f"{100 * r['error_model_clock']:+20.1f}% {100 * r['error_ncu_clock']:+12.1f}%")
+    for key, name in (("error_model_clock", "model clock"), ("error_ncu_clock", "Nsight Compute's clock")):
+        errs = [r[key] for r in got]
+        print(f"at the {name}: MAPE {100 * statistics.mean(map(abs, errs)):.1f}%, "
+              f"mean {100 * statistics.mean(errs):+.1f}% over {len(errs)} rows")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
