@@ -11,4 +11,5 @@ def test_the_engine_clock_is_above_the_one_nsight_compute_saw_and_hides_slow_wgm
     assert all(r["model_clock_hz"] > r["ncu_clock_hz"] for r in got)
     single = [r for r in got if r["label"].startswith("wgmma") and "_cl2" not in r["label"]]
     assert single and all(r["model_clock_hz"] > 1.15 * r["ncu_clock_hz"] for r in single)
-    assert all(r["error_ncu_clock"] > r["error_model_clock"] + 0.05 for r in single)
+    two_consumers = [r for r in single if "_c2" in r["label"]]
+    assert two_consumers and all(r["error_ncu_clock"] > r["error_model_clock"] + 0.10 for r in two_consumers)

@@ -13,7 +13,7 @@ Recorded (session 11): the engine's clock is higher than Nsight Compute's on all
 the mma.sync and the cluster wgmma kernels and by 19-27% for single-block wgmma (1.74-1.84 against
 1.45-1.49 GHz): their predicted tensor activity is too low (the engine's 44-78% against the counters'
 87-94%), so the curve gives them a high clock, which made up for a k-loop the engine predicts too slow.
-At Nsight Compute's clocks those kernels are 17-21% slow (+59% for the 64x256 one-consumer kernel),
+At Nsight Compute's clocks the two-consumer ones are 17-21% slow (the one-consumer ones 26-59% at either),
 the cluster wgmma kernels 13-18% fast and the mma.sync ones 6-17% fast (mean error -7.7% -> -2.6%,
 MAPE 15.8% -> 15.0% over the 24 rows).
 """
