@@ -40,17 +40,15 @@ from collections.abc import Sequence
 from validation.calibration import probe_common as pc
 
 RESULT_FILE = "flush.json"
-SOURCE = r"""
-extern "C" __global__ void fp_read(const float4* __restrict__ x, long long n4, float* out) {
-    float acc = 0.f;
-    long long stride = (long long)gridDim.x * blockDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += stride) {
-        float4 v = x[i];
-        acc += v.x + v.y + v.z + v.w;
-    }
-    if (acc == -1.0f) out[blockIdx.x] = acc;  // never true for the inputs: keeps the reads
-}
-extern "C" __global__ void fp_sweep(const float4* __restrict__ x, long long n4, float* out) {
+
+
+def read_kernel_source(name: str) -> str:
+    """CUDA source of a grid-stride read-only kernel ``name(const float4* x, long long n4, float* out)``
+    (16-byte loads summed; one value per block is written only if the sum is -1, never for the inputs,
+    so the reads cannot be removed): the probes' read stream and their L2 sweep, under their own names
+    so that Nsight Compute can tell them apart."""
+    return r"""
+extern "C" __global__ void NAME(const float4* __restrict__ x, long long n4, float* out) {
     float acc = 0.f;
     long long stride = (long long)gridDim.x * blockDim.x;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += stride) {
@@ -59,6 +57,10 @@ extern "C" __global__ void fp_sweep(const float4* __restrict__ x, long long n4, 
     }
     if (acc == -1.0f) out[blockIdx.x] = acc;
 }
+""".replace("NAME", name)
+
+
+SOURCE = read_kernel_source("fp_read") + read_kernel_source("fp_sweep") + r"""
 extern "C" __global__ void fp_copy(const float4* __restrict__ x, float4* __restrict__ y, long long n4) {
     long long stride = (long long)gridDim.x * blockDim.x;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += stride) {
