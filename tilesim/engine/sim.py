@@ -599,18 +599,22 @@ class Engine:
         r, lds, lds_lat, requests, issue_s = got
         timeout = env.timeout
         for _ in range(r):
-            now = env.now
+            now = env._now  # env.now, without the property's call
             if lds:
                 done = now
                 for request, amount in lds:
-                    done = max(done, request(now, amount))
+                    end = request(now, amount)
+                    if end > done:
+                        done = end
                 done += lds_lat
                 if not _skip(env, done - now):
                     yield timeout(done - now)
-                now = env.now
+                now = env._now
             done = now + issue_s
             for request, amount in requests:
-                done = max(done, request(now, amount))
+                end = request(now, amount)
+                if end > done:
+                    done = end
             if not _skip(env, done - now):
                 yield timeout(done - now)
             self.events += 1
