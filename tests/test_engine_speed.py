@@ -187,3 +187,67 @@ def test_a_loop_whose_windows_jitter_holds_at_their_mean():
     assert fast.events < 19000
     exact = simulate(cfg, "h200", steady_state=False)
     assert abs(fast.time_s / exact.time_s - 1) < 0.01
+
+
+_SKIP_CASES = (
+    ("gemm", {"m": 1024, "n": 1024, "k": 1024, "variant": "reg2d", "bm": 64, "bn": 64, "bk": 8, "tm": 4, "tn": 4}),
+    ("softmax", {"rows": 2048, "cols": 256, "variant": "block_tree"}),
+    ("tc_gemm", {"m": 1024, "n": 1024, "k": 1024}),
+)
+
+
+@pytest.mark.parametrize(("family", "knobs"), _SKIP_CASES, ids=[f for f, _ in _SKIP_CASES])
+def test_a_wait_that_nothing_precedes_advances_the_clock_and_changes_nothing(monkeypatch, family, knobs):
+    """Where no other event is due before a process's wake-up time, the engine moves the clock
+    there itself instead of scheduling a timeout (sim._skip): it does so often, and the prediction,
+    the traffic and the engine's step count are exactly those of always yielding the timeout."""
+    import tilesim.engine.sim as sim
+
+    cfg = registry.get(family).make(**knobs)
+    skipped = []
+    real_skip = sim._skip
+
+    def counting_skip(env, delay_s):
+        did = real_skip(env, delay_s)
+        skipped.append(did)
+        return did
+
+    monkeypatch.setattr(sim, "_skip", counting_skip)
+    fast = simulate(cfg, "h200")
+    monkeypatch.setattr(sim, "_skip", lambda env, delay_s: False)
+    plain = simulate(cfg, "h200")
+    assert any(skipped), "no wait was ever skipped: the fast path is not exercised"
+    assert (fast.time_s, fast.events, fast.traffic, fast.utilization) == (
+        plain.time_s, plain.events, plain.traffic, plain.utilization)
+
+
+@pytest.mark.parametrize(("family", "knobs"), [
+    ("gemm", {"m": 1000, "n": 3000, "k": 512, "variant": "reg2d", "bm": 64, "bn": 128, "bk": 8, "tm": 8, "tn": 8}),
+    ("softmax", {"rows": 4096, "cols": 1024, "variant": "warp_shuffle"}),
+    ("tc_gemm", {"m": 2048, "n": 1024, "k": 512}),
+], ids=["gemm", "softmax", "tc_gemm"])
+def test_tile_projections_worked_out_by_column_match_block_by_block(family, knobs):
+    """A block group's distinct tiles, worked out coordinate by coordinate over the group's blocks,
+    are those (and in the first-seen order, which the L2 lookups follow) that substituting each
+    block's indices into the tile's coordinates gives, with as many blocks each."""
+    from tilesim.api import lower, resolve_hardware
+    from tilesim.engine.sim import Engine, _project
+
+    hw = resolve_hardware("h200")
+    program = lower(registry.get(family).make(**knobs), hw)[0]
+    engine = Engine(program, hw)
+    blocks = program.launch.blocks
+    groups = [(0, min(132, blocks)), (min(132, blocks - 1), min(97, blocks - min(132, blocks - 1)))]
+    checked = 0
+    for phase in program.phases:
+        tiles = [ld.tile for ld in phase.step.loads] + [st.tile for st in phase.step.stores]
+        for tile in tiles:
+            for first, count in groups:
+                expected: dict = {}
+                for b in range(first, first + count):
+                    bx, by, bz = program.launch.block_indices(b)
+                    proj = tuple(_project(c, {"bx": bx, "by": by, "bz": bz}, phase.index) for c in tile.coords)
+                    expected[proj] = expected.get(proj, 0) + 1
+                assert engine._projections(tile, phase.index, first, count) == list(expected.items())
+                checked += 1
+    assert checked >= 4

@@ -55,7 +55,7 @@ holds are checked against).
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 
 import simpy
 
@@ -280,6 +280,7 @@ class Engine:
         self.units_total = max(1, program.launch.blocks * sum(pl.trips for pl in self.plans))
         self.units_done = 0
         self._proj_cache: dict = {}
+        self._where_cache: dict = {}  # (first, count) -> the blocks' (bx, by, bz), in launch order
         self._prefix_ids: dict = {}  # (tensor, projection) -> the integer the L2 and L1 know it by
         # tensors whose tiles are looked up in L2 (loads, global atomics): only theirs are tracked
         self.read_tensors = {t.tile.tensor for pl in self.plans for t in (*pl.loads, *pl.atomics)}
@@ -403,23 +404,17 @@ class Engine:
         key = (id(tile), index, first, count)  # tiles live as long as the program: no hashing of coordinates
         got = self._proj_cache.get(key)
         if got is None:
-            where = self.p.launch.block_indices
-            seen: dict = {}
             forms = _linear_forms(tile.coords, index)
             if forms is None:  # names other than the block and loop indices: the general path
-                for b in range(first, first + count):
-                    bx, by, bz = where(b)
+                seen: dict = {}
+                for bx, by, bz in self._block_indices(first, count):
                     named = {"bx": bx, "by": by, "bz": bz}
                     proj = tuple(_project(c, named, index) for c in tile.coords)
                     seen[proj] = seen.get(proj, 0) + 1
-            else:  # the same projections, from each coordinate's coefficients
-                for b in range(first, first + count):
-                    bx, by, bz = where(b)
-                    proj = tuple([f if cx is None else
-                                  (cx * bx + cy * by + cz * bz + f if step is None else
-                                   (LOOP, step, cx * bx + cy * by + cz * bz + f))
-                                  for cx, cy, cz, f, step in forms])
-                    seen[proj] = seen.get(proj, 0) + 1
+            else:  # the same projections, coordinate by coordinate over the blocks, counted in first-seen order
+                where = self._block_indices(first, count)
+                columns = [_form_column(form, where) for form in forms]
+                seen = Counter(zip(*columns)) if columns else Counter({(): count})
             items = list(seen.items())
             ids = self._prefix_ids
             got = (items, tuple(ids.setdefault((tile.tensor, proj), len(ids)) for proj in seen),
@@ -427,6 +422,18 @@ class Engine:
             if len(self._proj_cache) > 4096:
                 self._proj_cache.clear()
             self._proj_cache[key] = got
+        return got
+
+    def _block_indices(self, first: int, count: int) -> list[tuple[int, int, int]]:
+        """``(bx, by, bz)`` of blocks ``first .. first+count-1`` in launch order (kept per group)."""
+        key = (first, count)
+        got = self._where_cache.get(key)
+        if got is None:
+            where = self.p.launch.block_indices
+            got = [where(b) for b in range(first, first + count)]
+            if len(self._where_cache) > 256:
+                self._where_cache.clear()
+            self._where_cache[key] = got
         return got
 
     def _touch(self, tile: TileRef, index: str, first: int, count: int, k: int,
@@ -566,7 +573,7 @@ class Engine:
             start = ch["issue"].request(t0, c.staging_address_instructions * share)
             done = max(ch["smem"].request(start, staging * share),
                        ch["issue"].request(t0, (c.staging_instructions + c.barriers) * share))
-            if done > env.now:
+            if done > env.now and not _skip(env, done - env.now):
                 yield env.timeout(done - env.now)
         staged = env.now
         groups = pl.math_groups
@@ -583,10 +590,10 @@ class Engine:
             # blocks in a loop on this SM share each scheduler's tensor pipe in phase: the step's
             # math lasts their MMAs' tensor time together (StepCost.lockstep_tensor_cycles)
             end = staged + len(self.in_loop) * pl.lockstep_s
-            if env.now < end:
+            if env.now < end and not _skip(env, end - env.now):
                 yield env.timeout(end - env.now)
         computed = env.now
-        if env.now < t0 + pl.crit_s:
+        if env.now < t0 + pl.crit_s and not _skip(env, t0 + pl.crit_s - env.now):
             yield env.timeout(t0 + pl.crit_s - env.now)
         v = tally.v
         counts = pl.compute_counts.get(share)
@@ -629,18 +636,24 @@ class Engine:
         r, lds, lds_lat, requests, issue_s = got
         timeout = env.timeout
         for _ in range(r):
-            now = env.now
+            now = env._now  # env.now, without the property's call
             if lds:
                 done = now
                 for request, amount in lds:
-                    done = max(done, request(now, amount))
+                    end = request(now, amount)
+                    if end > done:
+                        done = end
                 done += lds_lat
-                yield timeout(done - now)
-                now = env.now
+                if not _skip(env, done - now):
+                    yield timeout(done - now)
+                now = env._now
             done = now + issue_s
             for request, amount in requests:
-                done = max(done, request(now, amount))
-            yield timeout(done - now)
+                end = request(now, amount)
+                if end > done:
+                    done = end
+            if not _skip(env, done - now):
+                yield timeout(done - now)
             self.events += 1
 
     def _math_round(self, pl: _Plan, share: float) -> tuple:
@@ -712,7 +725,7 @@ class Engine:
         v["l2_store"] += wr_bytes
         v["hbm"] += wr_hbm
         v["hbm_write"] += written  # adjusted for what is still resident at the end, in run()
-        if done > env.now:
+        if done > env.now and not _skip(env, done - env.now):
             yield env.timeout(done - env.now)
 
     def _steps(self, pl: _Plan, slot: int, lane: _Lane, first: int, count: int, share: float, lead: bool,
@@ -731,7 +744,7 @@ class Engine:
                 lane.issued += 1
             ready = lane.pending.popleft()
             t0 = env.now
-            if ready > t0:
+            if ready > t0 and not _skip(env, ready - t0):
                 yield env.timeout(ready - t0)
             t1 = env.now
             parts = yield from self._compute(pl, i, first, count, share, tally)
@@ -991,7 +1004,7 @@ class Engine:
             self.next_block += count
             t0 = env.now
             admitted = self.ch["dispatch"].request(t0, 1.0)  # the SM takes the block in
-            if admitted > t0:
+            if admitted > t0 and not _skip(env, admitted - t0):
                 yield env.timeout(admitted - t0)
             # the group runs in this process; the zero timeout stands for its own process's exit
             tally = yield from self._group(slot, first, count)
@@ -1157,6 +1170,23 @@ class Engine:
         )
 
 
+def _skip(env: simpy.Environment, delay_s: float) -> bool:
+    """Advance the clock by ``delay_s`` in place of a timeout when no event is due until then
+    (True; else False, and the caller yields the timeout).
+
+    The same simulation as the timeout: the waiting process would be the next to run, at
+    ``now + delay_s`` (the very sum the timeout would be scheduled at), and simpy's tie-breaking
+    counter only orders events due at one instant, so every other event keeps its place and time;
+    what is saved is the Timeout, its heap push and pop, and the resumption of the process's chain
+    of generators. (It reads and sets the environment's ``_now`` and ``_queue``, simpy 4's.)"""
+    at = env._now + delay_s
+    queue = env._queue
+    if queue and queue[0][0] <= at:
+        return False
+    env._now = at
+    return True
+
+
 def _key(varies: bool, k: int) -> int:
     """The k-step the caches know a tile by at step ``k``: ``k`` when the tile's coordinates name
     the loop index (``varies``), else 0: the same data at every step is one tile, not one a step."""
@@ -1211,6 +1241,21 @@ def _window_mean(per_step: list[float], tol: float) -> int:
                 and abs(second - first) <= WINDOW_TREND_TOL * tol * mean):
             return n
     return 0
+
+
+def _form_column(form: tuple, where: list) -> list:
+    """One coordinate of a tile (a form of :func:`_linear_forms`) for each block of ``where``
+    (their ``(bx, by, bz)``): what :func:`_project` gives for it, block by block."""
+    cx, cy, cz, f, step = form
+    if cx is None:
+        return [f] * len(where)
+    if (cx, cy, cz, f) == (1, 0, 0, 0):
+        values = [bx for bx, _, _ in where]
+    elif (cx, cy, cz, f) == (0, 1, 0, 0):
+        values = [by for _, by, _ in where]
+    else:
+        values = [cx * bx + cy * by + cz * bz + f for bx, by, bz in where]
+    return values if step is None else [(LOOP, step, v) for v in values]
 
 
 def _project(coord, named: dict, index: str):
