@@ -26,10 +26,21 @@ Each form changes one thing of the rule that the kernels' structure suggests (``
   source address (3 registers per chunk, not per copy);
 * ``acc_x1.1``: 10% more than the accumulators (whatever ptxas adds with the tile's size).
 
+How far ptxas goes beyond what a kernel needs (``need``, nvcc, about 10 minutes on 2 cores; writes
+``need.csv`` beside ``fit.csv``): 24 kernels drawn from the tuner's subset (seed 7) are compiled
+without ``__launch_bounds__`` under ``-maxrregcount`` 48, 56, ..., 248, 255; ``need_regs`` is the
+smallest cap without a spill (to 8 registers), ``free_regs`` the count with no cap at all, beside
+ptxas's count with the launch bound (``regs_per_thread`` of fit.csv). Found: the launch-bounded count
+is -3 to +112 registers from the need (median +29; 21 of 24 more than 8 over it), by an amount no
+term of the kernel's structure follows (warp 128x128x8 t4x2 cp_async2: need 136, ptxas 211; warp
+128x128x8 t8x4 cp_async2: need 136, ptxas 171; reg2d 128x64x8 t8x8 vec: need 104, ptxas 117): ptxas
+spends registers it could do without, which bounds what any count of live values can reach.
+
 ``python -m validation.studies.gemm_register_forms`` prints the table (a few seconds). Found (nvcc
-13.0): only ``load_phase`` (the larger phase) gained on both subsets and is in the rule; every other
-form loses within-8 on both (``vec_a_chunk`` gains 1 point of equal occupancy on the tuner's subset
-and loses 2.3 points within 8 on fit.csv). Figures on the suite and held-out set:
+13.0): only ``load_phase`` (the larger phase) gained within 8 on both subsets and is in the rule;
+no other form gains in both figures on either subset (``scalar_copy_5``: +0.4 points within 8 on
+fit.csv, -0.7 of equal occupancy; ``vec_a_chunk``: +1.0 of equal occupancy on the tuner's subset,
+-2.3 within 8 on fit.csv; the others lose 3.7 to 8.2 points within 8 on both). Figures on the suite and held-out set:
 ``tests/test_register_estimates.py``.
 """
 
@@ -139,7 +150,63 @@ def dev_sets(path: Path = OUT_DIR / "fit.csv") -> dict[str, list[tuple[GemmConfi
     return {"fit": rows, "tuner": tuner}
 
 
+NEED_SAMPLE, NEED_SEED = 24, 7
+NEED_CAPS = (*range(48, 256, 8), 255)
+
+
+def _without_launch_bounds(code: str) -> str:
+    """``code`` with every ``__launch_bounds__(...)`` removed (nvcc ignores -maxrregcount under one)."""
+    key, out, i = "__launch_bounds__(", [], 0
+    while (j := code.find(key, i)) >= 0:
+        out.append(code[i:j])
+        k, depth = j + len(key), 1
+        while depth:
+            depth += {"(": 1, ")": -1}.get(code[k], 0)
+            k += 1
+        i = k
+    return "".join(out) + code[i:]
+
+
+def need(workers: int = 2) -> list[dict]:
+    """Rows of ``need.csv``: knobs, ``threads``, ``regs_per_thread`` (fit.csv), ``free_regs`` and
+    ``need_regs`` (see the module docstring) of :data:`NEED_SAMPLE` tuner's kernels."""
+    import random
+    from concurrent.futures import ThreadPoolExecutor
+
+    from validation.families.gemm import runner
+    from validation.studies.gemm_register_counts import FIELDS
+    from validation.studies.register_counts import demangled, ptxas_report
+
+    sample = random.Random(NEED_SEED).sample(dev_sets()["tuner"], NEED_SAMPLE)
+    code = _without_launch_bounds(runner.batch_source([c for c, _ in sample]))
+
+    def at(cap):
+        opts = runner.OPTIONS + ((f"-maxrregcount={cap}",) if cap else ())
+        return cap, demangled(ptxas_report(code, opts))
+
+    with ThreadPoolExecutor(workers) as ex:
+        reports = dict(ex.map(at, (None, *NEED_CAPS)))
+    rows = []
+    for c, regs in sample:
+        name = runner.kernel_name(c)
+        fits = [cap for cap in NEED_CAPS if reports[cap][name]["local_bytes"] == 0]
+        rows.append({**{f: getattr(c, f) for f in FIELDS}, "threads": c.threads, "regs_per_thread": regs,
+                     "free_regs": reports[None][name]["regs_per_thread"], "need_regs": min(fits, default="")})
+    return rows
+
+
 def main() -> int:
+    import sys
+
+    if sys.argv[1:] == ["need"]:
+        rows = need()
+        path = OUT_DIR / "need.csv"
+        with open(path, "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+        print(f"{len(rows)} kernels -> {path}")
+        return 0
     sets = dev_sets()
     print(f"{'form':24s}" + "".join(f"  {k} ({len(v)}): within 8 / equal occupancy" for k, v in sets.items()))
     for name, form in FORMS.items():
