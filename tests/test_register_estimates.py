@@ -51,9 +51,10 @@ The recorded counts are CuPy NVRTC's on the H200; offline nvcc 13.0 differs on 8
 kernels (by 2-6 registers but one: warp 128x64x16 vec cp_async3, NVRTC 127, nvcc 165, the rule 156).
 Against nvcc's counts of the suite kernels the rule scores gemm 74.5% / 92.7%, softmax 88.4% / 80.4%,
 layernorm 91.4% / 90.0%, reduction 100% / 100%, tc_gemm 80.2% / 95.3%
-(``python -m validation.harness.compile`` lists the disagreements). NVRTC 13.2 compiling to a cubin
-reproduces nvcc 13.0's counts, not the recorded ones, so where the recorded counts came from is not
-settled here.
+(``python -m validation.harness.compile`` lists the disagreements). A one-off check outside the
+repository (NVRTC 13.2 of the nvidia-cuda-nvrtc wheel, the suite's sources and options, compiled to
+an sm_90 cubin) gave nvcc 13.0's counts on the 28 GEMM kernels, not the recorded ones (warp
+128x64x16 vec cp_async3: 165), so which compiler path produced the recorded counts is not settled.
 
 tc_gemm outside the suite (offline nvcc 13.0 counts of wmma / mma_sync kernels;
 ``validation/studies/tc_gemm_register_counts.py``, two disjoint seeded draws of 120 kernels none of
