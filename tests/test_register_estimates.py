@@ -14,7 +14,7 @@ the rules in each family's ``config.py``):
 =========== ===== ====================== =============== ===================
 family      rows  median abs difference  within 8        equal occupancy
 =========== ===== ====================== =============== ===================
-gemm        110   7                      70.9%           92.7%
+gemm        110   6                      70.9%           92.7%
 reduction   229   2                      100%            100%
 softmax     112   0                      96.4%           87.5%
 layernorm   140   2                      100%            95.0%
@@ -25,12 +25,36 @@ Before issue #10's softmax and tc_gemm rules: softmax 96.4% / 81.2%, tc_gemm 43.
 abs difference 12).
 
 GEMM outside the suite (offline nvcc 13.0 counts; ``validation/studies/gemm_register_counts.py``):
-the rule's constants were chosen on 2,047 configurations (``fit.csv``: 43.9% within 8, 65.6% equal
-occupancy; 48.8% / 73.6% on the 1,814 that do not spill). On 300 held-out ones never used to choose
-anything (``heldout.csv``, with shared-memory padding the fit set lacks): 36.7% within 8 and 59.0%
-equal occupancy (41.2% / 66.8% on the 262 that do not spill); the rule before issue #10's work: 9.7%
-and 52.7% (11.1% / 47.3%). A tiling the rule puts over its launch bound (ptxas caps and spills it)
-counts as a miss: the rule leaves it uncapped so that ``check_fits`` rejects it.
+the rule's constants and form were chosen on 2,047 configurations (``fit.csv``: 45.0% within 8,
+65.9% equal occupancy). On 300 held-out ones never used to choose anything (``heldout.csv``, with
+shared-memory padding the fit set lacks): 37.3% within 8 and 59.7% equal occupancy (42.0% / 67.6% on
+the 262 that do not spill); the rule before issue #10's work: 9.7% and 52.7% (11.1% / 47.3%). A
+tiling the rule puts over its launch bound (ptxas caps and spills it) counts as a miss: the rule
+leaves it uncapped so that ``check_fits`` rejects it.
+
+The GEMM rule's form (``validation/studies/gemm_register_forms.py``, fit.csv only): the ``load_phase``
+term (pipeline none: the larger of the load phase and the inner product, not their sum) took fit.csv
+from 43.9% / 65.6% to 45.0% / 65.9% and its tuner's subset (no spill, 128..512 threads, reg2d / warp,
+1,328 kernels) from 46.8% / 74.2% to 47.7% / 74.0%; afterwards held-out went from 36.7% / 59.0% to
+37.3% / 59.7% (the 212 tuner's kernels: 38.7% / 67.9% to 40.1% / 69.3%) and the suite stayed at
+70.9% / 92.7% (one kernel, warp 128x64x16 vec, 120 -> 122 registers against the compiler's 127).
+Forms the kernels' structure suggests for the suite's misses (ptxas loading the next k-step's
+fragments during this one's FFMAs; all four k-steps of a float4 A row live; 10% over the
+accumulators) lose 3.7 to 8.2 points within 8 on both development subsets, so they are not in the
+rule; none of the other forms gains in both figures either. The
+development set bounds what a form can reach: a least-squares fit with twelve terms per (vectorize,
+pipeline) group, scored on the kernels it was fitted to, puts only 28-76% within 8; and ptxas's count
+lies -3 to +112 registers (median +29) from the fewest it can run the kernel in without spilling
+(24 development kernels under -maxrregcount caps, ``need.csv``), registers it spends by choice.
+
+The recorded counts are CuPy NVRTC's on the H200; offline nvcc 13.0 differs on 8 of the 28 GEMM
+kernels (by 2-6 registers but one: warp 128x64x16 vec cp_async3, NVRTC 127, nvcc 165, the rule 156).
+Against nvcc's counts of the suite kernels the rule scores gemm 74.5% / 92.7%, softmax 88.4% / 80.4%,
+layernorm 91.4% / 90.0%, reduction 100% / 100%, tc_gemm 80.2% / 95.3%
+(``python -m validation.harness.compile`` lists the disagreements). A one-off check outside the
+repository (NVRTC 13.2 of the nvidia-cuda-nvrtc wheel, the suite's sources and options, compiled to
+an sm_90 cubin) gave nvcc 13.0's counts on the 28 GEMM kernels, not the recorded ones (warp
+128x64x16 vec cp_async3: 165), so which compiler path produced the recorded counts is not settled.
 
 tc_gemm outside the suite (offline nvcc 13.0 counts of wmma / mma_sync kernels;
 ``validation/studies/tc_gemm_register_counts.py``, two disjoint seeded draws of 120 kernels none of
@@ -140,7 +164,7 @@ def test_layernorm_rule_is_structural():
 
 # ----- GEMM configurations outside the suite (nvcc's counts, validation/studies/gemm_register_counts.py) --
 GEMM_REGS = RESULTS / "studies" / "gemm_regs"
-HELDOUT_ACHIEVED = (0.36, 0.59)  # within 8, equal occupancy on heldout.csv (300 kernels)
+HELDOUT_ACHIEVED = (0.37, 0.59)  # within 8, equal occupancy on heldout.csv (300 kernels)
 
 
 def _compare_offline(path: Path) -> dict:
@@ -170,6 +194,34 @@ def test_gemm_heldout_configurations():
     assert not held & (set(fit_set()) | suite_names()), "held-out kernels overlap the fit set or the suite"
 
 
+def test_gemm_load_phase_is_the_larger_phase_not_a_sum():
+    """Pipeline none: when a k-tile's loads in flight with their values need more registers than the
+    inner product, the peak is the load phase's; with a pipeline the loaded values stay live anyway."""
+    from tilesim import GemmConfig
+
+    few_warps = GemmConfig(m=4096, n=4096, k=4096, variant="warp", bm=128, bn=64, bk=16, wm=64, wn=32,
+                           wniter=2, tm=4, tn=4, vectorize=True)  # 128 threads, 4 + 2 float4 loads
+    t = few_warps.register_terms
+    in_flight = (2 + 4) * 6
+    inner_product = t["fragments"] + t["a_kvec"] + t["staging"]  # 16 + 0 + 18
+    assert (in_flight, inner_product, t["load_phase"]) == (36, 34, 2)
+    assert few_warps.with_(pipeline="regs").register_terms["load_phase"] == 0
+    assert few_warps.with_(vectorize=False).register_terms["load_phase"] == 0  # 1 value per load
+
+
+def test_gemm_rule_is_the_best_form_on_the_development_set():
+    """No candidate form of validation/studies/gemm_register_forms.py beats the rule on fit.csv in
+    both figures (the forms were scored there only; heldout.csv is not read)."""
+    from validation.studies.gemm_register_forms import FORMS, dev_sets, score
+
+    fit = dev_sets()["fit"]
+    rule_within, rule_occ = score(fit, None)
+    assert (round(rule_within, 3), round(rule_occ, 3)) == (0.450, 0.659)
+    for name, form in FORMS.items():
+        within, occ = score(fit, form)
+        assert not (within > rule_within and occ > rule_occ), name
+
+
 def test_gemm_rule_terms_are_structural():
     """Accumulators, fragments and staging grow with the tile as the kernel's structure says."""
     from tilesim import GemmConfig
@@ -180,6 +232,7 @@ def test_gemm_rule_terms_are_structural():
     t = warp.register_terms
     assert t["accumulators"] == 128 and t["fragments"] == 8 + 16 and t["a_kvec"] == 0
     assert t["staging"] == 3 * (4 + 4)  # four float4 loads of A and four of B per thread, 3 registers each
+    assert t["load_phase"] == 0  # 8 loads in flight (2 + 4 registers each) need less than the inner product
     regs2 = warp.with_(pipeline="regs").register_terms
     assert regs2["staging"] == (3 + 4) * 8  # the prefetched values stay live across the inner product
     flat = GemmConfig(m=4096, n=4096, k=4096, variant="reg2d", bm=128, bn=128, bk=8, tm=8, tn=8)

@@ -55,6 +55,10 @@ REGS_BASE = 22
 REGS_FLOOR = 32
 #: per global load of a k-tile: its 64-bit address and bounds predicate (pipelines none and regs)
 REGS_PER_LOAD = 3
+#: per global load while a k-tile's loads are in flight (pipeline none): its 64-bit address (the
+#: bounds test is a predicate register); the loaded values are live beside it until the shared stores.
+#: Chosen on fit.csv among the forms of validation/studies/gemm_register_forms.py (load_phase_max)
+REGS_PER_LOAD_IN_FLIGHT = 2
 #: per cp.async instruction of a k-tile: shared address, 64-bit global address, source size
 REGS_PER_COPY = 3
 #: per A fragment register when A rows are read as float4 along k (4 k-steps per load): the later
@@ -101,6 +105,18 @@ def snap_to_occupancy_step(regs: int, threads: int, slack: int = REGS_OCCUPANCY_
     while step > 1 and register_limited_blocks(step, threads) == blocks:
         step -= 1
     return step if regs - step <= slack else regs
+
+
+def regs_from_terms(terms: dict[str, float], threads: int) -> int:
+    """The blind estimate from named register terms (:attr:`GemmConfig.register_terms`): their sum,
+    rounded, at least :data:`REGS_FLOOR`; left as it is over the launch bound
+    (:func:`launch_bound_regs`: ptxas would cap and spill, :func:`check_fits` rejects the tiling),
+    else snapped down to an occupancy step within :data:`REGS_OCCUPANCY_SNAP`
+    (:func:`snap_to_occupancy_step`)."""
+    regs = max(round(sum(terms.values())), REGS_FLOOR)
+    if regs > launch_bound_regs(threads):
+        return regs
+    return snap_to_occupancy_step(regs, threads)
 
 
 def _require(cond: bool, name: str, value, rule: str) -> None:
@@ -287,12 +303,17 @@ class GemmConfig:
           load keeps live across the inner product (the prefetched tile); cp_async
           :data:`REGS_PER_COPY` per cp.async instruction (4 per vectorized A load, A being stored
           transposed by 4-byte copies; 1 per vectorized B load when the B buffer rows are 16-byte
-          aligned, else 4).
+          aligned, else 4);
+        * ``load_phase``: pipeline none only: what the load phase needs beyond the inner product's
+          peak (``fragments + a_kvec + staging``), when a k-tile's loads are all in flight with their
+          values (:data:`REGS_PER_LOAD_IN_FLIGHT` + w per load) before the shared stores; the peak
+          is the larger phase, not their sum (the values are dead before the inner product).
 
         naive kernels: ``base`` only, floored at :data:`REGS_FLOOR` by :attr:`estimated_regs`."""
         v = self.variant
         if v in ("naive_uncoalesced", "naive"):
-            return {"base": REGS_BASE, "accumulators": 1, "fragments": 2, "a_kvec": 0, "staging": 0}
+            return {"base": REGS_BASE, "accumulators": 1, "fragments": 2, "a_kvec": 0, "staging": 0,
+                    "load_phase": 0}
         if v == "smem":
             acc, a, b = 1, 1, 1
         elif v == "reg1d":
@@ -307,8 +328,11 @@ class GemmConfig:
         w = 4 if self.vectorize else 1
         a_loads = math.ceil(self.bm * self.bk / (w * self.threads))
         b_loads = math.ceil(self.bk * self.bn / (w * self.threads))
+        load_phase = 0
         if self.pipeline == "none":
             staging = REGS_PER_LOAD * (a_loads + b_loads)
+            in_flight = (REGS_PER_LOAD_IN_FLIGHT + w) * (a_loads + b_loads)
+            load_phase = max(0, in_flight - (a + b + (REGS_KVEC_A_EXTRA * a if kvec else 0) + staging))
         elif self.pipeline == "regs":
             staging = (REGS_PER_LOAD + w) * (a_loads + b_loads)
         else:
@@ -316,7 +340,7 @@ class GemmConfig:
             copies = a_loads * w + b_loads * (1 if (not self.vectorize or b_aligned) else 4)
             staging = REGS_PER_COPY * copies
         return {"base": REGS_BASE, "accumulators": acc, "fragments": a + b,
-                "a_kvec": REGS_KVEC_A_EXTRA * a if kvec else 0, "staging": staging}
+                "a_kvec": REGS_KVEC_A_EXTRA * a if kvec else 0, "staging": staging, "load_phase": load_phase}
 
     @property
     def estimated_regs(self) -> int:
@@ -336,11 +360,7 @@ class GemmConfig:
         """
         if self.regs_per_thread is not None:
             return self.regs_per_thread
-        total = round(sum(self.register_terms.values()))
-        regs = max(total, REGS_FLOOR)
-        if regs > launch_bound_regs(self.threads):
-            return regs  # ptxas would cap it and spill: left over the bound, check_fits rejects the tiling
-        return snap_to_occupancy_step(regs, self.threads)
+        return regs_from_terms(self.register_terms, self.threads)
 
     @property
     def flops(self) -> float:
