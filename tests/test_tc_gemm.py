@@ -40,6 +40,8 @@ def _cost(cfg: TcGemmConfig, phase: int = 0):
     (dict(instruction="mma_sync", consumers=2), "consumers", "wgmma knob"),
     (dict(staging="global"), "staging", "wmma rung only"),
     (dict(WGMMA, layout="padded"), "layout", "128-byte swizzled"),
+    (dict(WGMMA, bk=32), "bk", "multiple of 64 (fp16: one 128-byte swizzle row"),
+    (dict(WGMMA, bm=256, wm=128), "bn", "256 fp32 accumulators per consumer thread, more than 192"),
     (dict(m=1000, n=1000, k=1001), "k", "16-byte aligned rows of A"),
     (dict(dtype="fp8"), "dtype", "fp16, bf16, tf32"),
     (dict(bm=512, bn=256, wm=32, wn=32), "threads", "1024"),

@@ -95,6 +95,11 @@ STAGING_REGS_PER_CHUNK = 4
 #: count, capped by the launch bound (``__launch_bounds__(threads, 1)``: 65536 / threads in steps of 8):
 #: 232 with one consumer warpgroup (256 threads), 168 with two (384 threads), whatever the tile
 WGMMA_CONSUMER_REGS = 232
+#: registers a wgmma consumer thread keeps for addressing and control beside its accumulators
+#: (validation/families/tc_gemm/wgmma.cu: at most 192 accumulators under setmaxnreg's 232)
+WGMMA_ACCUMULATOR_HEADROOM_REGS = 40
+#: the 128-byte swizzle's row: the TMA box's inner extent, so bk is a multiple of 128 bytes of elements
+WGMMA_SWIZZLE_ROW_BYTES = 128
 
 
 def _require(cond: bool, name: str, value, rule: str) -> None:
@@ -223,6 +228,16 @@ class TcGemmConfig:
         # wgmma transposes only 16-bit operands (PTX ISA: imm-trans-a/b for .f16/.bf16 only): tf32 B must be K-major
         _require(not (self.dtype == "tf32" and self.b_layout == "row"), "b_layout", self.b_layout,
                  "tf32 wgmma needs K-major B ('col'): wgmma transposes only 16-bit types")
+        row = WGMMA_SWIZZLE_ROW_BYTES // DTYPE_BYTES[self.dtype]
+        _require(self.bk % row == 0, "bk", self.bk, f"must be a multiple of {row} ({self.dtype}: one "
+                                                    f"{WGMMA_SWIZZLE_ROW_BYTES}-byte swizzle row, the TMA box's inner extent)")
+        acc = self.wm // WGMMA_M * self.bn // 2
+        regs = WGMMA_CONSUMER_REGS if self.setmaxnreg else launch_bound_regs(self.threads)
+        limit = regs - WGMMA_ACCUMULATOR_HEADROOM_REGS
+        _require(acc <= limit, "bn", self.bn,
+                 f"wm x bn = {self.wm} x {self.bn} gives {acc} fp32 accumulators per consumer thread, more than "
+                 f"{limit} ({regs} registers {'after setmaxnreg' if self.setmaxnreg else 'under the launch bound'}"
+                 f" less {WGMMA_ACCUMULATOR_HEADROOM_REGS} for addressing)")
 
     # ----- derived geometry ---------------------------------------------------------------
     @property

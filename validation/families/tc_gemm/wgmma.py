@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from tilesim.kernels.gemm.config import launch_bound_regs
+from tilesim.kernels.tc_gemm.config import WGMMA_ACCUMULATOR_HEADROOM_REGS, WGMMA_CONSUMER_REGS
 from validation.families.tc_gemm import tma
 from validation.harness.source import KernelSource
 
@@ -58,10 +59,11 @@ MAX_SMEM_PER_BLOCK_BYTES = 227 * 1024  # sm_90 opt-in shared memory per block (C
 #: (ptxas reports 1024 bytes)
 STATIC_SMEM_BYTES = 1024
 DEFAULT_SMEM_LIMIT_BYTES = 48 * 1024  # above this the kernel must opt in (max_dynamic_shared_size_bytes)
-PRODUCER_REGS, CONSUMER_REGS = 40, 232  # setmaxnreg in wgmma.cu
+PRODUCER_REGS = 40  # setmaxnreg.dec in wgmma.cu; the consumers' .inc is the model's WGMMA_CONSUMER_REGS
+CONSUMER_REGS = WGMMA_CONSUMER_REGS
 #: registers the consumer code may use after setmaxnreg.inc, less what addressing needs: the cap on
-#: accumulators per thread (wm / 64 * bn / 2)
-MAX_ACCUMULATORS = 192
+#: accumulators per thread (wm / 64 * bn / 2), which the model's configuration checks too
+MAX_ACCUMULATORS = WGMMA_CONSUMER_REGS - WGMMA_ACCUMULATOR_HEADROOM_REGS
 # (the tile order, GROUP_M, is TcGemmConfig.group_rows)
 
 _MODULES: dict[tuple[str, tuple[str, ...], str], Any] = {}
