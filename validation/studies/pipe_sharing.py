@@ -81,7 +81,7 @@ def period(policy: str, slots: int = 4, work: float = 700.0, latency: float = 61
             starts[i].append(now)
     last = sorted(s[-1] for s in starts.values())
     runs = 20
-    return (starts[0][-1] - starts[0][-1 - runs]) / runs, [b - a for a, b in zip(last, last[1:])]
+    return (starts[0][-1] - starts[0][-1 - runs]) / runs, [b - a for a, b in zip(last, last[1:], strict=False)]
 
 
 def main(argv: list[str] | None = None) -> int:
