@@ -414,7 +414,7 @@ class Engine:
             else:  # the same projections, coordinate by coordinate over the blocks, counted in first-seen order
                 where = self._block_indices(first, count)
                 columns = [_form_column(form, where) for form in forms]
-                seen = Counter(zip(*columns)) if columns else Counter({(): count})
+                seen = Counter(zip(*columns, strict=True)) if columns else Counter({(): count})
             items = list(seen.items())
             ids = self._prefix_ids
             got = (items, tuple(ids.setdefault((tile.tensor, proj), len(ids)) for proj in seen),
