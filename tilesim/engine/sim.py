@@ -103,6 +103,11 @@ WINDOW_SAMPLES_MIN = 10
 WINDOW_SAMPLES = 16
 WINDOW_SE_TOL = 1.5
 WINDOW_TREND_TOL = 2.0
+#: a held period carries the write-back of earlier dirty lines only where the HBM was busy through at
+#: least this share of it (flush_probe: a read stream, HBM-bound, is slowed by the whole write-back; a
+#: write stream, whose HBM idles, not at all); below it the write-back went into idle HBM time and the
+#: period stands after the dirty lines are gone
+HBM_BOUND_SHARE = 0.9
 MATH_PIPES = ("fma", "sfu", "int", "fp64", "shuffle")
 CHANNELS = ("issue", *MATH_PIPES, "tensor", "smem", "l1", "l2", "hbm", "dispatch", "atomic")
 COUNTERS = CHANNELS + ("hbm_read", "hbm_write", "l2_load", "l2_store", "smem_bytes", "smem_ideal", "ffma",
@@ -308,6 +313,8 @@ class Engine:
         self.group_end_s = 0.0  # when every slot's group hold ends (the same for all: no slot idles early)
         self.group_end: simpy.Event | None = None  # the event that ends them
         self.group_end_writeback = False  # they end early, when the earlier work's dirty lines run out
+        # (time, HBM busy seconds) at the last full-group completions: how busy the HBM was over a round
+        self.group_busy: deque = deque(maxlen=self.occ.blocks_per_sm + 1)
         self.tail_sms: int | None = None  # SMs a last partial wave lands on
         self.in_loop: set[int] = set()  # slots inside a loop phase
         # slots the loops' contention is measured with: those in a loop phase, and those between their
@@ -877,7 +884,8 @@ class Engine:
         per_step: list[float] = []
         # (tally, L2 misses, L1 misses) of the last windows
         recent: deque = deque(maxlen=max(MAX_WINDOW_CYCLE, WINDOW_SAMPLES))
-        # (start, earlier dirty lines left then) of the same windows: the chip's write-back rate
+        # (start, earlier dirty lines left then, HBM busy seconds then) of the same windows: the chip's
+        # write-back rate and how busy the HBM was
         marks: deque = deque(maxlen=recent.maxlen)
         i = 0
         held = False
@@ -890,7 +898,7 @@ class Engine:
         while i < n:
             w = min(window, n - i)
             t0 = env.now
-            marks.append((t0, self.flushed_dirty_left))
+            marks.append((t0, self.flushed_dirty_left, self.ch["hbm"].busy_s))
             wt = _Tally()
             lanes[0].missed = {}  # new ones: the last windows' stay in ``recent``
             lanes[0].l1_missed = {}
@@ -952,8 +960,9 @@ class Engine:
                     # every slot: the chip's rate over the cycle's windows) holds only while they
                     # last at that rate: then the group steps again and settles anew without them;
                     # with none left, it steps on
-                    since, before = marks[-cycle]
-                    rate = (before - self.flushed_dirty_left) / (env.now - since) if env.now > since else 0.0
+                    since, before, _ = marks[-cycle]
+                    span = env.now - since
+                    rate = (before - self.flushed_dirty_left) / span if span > 0 else 0.0
                     if rate > 0:
                         n_hold = min(n_hold, int(self.flushed_dirty_left / (rate * a)))
                     if n_hold < 1 or self.flushed_dirty_left <= 0:
@@ -1017,6 +1026,7 @@ class Engine:
             groups += 1
             if count != sms or self.first_groups_done < slots or self.group_tol < 0:
                 continue
+            self.group_busy.append((env.now, self.ch["hbm"].busy_s))
             if self.group_end is not None and self.group_end.processed and self.group_end_writeback:
                 # the holds ended as the earlier work's dirty lines ran out: settle anew without them
                 self.group_end, self.group_period_s, self.group_end_writeback = None, 0.0, False
@@ -1028,9 +1038,11 @@ class Engine:
                 # times from now that leaves each slot about a last group to step
                 hold_groups = (total - self.next_block) // sms // slots - 1
                 wb = tally.v["hbm_flushed_writeback"]
-                if wb > 0:
+                since, busy = self.group_busy[0]
+                hbm_bound = env.now > since and (self.ch["hbm"].busy_s - busy) >= HBM_BOUND_SHARE * (env.now - since)
+                if wb > 0 and hbm_bound:
                     # a group time measured while every slot wrote back the earlier work's dirty
-                    # lines holds only while they last; then the groups settle anew
+                    # lines, on a busy HBM, holds only while they last; then the groups settle anew
                     lasting = int(self.flushed_dirty_left / (wb * slots))
                     if lasting < hold_groups:
                         hold_groups, self.group_end_writeback = lasting, True
