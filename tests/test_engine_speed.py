@@ -64,12 +64,12 @@ def test_batched_l2_lookups_match_one_at_a_time(seed):
 
 def test_slots_that_alternate_between_two_group_times_settle():
     """A reduction of 2^26 elements (262144 blocks, 1986 block groups) steps a handful of groups per
-    slot, not hundreds, and stays within 10% of the exact path (2,012 events from a clean L2, 2,072
-    from the flushed one: its HBM is not the bottleneck, so the earlier work's dirty lines written back
-    early do not cut its group holds)."""
+    slot, not hundreds, and stays within 10% of the exact path. From the flushed L2 it settles twice:
+    once while the earlier work's dirty lines are written back, and again once they are gone (2,012
+    events from a clean L2, 3,540 from the flushed one)."""
     cfg = registry.get("reduction").make(n=1 << 26)
     fast = simulate(cfg, "h200")
-    assert fast.events < 3000
+    assert fast.events < 4000
     exact = simulate(cfg, "h200", steady_state=False)
     assert abs(fast.time_s / exact.time_s - 1) < 0.10
 

@@ -103,11 +103,6 @@ WINDOW_SAMPLES_MIN = 10
 WINDOW_SAMPLES = 16
 WINDOW_SE_TOL = 1.5
 WINDOW_TREND_TOL = 2.0
-#: a held period carries the write-back of earlier dirty lines only where the HBM was busy through at
-#: least this share of it (flush_probe: a read stream, HBM-bound, is slowed by the whole write-back; a
-#: write stream, whose HBM idles, not at all); below it the write-back went into idle HBM time and the
-#: period stands after the dirty lines are gone
-HBM_BOUND_SHARE = 0.9
 MATH_PIPES = ("fma", "sfu", "int", "fp64", "shuffle")
 CHANNELS = ("issue", *MATH_PIPES, "tensor", "smem", "l1", "l2", "hbm", "dispatch", "atomic")
 COUNTERS = CHANNELS + ("hbm_read", "hbm_write", "l2_load", "l2_store", "smem_bytes", "smem_ideal", "ffma",
@@ -313,8 +308,7 @@ class Engine:
         self.group_end_s = 0.0  # when every slot's group hold ends (the same for all: no slot idles early)
         self.group_end: simpy.Event | None = None  # the event that ends them
         self.group_end_writeback = False  # they end early, when the earlier work's dirty lines run out
-        # (time, HBM busy seconds) at the last full-group completions: how busy the HBM was over a round
-        self.group_busy: deque = deque(maxlen=self.occ.blocks_per_sm + 1)
+        self.group_window_start_s = 0.0  # the first completion the settled group time was measured from
         self.tail_sms: int | None = None  # SMs a last partial wave lands on
         self.in_loop: set[int] = set()  # slots inside a loop phase
         # slots the loops' contention is measured with: those in a loop phase, and those between their
@@ -344,6 +338,7 @@ class Engine:
         if dirty_bytes < 0:
             raise ValueError(f"Engine: flushed_dirty_bytes = {dirty_bytes!r}: must be >= 0")
         self.flushed_dirty_left = float(dirty_bytes) if measured else 0.0
+        self.flushed_last_s = -1.0  # when write-back of those lines was last queued (-1: never)
         self.flushed_per_read = hw.get("l2_flushed_writeback_per_read_byte") if measured else 0.0
         self.flushed_per_written = hw.get("l2_flushed_writeback_per_written_byte") if measured else 0.0
 
@@ -356,6 +351,7 @@ class Engine:
         out = min(self.flushed_dirty_left,
                   self.flushed_per_read * read_bytes + self.flushed_per_written * written_bytes)
         if out > 0:
+            self.flushed_last_s = now_s
             self.flushed_dirty_left -= out
             self.ch["hbm"].request(now_s, out)
             tally.v["hbm"] += out
@@ -1026,7 +1022,6 @@ class Engine:
             groups += 1
             if count != sms or self.first_groups_done < slots or self.group_tol < 0:
                 continue
-            self.group_busy.append((env.now, self.ch["hbm"].busy_s))
             if self.group_end is not None and self.group_end.processed and self.group_end_writeback:
                 # the holds ended as the earlier work's dirty lines ran out: settle anew without them
                 self.group_end, self.group_period_s, self.group_end_writeback = None, 0.0, False
@@ -1037,17 +1032,19 @@ class Engine:
                 # the first hold: every slot holds until one common end, a whole number of group
                 # times from now that leaves each slot about a last group to step
                 hold_groups = (total - self.next_block) // sms // slots - 1
-                wb = tally.v["hbm_flushed_writeback"]
-                since, busy = self.group_busy[0]
-                hbm_bound = env.now > since and (self.ch["hbm"].busy_s - busy) >= HBM_BOUND_SHARE * (env.now - since)
-                if wb > 0 and hbm_bound:
-                    # a group time measured while every slot wrote back the earlier work's dirty
-                    # lines, on a busy HBM, holds only while they last; then the groups settle anew
-                    lasting = int(self.flushed_dirty_left / (wb * slots))
+                if self.flushed_last_s >= self.group_window_start_s:
+                    # a group time measured while the earlier work's dirty lines were written back
+                    # holds only while they last (every slot writing back as this one did); then, or
+                    # if they are gone, the groups settle anew on completions after the last of them
+                    wb = tally.v["hbm_flushed_writeback"]
+                    lasting = int(self.flushed_dirty_left / (wb * slots)) if wb > 0 else 0
                     if lasting < hold_groups:
                         hold_groups, self.group_end_writeback = lasting, True
                 if hold_groups < MIN_GROUP_HOLD:
-                    self.group_end_writeback = False
+                    if self.group_end_writeback:
+                        self.group_period_s, self.group_end_writeback = 0.0, False
+                        while self.group_ends and self.group_ends[0] <= self.flushed_last_s:
+                            self.group_ends.popleft()
                     continue
                 self.group_end_s = env.now + hold_groups * self.group_period_s
                 self.group_end = env.timeout(hold_groups * self.group_period_s)
@@ -1100,6 +1097,7 @@ class Engine:
             mid = sorted(runs)[w // 2]
             if c >= GROUP_AVERAGE_ROUNDS or sum(abs(r - mid) <= tol * mid for r in runs) >= GROUP_STEADY_SHARE * w:
                 self.group_period_s = sum(runs) / w / c
+                self.group_window_start_s = ends[n - w - span]
                 return True
         return False
 
