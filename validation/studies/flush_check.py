@@ -8,6 +8,7 @@ suite) and after the flush plus a read sweep that writes the dirty lines back fi
 kernel's two timings interleaved in one process, and compares the measured difference with the
 engine's (``flushed`` minus ``clean`` predictions; nothing in the model was set from these times).
 
+Not run yet (session 11 wrote it; no device could be started before the session ended).
 ``python -m validation.studies.flush_check --measure --out DIR`` (GPU) writes ``DIR/flush_check.csv``
 with metadata; ``python -m validation.studies.flush_check [--csv FILE]`` (CPU) prints the comparison of
 the recorded ``validation/results/h200/studies/flush_check/flush_check.csv``.
@@ -139,6 +140,10 @@ def main(argv=None) -> int:
             return no_gpu_exit("flush_check", why)
         print(f"wrote {measure(Path(args.out or RECORDED.parent))}")
         return 0
+    if not Path(args.csv).exists():
+        print(f"flush_check: no measurements at {args.csv} (not recorded yet: run --measure on a GPU)",
+              file=sys.stderr)
+        return 2
     got = compare(Path(args.csv))
     if not got:
         print(f"flush_check: nothing to compare in {args.csv}", file=sys.stderr)
