@@ -880,8 +880,7 @@ class Engine:
         per_step: list[float] = []
         # (tally, L2 misses, L1 misses) of the last windows
         recent: deque = deque(maxlen=max(MAX_WINDOW_CYCLE, WINDOW_SAMPLES))
-        # (start, earlier dirty lines left then, HBM busy seconds then) of the same windows: the chip's
-        # write-back rate and how busy the HBM was
+        # (start, earlier dirty lines left then) of the same windows: the chip's write-back rate
         marks: deque = deque(maxlen=recent.maxlen)
         i = 0
         held = False
@@ -894,7 +893,7 @@ class Engine:
         while i < n:
             w = min(window, n - i)
             t0 = env.now
-            marks.append((t0, self.flushed_dirty_left, self.ch["hbm"].busy_s))
+            marks.append((t0, self.flushed_dirty_left))
             wt = _Tally()
             lanes[0].missed = {}  # new ones: the last windows' stay in ``recent``
             lanes[0].l1_missed = {}
@@ -956,7 +955,7 @@ class Engine:
                     # every slot: the chip's rate over the cycle's windows) holds only while they
                     # last at that rate: then the group steps again and settles anew without them;
                     # with none left, it steps on
-                    since, before, _ = marks[-cycle]
+                    since, before = marks[-cycle]
                     span = env.now - since
                     rate = (before - self.flushed_dirty_left) / span if span > 0 else 0.0
                     if rate > 0:
