@@ -402,3 +402,13 @@ def test_the_clock_group_sizes_its_launches_and_builds_rows(monkeypatch):
     assert res["spin_like_clock_probe"]["iters"] * 1024 == pytest.approx(tp.CLOCK_PROBE_SPIN_CYCLES, rel=1e-3)
     assert res["wgmma_all_sms_random"]["grid"] == 132 and res["ffma_one_warp_one_sm"]["threads"] == 32
     assert {(f, p) for f, _g, _t, _i, p in launches if f == "wg_f16_n128"} == {("wg_f16_n128", 0), ("wg_f16_n128", 2)}
+
+
+def test_tma_pitch_rows_are_checked_before_the_driver_is_called():
+    """A pitch below a row, or off a 16-byte multiple, is one ValueError naming it (no libcuda needed)."""
+    with pytest.raises(ValueError, match="pitch_bytes = 8000"):
+        tp.encode_tensor_map_2d(0, 4096, 2048, 64, 64, pitch_bytes=8000)
+    with pytest.raises(ValueError, match="multiples of 16 bytes"):
+        tp.encode_tensor_map_2d(0, 4096, 2048, 64, 64, pitch_bytes=8200)
+    assert "tma_pitch" in tp.GROUPS and 0 in tp.TMA_PITCH_OFFSETS_BYTES
+    assert all(off % 16 == 0 for off in tp.TMA_PITCH_OFFSETS_BYTES)

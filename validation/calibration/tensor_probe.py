@@ -138,6 +138,13 @@ TMA_BOX_COLS = 64  # 64 halves = 128 bytes: the widest box a 128-byte swizzle al
 TMA_BOX_ROWS = (64, 128, 256)  # 256: the largest box dimension cuTensorMapEncodeTiled accepts
 QUICK_TMA_BOX_ROWS = (64, 256)
 TMA_STAGES = (1, 2, 3, 4, 5, 6, 7, 8)  # boxes in flight per SM (those whose ring fits in shared memory)
+# tma_pitch: the same loads from tensors whose rows lie 8192 + offset bytes apart, so that a box's
+# 128-byte rows start off a 128-byte line (offset 16: seven rows in eight straddle two lines; a GEMM
+# at K = 2008 fp16 has 4016-byte rows, 48 bytes past a line)
+TMA_PITCH_OFFSETS_BYTES = (0, 16, 48, 64)
+QUICK_TMA_PITCH_OFFSETS_BYTES = (0, 48)
+TMA_PITCH_BOX_ROWS = (64, 128)
+TMA_PITCH_STAGES = (2, 4)
 QUICK_TMA_STAGES = (1, 4)
 TMA_ISSUE_BOX_ROWS = 8  # 64x8 boxes (1 KiB): the issue-bound reference rows
 TMA_ISSUE_STAGES = 8
@@ -214,7 +221,7 @@ SASS_KEYS = {  # kernel prefix -> (SASS mnemonic prefix, source instructions of 
     "tma_tp": ("UTMALDG", 1),
     "clk_ffma": ("FFMA", CLK_CHAINS * CLK_STEPS),
 }
-GROUPS = ("clock", "mma_sync", "wgmma", "ldmatrix", "cp_async", "tma")
+GROUPS = ("clock", "mma_sync", "wgmma", "ldmatrix", "cp_async", "tma", "tma_pitch")
 RATE_GROUPS = GROUPS[1:]  # rows made by _Device.measure (SASS-checked)
 
 DATASHEET_NOTE = "datasheet"
@@ -272,17 +279,22 @@ def sass_checks(sass: str, kernels: Sequence[str]) -> dict:
 
 # ----- the tensor map (libcuda through ctypes) ---------------------------------------------------------
 def encode_tensor_map_2d(global_address: int, cols: int, rows: int, box_cols: int, box_rows: int,
-                         elem_bytes: int = 2, libcuda: ctypes.CDLL | None = None) -> bytes:
-    """The 128-byte CUtensorMap of a row-major fp16 ``rows x cols`` tensor at ``global_address``, boxes of
-    ``box_rows x box_cols``, 128-byte swizzle, L2 promotion 256 B (cuTensorMapEncodeTiled, cuda.h).
-    ValueError on an argument the driver would refuse; RuntimeError with the driver's code otherwise."""
+                         elem_bytes: int = 2, libcuda: ctypes.CDLL | None = None,
+                         pitch_bytes: int | None = None) -> bytes:
+    """The 128-byte CUtensorMap of a row-major fp16 ``rows x cols`` tensor at ``global_address``, rows
+    ``pitch_bytes`` apart (default: ``cols`` elements, dense), boxes of ``box_rows x box_cols``, 128-byte
+    swizzle, L2 promotion 256 B (cuTensorMapEncodeTiled, cuda.h). ValueError on an argument the driver
+    would refuse; RuntimeError with the driver's code otherwise."""
+    pitch_bytes = cols * elem_bytes if pitch_bytes is None else pitch_bytes
+    if pitch_bytes < cols * elem_bytes:
+        raise ValueError(f"pitch_bytes = {pitch_bytes}: less than a row of {cols * elem_bytes} bytes")
     if elem_bytes != 2:
         raise ValueError(f"elem_bytes = {elem_bytes}: only fp16 (2) tensors are encoded here")
     if box_cols * elem_bytes > 128:
         raise ValueError(f"box_cols = {box_cols}: a 128-byte swizzle allows at most {128 // elem_bytes}")
     if not (1 <= box_rows <= 256 and 1 <= box_cols <= 256):
         raise ValueError(f"box = {box_rows}x{box_cols}: each box dimension must be in 1..256")
-    if (cols * elem_bytes) % 16 or global_address % 16:
+    if pitch_bytes % 16 or global_address % 16:
         raise ValueError("the row pitch and the address must be multiples of 16 bytes")
     lib = libcuda or ctypes.CDLL("libcuda.so.1")
     fn = lib.cuTensorMapEncodeTiled
@@ -294,7 +306,7 @@ def encode_tensor_map_2d(global_address: int, cols: int, rows: int, box_cols: in
     raw = ctypes.create_string_buffer(TENSOR_MAP_BYTES + 64)  # the map must be 64-byte aligned
     addr = (ctypes.addressof(raw) + 63) & ~63
     dims = (ctypes.c_uint64 * 2)(cols, rows)
-    strides = (ctypes.c_uint64 * 1)(cols * elem_bytes)
+    strides = (ctypes.c_uint64 * 1)(pitch_bytes)
     box = (ctypes.c_uint32 * 2)(box_cols, box_rows)
     estr = (ctypes.c_uint32 * 2)(1, 1)
     rc = fn(ctypes.c_void_p(addr), CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, ctypes.c_void_p(global_address), dims,
@@ -591,6 +603,42 @@ def run_tma(dev: _Device, hbm_bytes: int, box_rows_list: Sequence[int], stages_l
     return out
 
 
+def run_tma_pitch(dev: _Device, offsets: Sequence[int], box_rows_list: Sequence[int],
+                  stages_list: Sequence[int]) -> dict:
+    """TMA loads of L2-resident boxes from tensors of 4096 halves a row whose rows lie ``8192 + offset``
+    bytes apart (:data:`TMA_PITCH_OFFSETS_BYTES`), every SM (``l2_same``, ``l2_disjoint``) and one SM
+    with one box in flight (``.lat``): does a box row that straddles two 128-byte lines cost more than
+    its bytes?"""
+    import numpy  # noqa: PLC0415
+
+    cp = dev.cp
+    out: dict = {}
+    t = cp.zeros((L2_BUFFER_BYTES + 2 * max(offsets) * L2_BUFFER_BYTES // (TMA_COLS * 2)) // 2, dtype=cp.float16)
+    for off in offsets:
+        pitch = TMA_COLS * 2 + off
+        for box_rows in box_rows_list:
+            rows = min(t.size * 2 // pitch, L2_BUFFER_BYTES // (TMA_COLS * 2))
+            rows -= rows % box_rows
+            tmap_bytes = encode_tensor_map_2d(t.data.ptr, TMA_COLS, rows, TMA_BOX_COLS, box_rows, pitch_bytes=pitch)
+            tmap = cp.asarray(numpy.frombuffer(tmap_bytes, dtype=numpy.uint8))
+            total = (TMA_COLS // TMA_BOX_COLS) * (rows // box_rows)
+            name = f"tma_pitch.box{box_rows}x{TMA_BOX_COLS}.off{off}"
+            for source in ("l2_same", "l2_disjoint"):
+                for stages in stages_list:
+                    r = _tma_row(dev, t, tmap, total, box_rows, source, dev.sm_count, stages, {})
+                    r.update(pitch_bytes=pitch, pitch_offset_bytes=off)
+                    out[f"{name}.{source}.sms{dev.sm_count}.s{stages}"] = r
+            r = _tma_row(dev, t, tmap, total, box_rows, "l2", 1, 1, {})
+            lat = _latency({**r, "runs": [{**x, "rate_inside": x["rate_inside"] / r["box_bytes"]} for x in r["runs"]]},
+                           "cycles per TMA load, one in flight (issue to mbarrier completion)")
+            lat.update(box=[box_rows, TMA_BOX_COLS], box_bytes=r["box_bytes"], source="l2", stages=1,
+                       pitch_bytes=pitch, pitch_offset_bytes=off)
+            out[f"{name}.l2.lat"] = lat
+    del t
+    cp.get_default_memory_pool().free_all_blocks()
+    return out
+
+
 # ----- the SM clock under load ---------------------------------------------------------------------------
 CLOCK_METHODS = {
     "clock64_over_globaltimer": (
@@ -802,6 +850,8 @@ def run_probes(quick: bool = False, only: Sequence[str] | None = None) -> dict:
         "tma": lambda: run_tma(dev, QUICK_HBM_TENSOR_BYTES if quick else HBM_TENSOR_BYTES,
                                QUICK_TMA_BOX_ROWS if quick else TMA_BOX_ROWS,
                                QUICK_TMA_STAGES if quick else TMA_STAGES),
+        "tma_pitch": lambda: run_tma_pitch(dev, QUICK_TMA_PITCH_OFFSETS_BYTES if quick else TMA_PITCH_OFFSETS_BYTES,
+                                           TMA_PITCH_BOX_ROWS, TMA_PITCH_STAGES),
     }
     for name in GROUPS:  # TMA last: a fault there cannot spoil the others
         if name not in only:
@@ -900,7 +950,7 @@ def _extra(g: str, r: dict) -> str:
     copies, nvidia-smi's clock, power and reasons beside the clock rows."""
     if g == "ldmatrix" and "cycles_per_instr_per_sm" in r:
         return f"  {r['cycles_per_instr_per_sm']['value']:.3g} cyc/instr/SM"
-    if g in ("cp_async", "tma") and "chip_bytes_per_s" in r:
+    if g in ("cp_async", "tma", "tma_pitch") and "chip_bytes_per_s" in r:
         return f"  chip {r['chip_bytes_per_s']['value'] / 1e12:.3g} TB/s @ {r.get('clock_hz', 0) / 1e9:.3g} GHz"
     if g == "clock" and "nvidia_smi" in r:
         d = r["nvidia_smi"]["during"]
