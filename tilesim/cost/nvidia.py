@@ -22,7 +22,13 @@ program (never in the engine's event loop):
   issues it), no L1 (the copy engine moves L2 data straight into shared memory), the tile's
   distinct sectors from L2, and no wavefronts of the shared-memory (LSU) data pipe: Nsight Compute
   counts none for TMA fills (the wgmma GEMMs' l1tex__data_pipe_lsu_wavefronts_mem_shared is their
-  GMMA operand reads plus the epilogue, validation/results/h200/tc_gemm/counters.csv);
+  GMMA operand reads plus the epilogue, validation/results/h200/tc_gemm/counters.csv); a row of the
+  tile (a contiguous run of its bytes) that starts mid-sector takes the L2 path
+  ``tma_mid_sector_row_cost`` times as long as a sector-aligned row of its length, where measured
+  (tensor_probe's tma_pitch rows: 128x64 fp16 boxes from rows 8192 + 16 or + 48 bytes apart, half of
+  them starting mid-sector, load at 22.1-24.8 B/clk/SM against 36.1-36.2 from aligned rows on every SM;
+  +64, every row on a sector, at 35.6-36.9): the extra is charged to the L2 channel
+  (``StepCost.load_l2_extra_channel_bytes``), not counted as traffic;
 * shared loads and stores: bank wavefronts by :func:`~tilesim.cost.access.smem_wavefronts`; an
   instruction whose lanes are all predicated off still takes one wavefront (Nsight Compute's shared
   wavefronts of the reduction trees count them: validation/studies/reduction_fidelity.md);
@@ -85,6 +91,9 @@ class StepCost:
     load_instructions: float = 0.0  # global load (or cp.async) warp instructions
     load_l1_cycles: float = 0.0
     load_l2_bytes: float = 0.0  # sectors requested from L2, in bytes
+    # L2-channel time beyond load_l2_bytes, in bytes at the channel's rate: bulk copies' rows that start
+    # mid-sector (tma_mid_sector_row_cost; see the module docstring); not traffic
+    load_l2_extra_channel_bytes: float = 0.0
     load_useful_bytes: float = 0.0
     # per global load of the step, in order: its L2 bytes, and whether it is cached in L1 (loads
     # through registers are, unless they bypass it: GlobalLoad.bypass_l1, ld.global.cg; cp.async
@@ -175,6 +184,26 @@ def _pieces(w: WarpAccess) -> list[tuple[list, list, int]]:
     return [(list(w.offsets), list(shared or ()), w.width_bytes)]
 
 
+def _mid_sector_extra_bytes(ld, sector: int, cost: float) -> float:
+    """L2-channel bytes beyond its sectors that a bulk copy ``ld`` takes for its rows (contiguous runs of
+    its bytes) that start mid-sector: each such row takes ``cost`` times an aligned row of its length
+    (its whole sectors), less the sectors it is already charged."""
+    pieces = sorted({(a, w.width_bytes) for w in ld.instructions for a in w.offsets if a is not None})
+    runs: list[list[int]] = []
+    for a, width in pieces:
+        if runs and a <= runs[-1][1]:
+            runs[-1][1] = max(runs[-1][1], a + width)
+        else:
+            runs.append([a, a + width])
+    extra = 0.0
+    for start, end in runs:
+        if start % sector:
+            aligned = -(-(end - start) // sector) * sector
+            touched = ((end - 1) // sector - start // sector + 1) * sector
+            extra += max(0.0, cost * aligned - touched)
+    return extra
+
+
 def mma_latency_cycles(hw, op: Mma) -> float:
     """Clocks from an MMA to one that depends on it: a warpgroup's wgmma at its N from the measured
     ``wgmma_latency_cycles_by_n`` (tensor_probe: issue to wait_group 0), a warp's from the tensor
@@ -224,6 +253,8 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
     group = int(hw.get("ldgsts16_sector_group_lanes")) if hw.has("ldgsts16_sector_group_lanes") else None
     # DRAM's read unit for a lone sector's L2 miss (measured; None: the sector)
     dram_unit = int(hw.get("hbm_read_granularity_bytes")) if hw.has("hbm_read_granularity_bytes") else None
+    # a bulk copy's row that starts mid-sector, against an aligned one (measured; None: no extra)
+    mid_sector_cost = hw.get("tma_mid_sector_row_cost") if hw.has("tma_mid_sector_row_cost") else None
     for ld in step.loads:
         r = ld.repeat
         sectors: set[int] = set()
@@ -274,6 +305,8 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
                     st_ideal += ideal_wavefronts(sum(1 for s in sa if s is not None), width, banks, bank_w)
         if ld.dest == "bulk":
             instr = 1.0
+            if mid_sector_cost is not None:
+                c.load_l2_extra_channel_bytes += _mid_sector_extra_bytes(ld, sector, mid_sector_cost) * r
         c.load_instructions += instr * r
         if ld.dest == "async":
             c.staging_address_instructions += ld.address_instructions * instr * r

@@ -503,10 +503,11 @@ class Engine:
             tally.v["l1_fill"] += fill
         served, all_in_l1, miss_l1 = l1_steps.get(k, (0.0, False, pl.l1_miss_all))
         l2_bytes = (c.load_l2_bytes - served) * count * share
+        l2_channel_bytes = l2_bytes + c.load_l2_extra_channel_bytes * count * share
         l1_cycles = (c.load_l1_cycles + miss_l1) * share
         done = max(ch["issue"].request(now, c.load_instructions * share),
                    ch["l1"].request(now, l1_cycles),
-                   ch["l2"].request(now, l2_bytes))
+                   ch["l2"].request(now, l2_channel_bytes))
         # a tile's DRAM bytes never exceed what the group's sectors read from DRAM (tiles named larger
         # than the lanes touch, as in a tiny problem)
         capped = min(missed, pl.load_dram_bytes * count)
@@ -518,7 +519,7 @@ class Engine:
             self._flushed_writeback(now, missed, 0.0, tally)
         v = tally.v
         v["l2_load"] += l2_bytes
-        v["l2"] += l2_bytes
+        v["l2"] += l2_channel_bytes
         v["hbm"] += occupied
         v["hbm_read"] += missed
         v["l1"] += l1_cycles

@@ -67,7 +67,7 @@ PIPE_FIELDS = ("sfu_warp_instr_per_clk_per_sm", "shuffle_warp_instr_per_clk_per_
 TENSOR_FIELDS = ("mma.m16n8k16.fp16", "mma.m16n8k16.bf16", "mma.m16n8k8.tf32", "mma.m64nNk16.fp16",
                  "mma.m64nNk16.bf16", "mma.m64nNk8.tf32", "pipes.tensor.latency_cycles")
 #: from the same record's TMA rows and from clock_load_probe (clock_load.json, beside it)
-TMA_FIELDS = ("tma_latency_cycles", "tma_hbm_latency_cycles", "wgmma_latency_cycles_by_n")
+TMA_FIELDS = ("tma_latency_cycles", "tma_hbm_latency_cycles", "wgmma_latency_cycles_by_n", "tma_mid_sector_row_cost")
 CLOCK_LOAD_FIELDS = ("sm_clock_hz_by_tensor_activity",)
 FEED_FIELDS = ("ldgsts16_pipe_cycles",)
 SCHEDULERS_PER_SM = 4  # warp schedulers per SM, one instruction each per clock (H100 whitepaper; h200.toml)
@@ -908,23 +908,29 @@ def block_rate_field(rec: dict) -> dict:
                 rec["by_threads"].values()))["rows"][0].get("runs")) else "one fit per block size"}
 
 
+def group_day(rec: dict, group: str) -> str | None:
+    """When a probe record's ``group`` ran: its ``group_runs`` entry (a record re-run for some groups keeps
+    the others' runs), else the record's own date."""
+    return rec.get("group_runs", {}).get(group, {}).get("date_utc") or rec.get("meta", {}).get("date_utc")
+
+
 def tensor_fields(rec: dict, gpu: str, result_path: str = "tensor.json") -> dict:
     """The profile fields of a tensor_probe record (``tensor.json``): ``mma.<shape>.<dtype>`` FLOP/clk/SM
     and ``pipes.tensor.latency_cycles`` (:func:`validation.calibration.tensor_probe.fields`), each
     source naming the probe, the file and the raw value with the data file's (datasheet) value beside it,
-    dated by the record."""
+    dated by the run of the group that measured it."""
     from validation.calibration import tensor_probe  # noqa: PLC0415
 
-    day = rec.get("meta", {}).get("date_utc")
     got = tensor_probe.fields(rec, datasheet=tensor_probe.datasheet_values(gpu), result_path=result_path)
-    return {k: {**v, "date": day} for k, v in got.items() if k in TENSOR_FIELDS}
+    return {k: {**v, "date": group_day(rec, "wgmma" if k.startswith("mma.m64") else "mma_sync")}
+            for k, v in got.items() if k in TENSOR_FIELDS}
 
 
 def tma_fields(rec: dict, result_path: str = "tensor.json") -> dict:
     """``tma_latency_cycles`` and ``tma_hbm_latency_cycles``: one 128x64 fp16 box in flight on one SM,
     issue to mbarrier completion, from L2-resident and from HBM data (tensor_probe's TMA rows)."""
     out = {}
-    day = rec.get("meta", {}).get("date_utc")
+    day = group_day(rec, "tma")
     for field, row in TMA_LATENCY_ROWS.items():
         r = rec.get("tma", {}).get(row)
         if not r or not r.get("value"):
@@ -933,6 +939,44 @@ def tma_fields(rec: dict, result_path: str = "tensor.json") -> dict:
                       "n": int(r.get("n", 1)), "p10": float(r.get("p10", r["value"])),
                       "p90": float(r.get("p90", r["value"])), "date": day}
     return out
+
+
+def tma_pitch_field(rec: dict, result_path: str = "tensor.json") -> dict:
+    """``tma_mid_sector_row_cost``: how much longer a TMA box row (128 bytes) that starts mid-sector takes
+    than one on a sector, from tensor_probe's tma_pitch rows: 128x64 fp16 boxes on every SM from L2-resident
+    rows ``8192 + offset`` bytes apart, each SM reading its own tiles (``l2_disjoint``: the L2 path, not the
+    one-thread issuing loop, limits them). For an offset whose rows start mid-sector in a fraction ``f`` of
+    a box (row ``r`` at ``r * pitch``), and the aligned tensor's rate over its rate ``R`` at the same ring
+    depth, a mid-sector row costs ``1 + (R - 1) / f`` aligned rows; the value is the median over offsets
+    and depths (offsets whose rows all start on a sector, ``f = 0``, give none)."""
+    rows = rec.get("tma_pitch", {})
+    sector = 32
+    costs, used = [], []
+    for key, r in sorted(rows.items()):
+        m = re.fullmatch(r"tma_pitch\.box(\d+)x64\.off(\d+)\.l2_disjoint\.sms(\d+)\.s(\d+)", key)
+        if not m or int(m.group(1)) != 128 or int(m.group(2)) == 0 or not r.get("value"):
+            continue
+        box_rows, off = int(m.group(1)), int(m.group(2))
+        base = rows.get(f"tma_pitch.box{box_rows}x64.off0.l2_disjoint.sms{m.group(3)}.s{m.group(4)}")
+        if not base or not base.get("value"):
+            continue
+        pitch = 8192 + off
+        f = sum((i * pitch) % sector != 0 for i in range(box_rows)) / box_rows
+        if f == 0:
+            continue
+        ratio = float(base["value"]) / float(r["value"])
+        costs.append(1.0 + (ratio - 1.0) / f)
+        used.append(f"off{off}.s{m.group(4)} {float(base['value']):.4g}/{float(r['value']):.4g} B/clk/SM, "
+                    f"f {f:.3g} -> {costs[-1]:.3g}")
+    if not costs:
+        return {}
+    s = summarize(costs)
+    day = group_day(rec, "tma_pitch")
+    return {"tma_mid_sector_row_cost": {
+        "value": s["median"], "benchmark": f"tensor_probe tma_pitch 128x64 l2_disjoint rows ({result_path}: "
+                                           f"aligned / offset rate; {'; '.join(used)})",
+        "n": len(costs), "p10": s["p10"], "p90": s["p90"], "how": "median over offsets and ring depths",
+        "date": day}}
 
 
 def wgmma_latency_field(rec: dict, result_path: str = "tensor.json") -> dict:
@@ -949,7 +993,7 @@ def wgmma_latency_field(rec: dict, result_path: str = "tensor.json") -> dict:
     ys = [p[1] for p in pts]
     return {"wgmma_latency_cycles_by_n": {
         "value": pts, "benchmark": f"tensor_probe wgmma m64nNk16 fp16 latency rows ({result_path})", "n": len(pts),
-        "p10": min(ys), "p90": max(ys), "how": "one point per N", "date": rec.get("meta", {}).get("date_utc")}}
+        "p10": min(ys), "p90": max(ys), "how": "one point per N", "date": group_day(rec, "wgmma")}}
 
 
 def clock_load_fields(rec: dict, result_path: str = "clock_load.json") -> dict:
@@ -1149,7 +1193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
         beside = {"tensor.json": lambda rec, rel: {**tensor_fields(rec, gpu, rel), **tma_fields(rec, rel),
-                                                   **wgmma_latency_field(rec, rel)},
+                                                   **wgmma_latency_field(rec, rel), **tma_pitch_field(rec, rel)},
                   "mma_feed.json": mma_feed_fields, "cluster_wgmma.json": cluster_fields,
                   "clock_load.json": clock_load_fields, "uncoalesced.json": uncoalesced_with_bursts}
         for name, fields_of in beside.items():

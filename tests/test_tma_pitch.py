@@ -1,0 +1,68 @@
+"""A TMA box whose rows start mid-sector loads slower than its bytes say (tensor_probe's tma_pitch rows):
+the cost model charges the L2 channel for it, the traffic counts stay the sectors, and the profile's
+value comes from the probe's record."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tilesim import hardware, simulate
+from tilesim.cost.nvidia import step_cost
+from tilesim.hardware.catalog import with_overrides
+from tilesim.kernels.tc_gemm.config import TcGemmConfig
+from tilesim.program import GlobalLoad, Step, TileRef, WarpAccess
+from validation.calibration.calibrate import REPO_ROOT, tma_pitch_field
+
+H200 = hardware.load("h200")
+
+
+def _box(pitch_bytes: int, rows: int = 128, row_bytes: int = 128) -> Step:
+    """One bulk copy of ``rows`` rows of ``row_bytes``, rows ``pitch_bytes`` apart, as 16-byte pieces."""
+    pieces = [(r * pitch_bytes + c, r * row_bytes + c) for r in range(rows) for c in range(0, row_bytes, 16)]
+    instrs = tuple(WarpAccess(tuple(g for g, _ in pieces[i:i + 32]), 16, tuple(s for _, s in pieces[i:i + 32]))
+                   for i in range(0, len(pieces), 32))
+    return Step(loads=(GlobalLoad(TileRef("A", ("by", "k"), rows * row_bytes), instrs, dest="bulk"),))
+
+
+def test_aligned_rows_cost_their_sectors_only():
+    c = step_cost(_box(8192), H200, 4)
+    assert c.load_l2_bytes == 128 * 128
+    assert c.load_l2_extra_channel_bytes == 0.0
+
+
+def test_rows_starting_mid_sector_take_the_measured_cost():
+    cost = H200.get("tma_mid_sector_row_cost")
+    c = step_cost(_box(8192 + 16), H200, 4)
+    # odd rows start 16 bytes into a sector: 5 sectors each, and each takes `cost` aligned rows' time
+    assert c.load_l2_bytes == 64 * 128 + 64 * 160
+    assert c.load_l2_extra_channel_bytes == pytest.approx(64 * (cost * 128 - 160))
+    # rows 64 bytes off a line start on a sector: no extra (the probe's +64 tensor ran at the aligned rate)
+    assert step_cost(_box(8192 + 64), H200, 4).load_l2_extra_channel_bytes == 0.0
+
+
+def test_a_gpu_without_the_measurement_charges_nothing_extra():
+    from tilesim.hardware import catalog
+
+    data_only = catalog.load("h100_sxm")  # datasheet file: no tensor_probe record
+    assert not data_only.has("tma_mid_sector_row_cost")
+    assert step_cost(_box(8192 + 16), data_only, 4).load_l2_extra_channel_bytes == 0.0
+
+
+def test_a_wgmma_gemm_at_an_odd_k_runs_slower_but_moves_the_same_bytes():
+    cfg = TcGemmConfig(m=3001, n=4000, k=2008, instruction="wgmma", staging="shared", dtype="fp16",
+                       bm=128, bn=128, bk=64, wm=64, wn=128, stages=5, layout="swizzled", consumers=2)
+    without = with_overrides(H200, tma_mid_sector_row_cost=1.0)
+    slow, plain = simulate(cfg, H200), simulate(cfg, without)
+    assert slow.time_s > 1.1 * plain.time_s
+    assert slow.traffic.l2_load_bytes == pytest.approx(plain.traffic.l2_load_bytes)
+
+
+def test_the_profile_value_comes_from_the_probe_record():
+    rec = json.loads((REPO_ROOT / "validation/results/h200/calibration/tensor.json").read_text())
+    got = tma_pitch_field(rec)["tma_mid_sector_row_cost"]
+    assert got["value"] == pytest.approx(H200.get("tma_mid_sector_row_cost"))
+    assert got["n"] == 4 and 1.5 < got["value"] < 3.0
+    # a record without tma_pitch rows gives no field
+    assert tma_pitch_field({"meta": {}}) == {}
