@@ -412,3 +412,15 @@ def test_tma_pitch_rows_are_checked_before_the_driver_is_called():
         tp.encode_tensor_map_2d(0, 4096, 2048, 64, 64, pitch_bytes=8200)
     assert "tma_pitch" in tp.GROUPS and 0 in tp.TMA_PITCH_OFFSETS_BYTES
     assert all(off % 16 == 0 for off in tp.TMA_PITCH_OFFSETS_BYTES)
+
+
+def test_share_walks_give_every_slice_g_readers():
+    """l2_share<G>: block b walks slices b .. b + G - 1 (stride one slice, period G slices)."""
+    assert tp.tma_walk("l2_share1", 512, 132) == tp.tma_walk("l2_disjoint", 512, 132) == (3, 3)
+    assert tp.tma_walk("l2_share4", 512, 132) == (3, 12)
+    assert tp.tma_walk("l2_share132", 512, 132) == (3, 396)
+    assert tp.tma_walk("l2_share1000", 512, 132) == (3, 512)  # never past the tensor
+    for bad in ("l2_share", "l2_share0", "l2_sharex"):
+        with pytest.raises(ValueError, match="l2_share<G>"):
+            tp.tma_walk(bad, 512, 132)
+    assert tp.TMA_SHARE_GROUPS[0] == 1 and "tma_share" in tp.GROUPS

@@ -145,6 +145,13 @@ TMA_PITCH_OFFSETS_BYTES = (0, 16, 48, 64)
 QUICK_TMA_PITCH_OFFSETS_BYTES = (0, 48)
 TMA_PITCH_BOX_ROWS = (64, 128)
 TMA_PITCH_STAGES = (2, 4)
+# tma_share: 256x64 fp16 boxes (32 KiB, far from the issuing loop's limit) on every SM, each line of the
+# 16 MiB L2-resident tensor read by G SMs (l2_share<G>, starts staggered): does the L2 serve a line that
+# several SMs read faster than one only its SM reads?
+TMA_SHARE_GROUPS = (1, 2, 3, 4, 8, 16, 33, 66, 132)
+QUICK_TMA_SHARE_GROUPS = (1, 2, 132)
+TMA_SHARE_BOX_ROWS = 256
+TMA_SHARE_STAGES = (3, 5)
 QUICK_TMA_STAGES = (1, 4)
 TMA_ISSUE_BOX_ROWS = 8  # 64x8 boxes (1 KiB): the issue-bound reference rows
 TMA_ISSUE_STAGES = 8
@@ -221,7 +228,7 @@ SASS_KEYS = {  # kernel prefix -> (SASS mnemonic prefix, source instructions of 
     "tma_tp": ("UTMALDG", 1),
     "clk_ffma": ("FFMA", CLK_CHAINS * CLK_STEPS),
 }
-GROUPS = ("clock", "mma_sync", "wgmma", "ldmatrix", "cp_async", "tma", "tma_pitch")
+GROUPS = ("clock", "mma_sync", "wgmma", "ldmatrix", "cp_async", "tma", "tma_pitch", "tma_share")
 RATE_GROUPS = GROUPS[1:]  # rows made by _Device.measure (SASS-checked)
 
 DATASHEET_NOTE = "datasheet"
@@ -509,13 +516,17 @@ def _chip_rate(r: dict, bytes_per_launch: float) -> dict:
 def tma_walk(source: str, total_tiles: int, grid: int) -> tuple[int, int]:
     """(block_stride, period) of the tiles each block walks (tensor_probe.cu, TmaWalk): ``l2_same``:
     every block walks the whole tensor, the blocks' starts spread evenly; ``l2_disjoint``: block b
-    cycles through its own 1/grid of the tensor; ``hbm`` is sized per launch by run_tma (fresh tiles)."""
+    cycles through its own 1/grid of the tensor; ``l2_share<G>``: block b cycles through slices
+    b .. b + G - 1, so that G blocks read every slice, each starting at a different one (G = 1:
+    disjoint); ``hbm`` is sized per launch by run_tma (fresh tiles)."""
     share = max(1, total_tiles // grid)
     if source == "l2_same":
         return share, total_tiles
     if source == "l2_disjoint":
         return share, share
-    raise ValueError(f"source = {source!r}: expected l2_same or l2_disjoint")
+    if source.startswith("l2_share") and source[len("l2_share"):].isdigit() and int(source[len("l2_share"):]) >= 1:
+        return share, min(total_tiles, share * int(source[len("l2_share"):]))
+    raise ValueError(f"source = {source!r}: expected l2_same, l2_disjoint or l2_share<G>")
 
 
 def tma_ring_bytes(stages: int, box_bytes: int) -> int:
@@ -634,6 +645,25 @@ def run_tma_pitch(dev: _Device, offsets: Sequence[int], box_rows_list: Sequence[
             lat.update(box=[box_rows, TMA_BOX_COLS], box_bytes=r["box_bytes"], source="l2", stages=1,
                        pitch_bytes=pitch, pitch_offset_bytes=off)
             out[f"{name}.l2.lat"] = lat
+    del t
+    cp.get_default_memory_pool().free_all_blocks()
+    return out
+
+
+def run_tma_share(dev: _Device, groups: Sequence[int], box_rows: int, stages_list: Sequence[int]) -> dict:
+    """TMA loads of L2-resident boxes on every SM, each line read by ``G`` SMs (:func:`tma_walk`'s
+    ``l2_share<G>``) for each G of ``groups``: bytes/clk/SM and the chip's bytes/s per row."""
+    cp = dev.cp
+    out: dict = {}
+    t = cp.zeros(L2_BUFFER_BYTES // 2, dtype=cp.float16)
+    tmap, total = _tma_map(dev, t, box_rows)
+    for g in groups:
+        for stages in stages_list:
+            if tma_ring_bytes(stages, TMA_BOX_COLS * box_rows * 2) > MAX_BLOCK_SMEM_BYTES:
+                continue
+            r = _tma_row(dev, t, tmap, total, box_rows, f"l2_share{g}", dev.sm_count, stages, {})
+            r.update(readers_per_line=g)
+            out[f"tma_share.box{box_rows}x{TMA_BOX_COLS}.g{g}.sms{dev.sm_count}.s{stages}"] = r
     del t
     cp.get_default_memory_pool().free_all_blocks()
     return out
@@ -852,6 +882,8 @@ def run_probes(quick: bool = False, only: Sequence[str] | None = None) -> dict:
                                QUICK_TMA_STAGES if quick else TMA_STAGES),
         "tma_pitch": lambda: run_tma_pitch(dev, QUICK_TMA_PITCH_OFFSETS_BYTES if quick else TMA_PITCH_OFFSETS_BYTES,
                                            TMA_PITCH_BOX_ROWS, TMA_PITCH_STAGES),
+        "tma_share": lambda: run_tma_share(dev, QUICK_TMA_SHARE_GROUPS if quick else TMA_SHARE_GROUPS,
+                                           TMA_SHARE_BOX_ROWS, TMA_SHARE_STAGES),
     }
     for name in GROUPS:  # TMA last: a fault there cannot spoil the others
         if name not in only:
@@ -950,7 +982,7 @@ def _extra(g: str, r: dict) -> str:
     copies, nvidia-smi's clock, power and reasons beside the clock rows."""
     if g == "ldmatrix" and "cycles_per_instr_per_sm" in r:
         return f"  {r['cycles_per_instr_per_sm']['value']:.3g} cyc/instr/SM"
-    if g in ("cp_async", "tma", "tma_pitch") and "chip_bytes_per_s" in r:
+    if g in ("cp_async", "tma", "tma_pitch", "tma_share") and "chip_bytes_per_s" in r:
         return f"  chip {r['chip_bytes_per_s']['value'] / 1e12:.3g} TB/s @ {r.get('clock_hz', 0) / 1e9:.3g} GHz"
     if g == "clock" and "nvidia_smi" in r:
         d = r["nvidia_smi"]["during"]
