@@ -65,9 +65,7 @@ def test_occupancy_matches_the_cuda_runtime(cupy, suite):
 
 SAMPLE = [
     ("smem", dict(bm=32, bn=32, bk=32), None),
-    ("reg2d", dict(bm=64, bn=64, bk=8, tm=4, tn=4),
-     "predicted +27% on the H200 (session 11's GPU run): a grid of 2.6 waves at 3 blocks per SM, latency-bound "
-     "k-steps of bk = 8 predicted slow, as the suite's 1024^3 row of the same tiling (+20.4%)"),
+    ("reg2d", dict(bm=64, bn=64, bk=8, tm=4, tn=4), None),
     ("reg2d", dict(bm=128, bn=128, bk=8, tm=8, tn=8, vectorize=True, pipeline="regs", stages=2), None),
     ("warp", dict(bm=128, bn=64, bk=16, tm=4, tn=4, wm=64, wn=32, wniter=2, vectorize=True, pipeline="cp_async",
                   stages=3), None),
