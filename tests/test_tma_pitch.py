@@ -66,3 +66,39 @@ def test_the_profile_value_comes_from_the_probe_record():
     assert got["n"] == 4 and 1.5 < got["value"] < 3.0
     # a record without tma_pitch rows gives no field
     assert tma_pitch_field({"meta": {}}) == {}
+
+
+# ----- lines several SMs read (tensor_probe tma_share) ---------------------------------------------
+def test_a_tile_several_blocks_read_is_a_shared_line_load():
+    from tilesim.engine.sim import _read_by_several_blocks
+
+    a = TileRef("A", ("by", "k"), 1024)
+    assert _read_by_several_blocks(a, (4, 2, 1))  # every block of a row of the grid reads it
+    assert not _read_by_several_blocks(a, (1, 8, 1))  # one block per by: its own rows
+    assert not _read_by_several_blocks(TileRef("X", ("bx", "by"), 64), (8, 8, 1))
+    assert _read_by_several_blocks(TileRef("W", (0,), 64), (2, 1, 1))  # the same tile for every block
+
+
+def test_shared_lines_take_the_measured_rate_on_the_l2_channel():
+    from tilesim.engine.sim import _l2_channel_scale
+
+    shared, own = _box(8192), Step(loads=(GlobalLoad(TileRef("X", ("bx", "by"), 128 * 128),
+                                                   _box(8192).loads[0].instructions, dest="bulk"),))
+    scale = H200.l2_bytes_per_s / H200.get("l2_shared_line_bytes_per_s")
+    assert 0.8 < scale < 0.95
+    assert _l2_channel_scale(shared.loads, [16384.0], (4, 4, 1), H200) == pytest.approx(scale)
+    assert _l2_channel_scale(own.loads, [16384.0], (4, 4, 1), H200) == 1.0
+    both = shared.loads + own.loads
+    assert _l2_channel_scale(both, [16384.0, 16384.0], (4, 4, 1), H200) == pytest.approx((scale + 1) / 2)
+    without = with_overrides(H200, l2_shared_line_bytes_per_s=H200.l2_bytes_per_s)
+    assert _l2_channel_scale(shared.loads, [16384.0], (4, 4, 1), without) == 1.0
+
+
+def test_the_shared_line_rate_comes_from_the_probe_record():
+    from validation.calibration.calibrate import tma_share_field
+
+    rec = json.loads((REPO_ROOT / "validation/results/h200/calibration/tensor.json").read_text())
+    got = tma_share_field(rec)["l2_shared_line_bytes_per_s"]
+    assert got["value"] == pytest.approx(H200.get("l2_shared_line_bytes_per_s"))
+    assert got["value"] > H200.l2_bytes_per_s  # several readers: faster than each SM's own lines
+    assert tma_share_field({"meta": {}}) == {}

@@ -145,7 +145,8 @@ class _Lane:
 class _Plan:
     """One phase, ready to run: its step's cost on this GPU and what the engine derives from it."""
 
-    def __init__(self, phase: Phase, hw: HardwareSpec, warps_per_block: int, active_warps: float) -> None:
+    def __init__(self, phase: Phase, hw: HardwareSpec, warps_per_block: int, active_warps: float,
+                 grid: tuple[int, int, int] = (1, 1, 1)) -> None:
         self.phase = phase
         self.trips = phase.trips
         self.depth = phase.pipeline_depth
@@ -203,6 +204,9 @@ class _Plan:
         self.dram_factor_each = (tuple(d / b if b > 0 else 1.0 for d, b in zip(dram_each, l2_each, strict=True))
                                  if same else (1.0,) * len(self.loads))
         self.load_dram_bytes = sum(dram_each) if same else cost.load_l2_bytes
+        # the L2 channel's bytes per L2 byte of the step's loads: lines that several blocks read are served
+        # at l2_shared_line_bytes_per_s where measured (tensor_probe tma_share), the others at l2_bytes_per_s
+        self.l2_channel_scale = _l2_channel_scale(self.loads, l2_each, grid, hw)
         # what each load's missed DRAM bytes occupy of the HBM channel per byte: 1, or more for reads of
         # less than a line (set by the engine, which knows the channel's rate: Engine._hbm_occupancy)
         self.hbm_access_each = tuple(getattr(cost, "load_hbm_access_bytes_each", ()))
@@ -228,6 +232,25 @@ class _Plan:
         self.compute_counts: dict = {}  # share of the step -> its COMPUTE_COUNTERS that are not 0 (Engine._compute)
 
 
+def _read_by_several_blocks(tile: TileRef, grid: tuple[int, int, int]) -> bool:
+    """Whether more than one block of ``grid`` reads ``tile``: some grid dimension of more than one
+    block is not among the names that place it."""
+    names = tile.index_names()
+    return any(extent > 1 and dim not in names for dim, extent in zip(("bx", "by", "bz"), grid, strict=True))
+
+
+def _l2_channel_scale(loads, l2_each, grid: tuple[int, int, int], hw: HardwareSpec) -> float:
+    """L2-channel bytes per L2 byte of a step's loads: ``l2_bytes_per_s / l2_shared_line_bytes_per_s`` for
+    a load whose tile several blocks read, 1 for the others, weighted by the loads' L2 bytes (1 without
+    the measurement)."""
+    if not hw.has("l2_shared_line_bytes_per_s") or len(l2_each) != len(loads) or not sum(l2_each):
+        return 1.0
+    shared = hw.l2_bytes_per_s / hw.get("l2_shared_line_bytes_per_s")
+    scaled = sum(b * (shared if _read_by_several_blocks(ld.tile, grid) else 1.0)
+                 for ld, b in zip(loads, l2_each, strict=True))
+    return scaled / sum(l2_each)
+
+
 class Engine:
     """One simulation run. Build it, call :meth:`run`, read the returned :class:`SimResult`."""
 
@@ -245,7 +268,8 @@ class Engine:
         self.env = simpy.Environment()
         clk = hw.sm_clock_hz
         self.warps_per_block = -(-lc.threads_per_block // hw.warp_size)
-        self.plans = [_Plan(ph, hw, self.warps_per_block, self.occ.active_warps_per_sm) for ph in program.phases]
+        self.plans = [_Plan(ph, hw, self.warps_per_block, self.occ.active_warps_per_sm, program.launch.grid)
+                      for ph in program.phases]
         # math pipes count in their own cycles (each dtype at its rate, see _Plan); a pipe's rate
         # is looked up only when the program uses it (a GPU may lack one)
         self.ch = {pipe: Channel(pipe, clk, f"{pipe} cycles") for pipe in (*MATH_PIPES, "tensor")}
@@ -503,7 +527,7 @@ class Engine:
             tally.v["l1_fill"] += fill
         served, all_in_l1, miss_l1 = l1_steps.get(k, (0.0, False, pl.l1_miss_all))
         l2_bytes = (c.load_l2_bytes - served) * count * share
-        l2_channel_bytes = l2_bytes + c.load_l2_extra_channel_bytes * count * share
+        l2_channel_bytes = l2_bytes * pl.l2_channel_scale + c.load_l2_extra_channel_bytes * count * share
         l1_cycles = (c.load_l1_cycles + miss_l1) * share
         done = max(ch["issue"].request(now, c.load_instructions * share),
                    ch["l1"].request(now, l1_cycles),

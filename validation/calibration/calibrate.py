@@ -67,7 +67,8 @@ PIPE_FIELDS = ("sfu_warp_instr_per_clk_per_sm", "shuffle_warp_instr_per_clk_per_
 TENSOR_FIELDS = ("mma.m16n8k16.fp16", "mma.m16n8k16.bf16", "mma.m16n8k8.tf32", "mma.m64nNk16.fp16",
                  "mma.m64nNk16.bf16", "mma.m64nNk8.tf32", "pipes.tensor.latency_cycles")
 #: from the same record's TMA rows and from clock_load_probe (clock_load.json, beside it)
-TMA_FIELDS = ("tma_latency_cycles", "tma_hbm_latency_cycles", "wgmma_latency_cycles_by_n", "tma_mid_sector_row_cost")
+TMA_FIELDS = ("tma_latency_cycles", "tma_hbm_latency_cycles", "wgmma_latency_cycles_by_n", "tma_mid_sector_row_cost",
+              "l2_shared_line_bytes_per_s")
 CLOCK_LOAD_FIELDS = ("sm_clock_hz_by_tensor_activity",)
 FEED_FIELDS = ("ldgsts16_pipe_cycles",)
 SCHEDULERS_PER_SM = 4  # warp schedulers per SM, one instruction each per clock (H100 whitepaper; h200.toml)
@@ -979,6 +980,34 @@ def tma_pitch_field(rec: dict, result_path: str = "tensor.json") -> dict:
         "date": day}}
 
 
+def tma_share_field(rec: dict, result_path: str = "tensor.json") -> dict:
+    """``l2_shared_line_bytes_per_s``: the chip's L2 read rate for lines that several SMs read, from
+    tensor_probe's tma_share rows at the deepest ring it ran (the GEMMs keep 2 to 5 stages of 16-48 KiB in
+    flight): the median over G >= 2 readers of a line, beside the G = 1 row of the same ring (each SM its
+    own lines, the case ``l2_bytes_per_s``'s l2_read measures)."""
+    rows = rec.get("tma_share", {})
+    parsed = []
+    for key, r in rows.items():
+        m = re.fullmatch(r"tma_share\.box(\d+)x64\.g(\d+)\.sms(\d+)\.s(\d+)", key)
+        if m and r.get("chip_bytes_per_s", {}).get("value"):
+            parsed.append((int(m.group(4)), int(m.group(2)), float(r["chip_bytes_per_s"]["value"])))
+    if not parsed:
+        return {}
+    deepest = max(s for s, _, _ in parsed)
+    shared = [(g, v) for s, g, v in parsed if s == deepest and g >= 2]
+    own = [v for s, g, v in parsed if s == deepest and g == 1]
+    if not shared:
+        return {}
+    st = summarize([v for _, v in shared])
+    return {"l2_shared_line_bytes_per_s": {
+        "value": st["median"], "unit": "B/s",
+        "benchmark": (f"tensor_probe tma_share 256x64 boxes, {deepest} in flight per SM on every SM ({result_path}: "
+                      f"lines read by G SMs: {', '.join(f'G {g} {v / 1e12:.3g}' for g, v in sorted(shared))} TB/s; "
+                      f"by one SM: {', '.join(f'{v / 1e12:.3g}' for v in own) or 'not run'} TB/s)"),
+        "n": st["n"], "p10": st["p10"], "p90": st["p90"], "how": "median over G >= 2",
+        "date": group_day(rec, "tma_share")}}
+
+
 def wgmma_latency_field(rec: dict, result_path: str = "tensor.json") -> dict:
     """``wgmma_latency_cycles_by_n``: [N, cycles] of one wgmma m64nNk16 fp16 (operands in shared memory)
     from issue to wait_group 0, one warpgroup (tensor_probe's wgmma latency rows)."""
@@ -1193,7 +1222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
         beside = {"tensor.json": lambda rec, rel: {**tensor_fields(rec, gpu, rel), **tma_fields(rec, rel),
-                                                   **wgmma_latency_field(rec, rel), **tma_pitch_field(rec, rel)},
+                                                   **wgmma_latency_field(rec, rel), **tma_pitch_field(rec, rel),
+                                                   **tma_share_field(rec, rel)},
                   "mma_feed.json": mma_feed_fields, "cluster_wgmma.json": cluster_fields,
                   "clock_load.json": clock_load_fields, "uncoalesced.json": uncoalesced_with_bursts}
         for name, fields_of in beside.items():
