@@ -1,4 +1,4 @@
-"""The H200's SM clock versus load: idle, FFMA, mma.sync, wgmma at full rate and at duty cycles, wgmma + HBM.
+"""The H200's SM clock versus load: idle, FFMA, mma.sync, wgmma at full rate and at duty cycles, wgmma + HBM or L2 streams.
 
 ``python -m validation.calibration.clock_load_probe [--out DIR] [--quick]`` runs each load on every SM for
 about ``target_s`` (0.5 s; ``--quick``: 0.1 s) and writes ``<DIR>/clock_load.json`` (default DIR:
@@ -50,6 +50,9 @@ WG_CYCLES = WG_FLOP / TENSOR_PEAK_FLOP_PER_CLK_SM  # 128 cycles of the tensor pi
 MMA_FLOP = 2 * 16 * 8 * 16
 ONE_BLOCK_SMEM_BYTES = 120 * 1024
 HBM_BUFFER_BYTES = 2 << 30  # far beyond the L2 (~50 MiB): every load comes from HBM
+L2_STREAM_BYTES = 16 << 20  # the L2 streams read the buffer's first 16 MiB over and over: L2-resident
+STREAM_ONLY = ("hbm_only", "l2_only")  # loads of the streaming warpgroup alone
+STREAMING = ("wgmma_hbm", "hbm_only", "wgmma_rand_hbm", "wgmma_rand_l2", "l2_only")
 QUICK_HBM_BUFFER_BYTES = 512 << 20
 BURST_GROUPS = 32  # commit groups per wgmma burst (32 x 4 x 128 cycles x 2 warpgroups: ~17 us at 1.9 GHz)
 DUTIES = (0.25, 0.5, 0.75)
@@ -147,7 +150,8 @@ def smi_window(samples: Sequence[dict], t0: float, t1: float, skip: float = SMI_
 
 
 def load_row(name: str, rec: dict, *, flop_per_block: float = 0.0, wgmma_per_block: int = 0,
-             stream_bytes_per_block: list[int] | None = None, event_s: float | None = None) -> dict:
+             stream_bytes_per_block: list[int] | None = None, event_s: float | None = None,
+             stream_source: str = "hbm") -> dict:
     """One load's numbers from its block records (pure)."""
     row = {"load": name, "clock_hz": rec["clock_hz"], "window_s": rec["window_s"], "event_s": event_s,
            "distinct_sms": rec["distinct_sms"]}
@@ -159,7 +163,10 @@ def load_row(name: str, rec: dict, *, flop_per_block: float = 0.0, wgmma_per_blo
     if stream_bytes_per_block:
         total = sum(stream_bytes_per_block)
         secs = pc.percentile(sorted(rec["ns"]), 50) * 1e-9
-        row["hbm_bytes_per_s"] = total / secs
+        row["stream_bytes_per_s"] = total / secs
+        row["stream_source"] = stream_source
+        if stream_source == "hbm":
+            row["hbm_bytes_per_s"] = total / secs
     return row
 
 
@@ -289,10 +296,11 @@ def run_probe(quick: bool = False) -> dict:
     n = dev.sm_count
     null = 0  # a null device pointer for the samples / hbm arguments
 
-    def wg_args(iters, mode, off_ns=0, dur_ns=0, burst=BURST_GROUPS, sample=True):
+    def wg_args(iters, mode, off_ns=0, dur_ns=0, burst=BURST_GROUPS, sample=True, l2=False):
+        mask = L2_STREAM_BYTES // 16 - 1 if l2 else dev.hbm_mask16  # the stream's first 16 MiB: L2-resident
         return (cp.int32(iters), cp.int32(mode), dev.rec, dev.out, cp.int32(burst), cp.int64(off_ns),
                 cp.int64(dur_ns), dev.samples if sample else cp.uint64(null), cp.int32(MAX_SAMPLES),
-                dev.hbm, cp.int64(dev.hbm_mask16))
+                dev.hbm, cp.int64(mask))
 
     def record(name, event, h0, h1, **kw):
         rec = parse_records(dev.rec.get(), n)
@@ -322,7 +330,7 @@ def run_probe(quick: bool = False) -> dict:
                                               lambda it: 8 * it * MMA_CHAINS * MMA_ROUNDS * MMA_FLOP)))
         per_group_s = {}
 
-        def wg(name, mode, duty=1.0, threads=256):
+        def wg(name, mode, duty=1.0, threads=256, l2=False):
             def go():
                 if duty < 1.0:
                     ns_group = per_group_s.get("full")
@@ -333,11 +341,11 @@ def run_probe(quick: bool = False) -> dict:
                     it = max(1, int(dev.target_s / (on_s / duty)))
                 else:
                     off_ns = 0
-                    it, s_per_iter = dev.sized("cl_wg", threads, lambda i: wg_args(i, mode, sample=False))
+                    it, s_per_iter = dev.sized("cl_wg", threads, lambda i: wg_args(i, mode, sample=False, l2=l2))
                     if mode == 0 and threads == 256:
                         per_group_s["full"] = s_per_iter / BURST_GROUPS
                 dev.samples.fill(0)
-                r = dev.launch("cl_wg", threads, wg_args(it, mode, off_ns))
+                r = dev.launch("cl_wg", threads, wg_args(it, mode, off_ns, l2=l2))
                 wg_count = 2 * (it * BURST_GROUPS * WG_PER_GROUP + 1)
                 extra = {"flop_per_block": float(wg_count * WG_FLOP), "wgmma_per_block": wg_count, "iters": it,
                          "off_ns": off_ns, "burst_groups": BURST_GROUPS, "target_duty": duty}
@@ -350,18 +358,25 @@ def run_probe(quick: bool = False) -> dict:
             loads.append((f"wgmma_duty{int(d * 100)}", wg(f"wgmma_duty{int(d * 100)}", 0, d)))
         loads.append(("wgmma_hbm", wg("wgmma_hbm", 0, threads=384)))
         loads.append(("hbm_only", None))
+        # the GEMMs' case: random operands beside a stream from HBM or from the L2 (what the memory traffic's
+        # power takes from the clock), and the L2 stream alone
+        loads.append(("wgmma_rand_hbm", wg("wgmma_rand_hbm", 1, threads=384)))
+        loads.append(("wgmma_rand_l2", wg("wgmma_rand_l2", 1, threads=384, l2=True)))
+        loads.append(("l2_only", None))
         for name, go in loads:
             try:
-                if name == "hbm_only":
-                    (ev, h0, h1) = dev.launch("cl_wg", 384, wg_args(0, 2, dur_ns=dur_ns, sample=False))
+                if name in STREAM_ONLY:
+                    (ev, h0, h1) = dev.launch("cl_wg", 384, wg_args(0, 2, dur_ns=dur_ns, sample=False,
+                                                                     l2=name == "l2_only"))
                     extra = {}
                 else:
                     (ev, h0, h1), extra = go()
                 meta_keys = {k: extra.pop(k) for k in ("iters", "off_ns", "burst_groups", "target_duty") if k in extra}
                 rec = dev.rec.get()
-                loops = [int(v) for v in rec[3::REC]] if name in ("wgmma_hbm", "hbm_only") else None
+                loops = [int(v) for v in rec[3::REC]] if name in STREAMING else None
                 stream = [x * 128 * STREAM_UNROLL * 16 for x in loops] if loops else None
-                record(name, ev, h0, h1, stream_bytes_per_block=stream, **extra)
+                record(name, ev, h0, h1, stream_bytes_per_block=stream,
+                       stream_source="l2" if name in ("wgmma_rand_l2", "l2_only") else "hbm", **extra)
                 res["loads"][name].update(meta_keys)
                 if name.startswith("wgmma"):
                     raw = [int(v) for v in dev.samples.get()]
