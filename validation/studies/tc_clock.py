@@ -4,7 +4,8 @@ Under tensor load the H200 lowers its SM clock; the engine picks the clock from 
 predicted tensor activity and the measured curve ``sm_clock_hz_by_tensor_activity`` (clock_load_probe:
 bare mma.sync / wgmma loops). ``python -m validation.studies.tc_clock`` takes every tc_gemm row with a
 Nsight Compute diagnostics record (``validation/results/h200/tc_gemm/diagnostics.csv``, recorded with
-``--clock-control none``: ``sm__cycles_elapsed.avg.per_second``) and prints the engine's clock beside
+``--clock-control none``: ``sm__cycles_elapsed.avg.per_second``; ``--all``: every row of ``counters.csv``,
+which has the same counter, and a summary by kind of kernel) and prints the engine's clock beside
 it, then the prediction error at the engine's clock and at Nsight Compute's (a what-if: the clock held
 at the counter's value). Nothing here needs a GPU, and nothing in the model is set from it: it tells
 where the clock is wrong and which errors it hides.
@@ -33,17 +34,19 @@ from validation.harness.report import config_from_row
 from validation.harness.suite import recorded_dir
 
 DIAGNOSTICS = "diagnostics.csv"
+COUNTERS = "counters.csv"  # every row timed ok, with the clock counter too (``--all``)
 CLOCK_COUNTER = "sm__cycles_elapsed.avg.per_second_hz"
 
 
-def rows(results: Path | None = None, hw=None) -> list[dict]:
-    """Per diagnosed row: label, size, measured time, Nsight Compute's clock, the engine's clock and the
-    errors at the engine's clock and at Nsight Compute's (informed: the compiler's registers)."""
+def rows(results: Path | None = None, hw=None, counters: str = DIAGNOSTICS) -> list[dict]:
+    """Per row of ``counters`` (the diagnostics run, or ``counters.csv``: every row timed ok): label,
+    size, measured time, Nsight Compute's clock, the engine's clock and the errors at the engine's clock
+    and at Nsight Compute's (informed: the compiler's registers)."""
     results = Path(results or recorded_dir("tc_gemm"))
     hw = hw or hardware.load("h200")
     times = {(r["label"], r["m"], r["n"], r["k"]): r for r in suite.read_rows(results / "times.csv")}
     out = []
-    with (results / DIAGNOSTICS).open(newline="") as fh:
+    with (results / counters).open(newline="") as fh:
         for d in csv.DictReader(fh):
             row = times.get((d["label"], d["m"], d["n"], d["k"]))
             if row is None or row.get("status") != "ok" or not d.get(CLOCK_COUNTER):
@@ -62,7 +65,8 @@ def rows(results: Path | None = None, hw=None) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    got = rows()
+    argv = sys.argv[1:] if argv is None else argv
+    got = rows(counters=COUNTERS if "--all" in argv else DIAGNOSTICS)
     if not got:
         print("tc_clock: no diagnosed rows", file=sys.stderr)
         return 1
@@ -70,6 +74,18 @@ def main(argv=None) -> int:
     for r in got:
         print(f"{r['label']:52s} {r['size']:16s} {r['model_clock_hz'] / 1e9:10.3f} / {r['ncu_clock_hz'] / 1e9:.3f} "
               f"{100 * r['error_model_clock']:+20.1f}% {100 * r['error_ncu_clock']:+12.1f}%")
+    if "--all" in argv:  # by kind of kernel
+        kinds: dict = {}
+        for r in got:
+            lab = r["label"]
+            kind = ("wgmma cluster" if "_cl" in lab else "WMMA from global" if "global" in lab
+                    else lab.split("_")[0])
+            kinds.setdefault(kind, []).append(r)
+        for kind, rs in sorted(kinds.items()):
+            ex = statistics.mean(r["model_clock_hz"] / r["ncu_clock_hz"] - 1 for r in rs)
+            print(f"{kind:18s} {len(rs):3d} rows: clock {100 * ex:+.1f}% above Nsight Compute's; mean error "
+                  f"{100 * statistics.mean(r['error_model_clock'] for r in rs):+.1f}% -> "
+                  f"{100 * statistics.mean(r['error_ncu_clock'] for r in rs):+.1f}% at its clock")
     for key, name in (("error_model_clock", "model clock"), ("error_ncu_clock", "Nsight Compute's clock")):
         errs = [r[key] for r in got]
         print(f"at the {name}: MAPE {100 * statistics.mean(map(abs, errs)):.1f}%, "
