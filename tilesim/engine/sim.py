@@ -226,6 +226,7 @@ class _Plan:
         self.lockstep_s = cost.lockstep_tensor_cycles / clk
         self.math_rounds: dict = {}  # share of the step -> one round's requests (Engine._math_round)
         self.compute_counts: dict = {}  # share of the step -> its COMPUTE_COUNTERS that are not 0 (Engine._compute)
+        self.staging: dict = {}  # share of the step -> its staging requests (Engine._staging)
 
 
 class Engine:
@@ -280,7 +281,7 @@ class Engine:
         self.units_total = max(1, program.launch.blocks * sum(pl.trips for pl in self.plans))
         self.units_done = 0
         self._proj_cache: dict = {}
-        self._where_cache: dict = {}  # (first, count) -> the blocks' (bx, by, bz), in launch order
+        self._where_cache: dict = {}  # (first, count) -> the blocks' (bx, by, bz) in launch order; (first, count, "columns") -> their columns
         self._prefix_ids: dict = {}  # (tensor, projection) -> the integer the L2 and L1 know it by
         # tensors whose tiles are looked up in L2 (loads, global atomics): only theirs are tracked
         self.read_tensors = {t.tile.tensor for pl in self.plans for t in (*pl.loads, *pl.atomics)}
@@ -415,16 +416,39 @@ class Engine:
                     proj = tuple(_project(c, named, index) for c in tile.coords)
                     seen[proj] = seen.get(proj, 0) + 1
             else:  # the same projections, coordinate by coordinate over the blocks, counted in first-seen order
-                where = self._block_indices(first, count)
-                columns = [_form_column(form, where) for form in forms]
+                where = self._block_columns(first, count)
+                columns = [_form_column(form, where, count) for form in forms]
                 seen = Counter(zip(*columns, strict=True)) if columns else Counter({(): count})
             items = list(seen.items())
             ids = self._prefix_ids
-            got = (items, tuple(ids.setdefault((tile.tensor, proj), len(ids)) for proj in seen),
+            tensor = tile.tensor
+            got = (items, tuple([ids.setdefault((tensor, proj), len(ids)) for proj in seen]),
                    tuple(seen.values()))
             if len(self._proj_cache) > 4096:
                 self._proj_cache.clear()
             self._proj_cache[key] = got
+        return got
+
+    def _block_columns(self, first: int, count: int) -> tuple[list, list, list]:
+        """The ``bx``, ``by`` and ``bz`` of blocks ``first .. first+count-1`` in launch order, as three
+        columns (kept per group): :meth:`_block_indices` transposed, worked out over the whole range
+        at once where the launch order is plain row-major (``group_rows`` 1)."""
+        key = (first, count, "columns")
+        got = self._where_cache.get(key)
+        if got is None:
+            launch = self.p.launch
+            if launch.group_rows == 1:
+                gx, gy, _ = launch.grid
+                per_layer = gx * gy
+                blocks = range(first, first + count)
+                # Launch.block_indices: bz, b = divmod(block, gx * gy); by, bx = divmod(b, gx)
+                got = ([b % gx for b in blocks], [b // gx % gy for b in blocks], [b // per_layer for b in blocks])
+            else:
+                where = self._block_indices(first, count)
+                got = ([bx for bx, _, _ in where], [by for _, by, _ in where], [bz for _, _, bz in where])
+            if len(self._where_cache) > 256:
+                self._where_cache.clear()
+            self._where_cache[key] = got
         return got
 
     def _block_indices(self, first: int, count: int) -> list[tuple[int, int, int]]:
@@ -452,7 +476,7 @@ class Engine:
         size = tile.tile_bytes
         fits = size <= self.cache.capacity_bytes
         _, prefixes, mults = self._tiles(tile, index, first, count)
-        for j in self.cache.access_many(prefixes, k, size, self.env.now):
+        for j in self.cache.access_many(prefixes, k, size, self.env._now):
             m = (size if fits else size * mults[j]) * dram_factor
             missed += m
             if missed_tiles is not None:
@@ -468,7 +492,7 @@ class Engine:
 
     def _record_loads(self, pl: _Plan, slot: int, lane: _Lane, ready: float) -> None:
         """With the timeline: one step's loads of a warp group, in flight from now until ``ready``."""
-        now = self.env.now
+        now = self.env._now
         if len(self.loads) < MAX_TIMELINE and ready > now:
             what = "tma" if pl.bulk else "cp.async" if any(ld.dest == "async" for ld in pl.loads) else "loads"
             self.loads.append(Interval(slot, what, now, ready, pl.phase.name, 0.0, lane.group))
@@ -484,7 +508,7 @@ class Engine:
 
         Only the lead warp group (``lane`` given) looks tiles up in L2, noting its misses."""
         env, ch, c = self.env, self.ch, pl.cost
-        now = env.now
+        now = env._now
         if not pl.loads:  # a step without global loads waits for nothing
             return now
         missed = occupied = 0.0
@@ -535,7 +559,7 @@ class Engine:
         if self.l1 is None or not pl.l1_loads:
             return 0.0, set(), 0.0
         served, hits, fill = 0.0, set(), 0.0
-        now = self.env.now
+        now = self.env._now
         for j, l2_bytes, cacheable in pl.l1_loads:
             if not cacheable:
                 continue
@@ -564,25 +588,24 @@ class Engine:
         (mma_feed_probe gemm_traffic: 6 zero-fill copies per thread add 266 cycles per k-step to an
         ldmatrix-fed mma.sync loop, validation/results/h200/calibration/mma_feed.json).
         """
-        env, ch, c = self.env, self.ch, pl.cost
-        t0 = env.now
-        # register-staged stores, and the wavefronts of the cp.async copies this step issues (their
-        # writes enter the shared-memory queue as the warps issue them after the barrier, ahead of
-        # the step's fragment loads: mma_feed_probe gemm_traffic rows)
-        staging = c.staging_wavefronts + (c.staging_pipe_cycles or 0.0)
-        if staging or c.staging_instructions or c.barriers or c.staging_address_instructions:
+        env = self.env
+        t0 = env._now
+        got = pl.staging.get(share)
+        if got is None:
+            got = pl.staging[share] = self._staging(pl, share)
+        if got:
             # the copies' address arithmetic first: the warps issue nothing else until it is done
             # (GlobalLoad.address_instructions), then the copies reach the shared-memory pipe
-            start = ch["issue"].request(t0, c.staging_address_instructions * share)
-            done = max(ch["smem"].request(start, staging * share),
-                       ch["issue"].request(t0, (c.staging_instructions + c.barriers) * share))
-            if done > env.now and not _skip(env, done - env.now):
-                yield env.timeout(done - env.now)
-        staged = env.now
+            issue, smem, address, staging, staged_issue = got
+            start = issue(t0, address)
+            done = max(smem(start, staging), issue(t0, staged_issue))
+            if done > env._now and not _skip(env, done - env._now):
+                yield env.timeout(done - env._now)
+        staged = env._now
         groups = pl.math_groups
         if groups == 1:
             yield from self._math(pl, share)
-        elif env.peek() > env.now:
+        elif env.peek() > env._now:
             # nothing else happens at this instant, so the first group would run first anyway: it
             # runs in this process (see _together)
             yield from self._together(self._math(pl, share / groups),
@@ -593,11 +616,11 @@ class Engine:
             # blocks in a loop on this SM share each scheduler's tensor pipe in phase: the step's
             # math lasts their MMAs' tensor time together (StepCost.lockstep_tensor_cycles)
             end = staged + len(self.in_loop) * pl.lockstep_s
-            if env.now < end and not _skip(env, end - env.now):
-                yield env.timeout(end - env.now)
-        computed = env.now
-        if env.now < t0 + pl.crit_s and not _skip(env, t0 + pl.crit_s - env.now):
-            yield env.timeout(t0 + pl.crit_s - env.now)
+            if env._now < end and not _skip(env, end - env._now):
+                yield env.timeout(end - env._now)
+        computed = env._now
+        if env._now < t0 + pl.crit_s and not _skip(env, t0 + pl.crit_s - env._now):
+            yield env.timeout(t0 + pl.crit_s - env._now)
         v = tally.v
         counts = pl.compute_counts.get(share)
         if counts is None:  # the step's compute counters at this share (those of nothing left out)
@@ -606,14 +629,28 @@ class Engine:
                 (key, it[key] * share) for key in COMPUTE_COUNTERS if it[key] * share != 0)
         for key, amount in counts:
             v[key] += amount
-        waited = env.now
+        waited = env._now
         if pl.stores or pl.atomics:
             yield from self._stores(pl, k, first, count, share, tally)
         if self.want_timeline:  # the step's parts, in order, for the timeline
             parts = (("barrier", staged - t0), ("math", computed - staged), ("dependency", waited - computed),
-                     ("stores", env.now - waited))
+                     ("stores", env._now - waited))
             return tuple((what, s) for what, s in parts if s > 0)
         return ()
+
+    def _staging(self, pl: _Plan, share: float) -> tuple:
+        """What staging ``share`` of a step asks (kept per plan and share by :meth:`_compute`): the
+        issue and smem channels' requests, the copies' address instructions, the register-staged
+        stores' wavefronts with those of the cp.async copies the step issues (their writes enter the
+        shared-memory queue as the warps issue them after the barrier, ahead of the step's fragment
+        loads: mma_feed_probe gemm_traffic rows), and the staging instructions with the barriers;
+        () when the step stages nothing and has no barrier."""
+        ch, c = self.ch, pl.cost
+        staging = c.staging_wavefronts + (c.staging_pipe_cycles or 0.0)
+        if not (staging or c.staging_instructions or c.barriers or c.staging_address_instructions):
+            return ()
+        return (ch["issue"].request, ch["smem"].request, c.staging_address_instructions * share, staging * share,
+                (c.staging_instructions + c.barriers) * share)
 
     def _together(self, first, others: list):
         """Run the generator ``first`` in this process and each of ``others`` as a process of its
@@ -626,7 +663,7 @@ class Engine:
         env = self.env
         procs = [env.process(gen) for gen in others]
         yield from first
-        if env.peek() <= env.now:
+        if env.peek() <= env._now:
             yield env.timeout(0)
         yield simpy.AllOf(env, procs)
 
@@ -639,7 +676,7 @@ class Engine:
         r, lds, lds_lat, requests, issue_s = got
         timeout = env.timeout
         for _ in range(r):
-            now = env._now  # env.now, without the property's call
+            now = env._now  # env._now, without the property's call
             if lds:
                 done = now
                 for request, amount in lds:
@@ -692,11 +729,11 @@ class Engine:
         tiles are resident for later reads; a global atomic's target is read into L2 first when
         it is not resident."""
         env, ch, c = self.env, self.ch, pl.cost
-        t0 = env.now
+        t0 = env._now
         for st, varies in zip(pl.stores, pl.store_varies, strict=True):
             # a written tile matters to the L2 only if something reads its tensor again
             if st.tile.tensor in self.read_tensors:
-                self.cache.mark_many(self._tiles(st.tile, pl.index, first, count)[1], _key(varies, k), env.now)
+                self.cache.mark_many(self._tiles(st.tile, pl.index, first, count)[1], _key(varies, k), env._now)
         missed = 0.0
         for at, varies in zip(pl.atomics, pl.atomic_varies, strict=True):
             missed += self._touch(at.tile, pl.index, first, count, _key(varies, k))
@@ -714,8 +751,8 @@ class Engine:
         written = c.store_useful_bytes * count * share
         wr_hbm = written * self.writeback_share
         if written:
-            self.cache.write(written, env.now)
-            self.writes.append((self.cache.clock(env.now), written))
+            self.cache.write(written, env._now)
+            self.writes.append((self.cache.clock(env._now), written))
         done = max(ch["issue"].request(t0, c.store_instructions * share),
                    ch["l1"].request(t0, c.store_l1_cycles * share))
         ch["l2"].request(t0, wr_bytes)  # posted: the block does not wait for them
@@ -728,8 +765,8 @@ class Engine:
         v["l2_store"] += wr_bytes
         v["hbm"] += wr_hbm
         v["hbm_write"] += written  # adjusted for what is still resident at the end, in run()
-        if done > env.now and not _skip(env, done - env.now):
-            yield env.timeout(done - env.now)
+        if done > env._now and not _skip(env, done - env._now):
+            yield env.timeout(done - env._now)
 
     def _steps(self, pl: _Plan, slot: int, lane: _Lane, first: int, count: int, share: float, lead: bool,
                start: int, steps: int, tally: _Tally):
@@ -746,14 +783,14 @@ class Engine:
                     self._record_loads(pl, slot, lane, ready)
                 lane.issued += 1
             ready = lane.pending.popleft()
-            t0 = env.now
+            t0 = env._now
             if ready > t0 and not _skip(env, ready - t0):
                 yield env.timeout(ready - t0)
-            t1 = env.now
+            t1 = env._now
             parts = yield from self._compute(pl, i, first, count, share, tally)
             if self.want_timeline:
                 self._record(slot, "load_wait", t0, t1, pl.phase.name, warp_group=lane.group)
-                self._record(slot, "compute", t1, env.now, pl.phase.name, warp_group=lane.group, parts=parts)
+                self._record(slot, "compute", t1, env._now, pl.phase.name, warp_group=lane.group, parts=parts)
             self.events += 1
 
     def _hold(self, slot: int, per: _Tally, period_s: float, times: int, tally: _Tally, ranges=(),
@@ -772,7 +809,7 @@ class Engine:
         of its own (holds that end together at one event end at the same instant).
         """
         env = self.env
-        t0 = env.now
+        t0 = env._now
         if per.v["hbm_flushed_writeback"]:
             # the window's write-back of earlier dirty lines is no part of the steady rate: what the
             # held repetitions push out (at most what is left) is queued once, at the start
@@ -803,21 +840,21 @@ class Engine:
             yield end | self.changed
         else:
             yield end
-        done = times if end.processed or env.now >= t0 + period_s * times else int((env.now - t0) / period_s)
+        done = times if end.processed or env._now >= t0 + period_s * times else int((env._now - t0) / period_s)
         duration = period_s * done
         if done < times:  # cut short: the rest is stepped again
             for mark in marks:
                 mark[1] = mark[0] + done
             for mark in still_marks:  # last touched at the cut hold's end
                 mark[3] = period_s * done
-            if env.now < t0 + duration:
-                yield env.timeout(t0 + duration - env.now)
-        self.cache.stop_stream(stream, env.now)
+            if env._now < t0 + duration:
+                yield env.timeout(t0 + duration - env._now)
+        self.cache.stop_stream(stream, env._now)
         if self.l1 is not None:
-            self.l1.stop_stream(l1_stream, env.now)
+            self.l1.stop_stream(l1_stream, env._now)
         for c, r in rates.items():
-            self.ch[c].release(r, env.now - t0)
-        self._record(slot, "steady", t0, env.now, phase, period_s)
+            self.ch[c].release(r, env._now - t0)
+        self._record(slot, "steady", t0, env._now, phase, period_s)
         tally.add(per, done)
         self.events += 1
         return done
@@ -892,7 +929,7 @@ class Engine:
                 self._loop_set_changed()
         while i < n:
             w = min(window, n - i)
-            t0 = env.now
+            t0 = env._now
             marks.append((t0, self.flushed_dirty_left))
             wt = _Tally()
             lanes[0].missed = {}  # new ones: the last windows' stay in ``recent``
@@ -903,9 +940,9 @@ class Engine:
                 # that everything else at this instant runs in the same order as with one
                 yield from self._steps(pl, slot, lanes[0], first, count, share, True, i, w, wt)
                 for _ in range(2):
-                    if env.peek() <= env.now:  # else nothing else happens at this instant: no order to keep
+                    if env.peek() <= env._now:  # else nothing else happens at this instant: no order to keep
                         yield env.timeout(0)
-            elif env.peek() > env.now:  # as in _compute
+            elif env.peek() > env._now:  # as in _compute
                 yield from self._together(self._steps(pl, slot, lanes[0], first, count, share, True, i, w, wt),
                                           [self._steps(pl, slot, ln, first, count, share, False, i, w, wt)
                                            for ln in lanes[1:]])
@@ -913,7 +950,7 @@ class Engine:
                 yield simpy.AllOf(env, [env.process(self._steps(pl, slot, ln, first, count, share, g == 0, i, w, wt))
                                         for g, ln in enumerate(lanes)])
             tally.add(wt)
-            per_step.append((env.now - t0) / w)
+            per_step.append((env._now - t0) / w)
             recent.append((wt, lanes[0].missed, lanes[0].l1_missed))
             i += w
             if self.on_progress is not None:
@@ -956,7 +993,7 @@ class Engine:
                     # last at that rate: then the group steps again and settles anew without them;
                     # with none left, it steps on
                     since, before = marks[-cycle]
-                    span = env.now - since
+                    span = env._now - since
                     rate = (before - self.flushed_dirty_left) / span if span > 0 else 0.0
                     if rate > 0:
                         n_hold = min(n_hold, int(self.flushed_dirty_left / (rate * a)))
@@ -1006,13 +1043,13 @@ class Engine:
             count = self._next_group_size(total - self.next_block)
             first = self.next_block
             self.next_block += count
-            t0 = env.now
+            t0 = env._now
             admitted = self.ch["dispatch"].request(t0, 1.0)  # the SM takes the block in
             if admitted > t0 and not _skip(env, admitted - t0):
                 yield env.timeout(admitted - t0)
             # the group runs in this process; the zero timeout stands for its own process's exit
             tally = yield from self._group(slot, first, count)
-            if env.peek() <= env.now:
+            if env.peek() <= env._now:
                 yield env.timeout(0)
             tally.v["dispatch"] += 1.0
             self._scale_and_add(tally, count)
@@ -1025,7 +1062,7 @@ class Engine:
                 # the holds ended as the earlier work's dirty lines ran out: settle anew without them
                 self.group_end, self.group_period_s, self.group_end_writeback = None, 0.0, False
                 self.group_ends.clear()
-            if not self.group_period_s and not self._groups_settled(env.now, slots):
+            if not self.group_period_s and not self._groups_settled(env._now, slots):
                 continue
             if self.group_end is None:
                 # the first hold: every slot holds until one common end, a whole number of group
@@ -1045,9 +1082,9 @@ class Engine:
                         while self.group_ends and self.group_ends[0] <= self.flushed_last_s:
                             self.group_ends.popleft()
                     continue
-                self.group_end_s = env.now + hold_groups * self.group_period_s
+                self.group_end_s = env._now + hold_groups * self.group_period_s
                 self.group_end = env.timeout(hold_groups * self.group_period_s)
-            span_s = self.group_end_s - env.now
+            span_s = self.group_end_s - env._now
             j = min(max(1, round(span_s / self.group_period_s)), (total - self.next_block) // sms - 1)
             if span_s > 0 and j >= 1 and not self.group_end.processed:
                 # the j groups fill the time to the common end (a slot in another phase than the
@@ -1110,7 +1147,7 @@ class Engine:
         per SM, rounded.
         """
         sms, slots = self.hw.sm_count, self.occ.blocks_per_sm
-        if self.env.now == 0 or remaining >= sms * slots:
+        if self.env._now == 0 or remaining >= sms * slots:
             return min(sms, remaining)
         if self.tail_sms is None:
             widest, narrowest = min(sms, remaining), -(-remaining // slots)
@@ -1136,14 +1173,14 @@ class Engine:
         hw, p, v = self.hw, self.p, self.total.v
         # no channel can have done more work than its rate allows in the time: held phases reserve
         # their measured rates, which together may overcommit a channel (the work is still done)
-        end = max([self.env.now] + [self.ch[c].next_free_s for c in ("l2", "hbm", "atomic")]
+        end = max([self.env._now] + [self.ch[c].next_free_s for c in ("l2", "hbm", "atomic")]
                   + [ch.busy_s for ch in self.ch.values()])
         time_s = end + hw.launch_overhead_s
         util = {c: round(self.ch[c].utilization(end), 6) for c in CHANNELS}
         top = max(util, key=util.get)
         bound = top if util[top] >= 0.6 else "latency"
         l2_load = v["l2_load"]
-        end_clock = self.cache.clock(self.env.now)
+        end_clock = self.cache.clock(self.env._now)
         # written lines still in L2 at the end: those with fewer than l2_dirty_bytes brought in since;
         # and, since the L2 keeps no more than l2_dirty_bytes in all once written lines are among it
         # (validation/l2_probe.py) while the byte clock does not count hits, at least the kernel's
@@ -1252,18 +1289,20 @@ def _window_mean(per_step: list[float], tol: float) -> int:
     return 0
 
 
-def _form_column(form: tuple, where: list) -> list:
-    """One coordinate of a tile (a form of :func:`_linear_forms`) for each block of ``where``
-    (their ``(bx, by, bz)``): what :func:`_project` gives for it, block by block."""
+def _form_column(form: tuple, where: tuple, count: int) -> list:
+    """One coordinate of a tile (a form of :func:`_linear_forms`) for each of ``count`` blocks whose
+    ``bx``, ``by`` and ``bz`` are the columns ``where``: what :func:`_project` gives for it, block by
+    block (a column of ``where`` itself when the coordinate is one index: not to be changed)."""
     cx, cy, cz, f, step = form
     if cx is None:
-        return [f] * len(where)
+        return [f] * count
+    xs, ys, zs = where
     if (cx, cy, cz, f) == (1, 0, 0, 0):
-        values = [bx for bx, _, _ in where]
+        values = xs
     elif (cx, cy, cz, f) == (0, 1, 0, 0):
-        values = [by for _, by, _ in where]
+        values = ys
     else:
-        values = [cx * bx + cy * by + cz * bz + f for bx, by, bz in where]
+        values = [cx * bx + cy * by + cz * bz + f for bx, by, bz in zip(xs, ys, zs)]
     return values if step is None else [(LOOP, step, v) for v in values]
 
 
