@@ -56,8 +56,10 @@ holds are checked against).
 from __future__ import annotations
 
 from collections import Counter, deque
+from heapq import heappop, heappush
 
 import simpy
+from simpy.events import NORMAL, Timeout
 
 from tilesim.analytic.bounds import roofline_time_s
 from tilesim.analytic.checks import check_not_faster_than_roofline, check_program
@@ -600,7 +602,7 @@ class Engine:
             start = issue(t0, address)
             done = max(smem(start, staging), issue(t0, staged_issue))
             if done > env._now and not _skip(env, done - env._now):
-                yield env.timeout(done - env._now)
+                yield _timeout(env, done - env._now)
         staged = env._now
         groups = pl.math_groups
         if groups == 1:
@@ -617,10 +619,10 @@ class Engine:
             # math lasts their MMAs' tensor time together (StepCost.lockstep_tensor_cycles)
             end = staged + len(self.in_loop) * pl.lockstep_s
             if env._now < end and not _skip(env, end - env._now):
-                yield env.timeout(end - env._now)
+                yield _timeout(env, end - env._now)
         computed = env._now
         if env._now < t0 + pl.crit_s and not _skip(env, t0 + pl.crit_s - env._now):
-            yield env.timeout(t0 + pl.crit_s - env._now)
+            yield _timeout(env, t0 + pl.crit_s - env._now)
         v = tally.v
         counts = pl.compute_counts.get(share)
         if counts is None:  # the step's compute counters at this share (those of nothing left out)
@@ -664,7 +666,7 @@ class Engine:
         procs = [env.process(gen) for gen in others]
         yield from first
         if env.peek() <= env._now:
-            yield env.timeout(0)
+            yield _timeout(env, 0)
         yield simpy.AllOf(env, procs)
 
     def _math(self, pl: _Plan, share: float):
@@ -674,7 +676,6 @@ class Engine:
         if got is None:
             got = pl.math_rounds[share] = self._math_round(pl, share)
         r, lds, lds_lat, requests, issue_s = got
-        timeout = env.timeout
         for _ in range(r):
             now = env._now  # env._now, without the property's call
             if lds:
@@ -685,7 +686,7 @@ class Engine:
                         done = end
                 done += lds_lat
                 if not _skip(env, done - now):
-                    yield timeout(done - now)
+                    yield _timeout(env, done - now)
                 now = env._now
             done = now + issue_s
             for request, amount in requests:
@@ -693,7 +694,7 @@ class Engine:
                 if end > done:
                     done = end
             if not _skip(env, done - now):
-                yield timeout(done - now)
+                yield _timeout(env, done - now)
             self.events += 1
 
     def _math_round(self, pl: _Plan, share: float) -> tuple:
@@ -766,7 +767,7 @@ class Engine:
         v["hbm"] += wr_hbm
         v["hbm_write"] += written  # adjusted for what is still resident at the end, in run()
         if done > env._now and not _skip(env, done - env._now):
-            yield env.timeout(done - env._now)
+            yield _timeout(env, done - env._now)
 
     def _steps(self, pl: _Plan, slot: int, lane: _Lane, first: int, count: int, share: float, lead: bool,
                start: int, steps: int, tally: _Tally):
@@ -785,7 +786,7 @@ class Engine:
             ready = lane.pending.popleft()
             t0 = env._now
             if ready > t0 and not _skip(env, ready - t0):
-                yield env.timeout(ready - t0)
+                yield _timeout(env, ready - t0)
             t1 = env._now
             parts = yield from self._compute(pl, i, first, count, share, tally)
             if self.want_timeline:
@@ -835,7 +836,7 @@ class Engine:
             self.l1.start_stream(l1_stream, t0)
             marks += [self.l1.touch_range(prefix, k0, k1, t0, period_s) for prefix, k0, k1 in l1_ranges]
             still_marks += [self.l1.touch_range(prefix, 0, 1, t0, period_s * times) for prefix in l1_still]
-        end = env.timeout(period_s * times) if until is None else until
+        end = _timeout(env, period_s * times) if until is None else until
         if interruptible:
             yield end | self.changed
         else:
@@ -848,7 +849,7 @@ class Engine:
             for mark in still_marks:  # last touched at the cut hold's end
                 mark[3] = period_s * done
             if env._now < t0 + duration:
-                yield env.timeout(t0 + duration - env._now)
+                yield _timeout(env, t0 + duration - env._now)
         self.cache.stop_stream(stream, env._now)
         if self.l1 is not None:
             self.l1.stop_stream(l1_stream, env._now)
@@ -941,7 +942,7 @@ class Engine:
                 yield from self._steps(pl, slot, lanes[0], first, count, share, True, i, w, wt)
                 for _ in range(2):
                     if env.peek() <= env._now:  # else nothing else happens at this instant: no order to keep
-                        yield env.timeout(0)
+                        yield _timeout(env, 0)
             elif env.peek() > env._now:  # as in _compute
                 yield from self._together(self._steps(pl, slot, lanes[0], first, count, share, True, i, w, wt),
                                           [self._steps(pl, slot, ln, first, count, share, False, i, w, wt)
@@ -1046,11 +1047,11 @@ class Engine:
             t0 = env._now
             admitted = self.ch["dispatch"].request(t0, 1.0)  # the SM takes the block in
             if admitted > t0 and not _skip(env, admitted - t0):
-                yield env.timeout(admitted - t0)
+                yield _timeout(env, admitted - t0)
             # the group runs in this process; the zero timeout stands for its own process's exit
             tally = yield from self._group(slot, first, count)
             if env.peek() <= env._now:
-                yield env.timeout(0)
+                yield _timeout(env, 0)
             tally.v["dispatch"] += 1.0
             self._scale_and_add(tally, count)
             if groups == 0:
@@ -1083,7 +1084,7 @@ class Engine:
                             self.group_ends.popleft()
                     continue
                 self.group_end_s = env._now + hold_groups * self.group_period_s
-                self.group_end = env.timeout(hold_groups * self.group_period_s)
+                self.group_end = _timeout(env, hold_groups * self.group_period_s)
             span_s = self.group_end_s - env._now
             j = min(max(1, round(span_s / self.group_period_s)), (total - self.next_block) // sms - 1)
             if span_s > 0 and j >= 1 and not self.group_end.processed:
@@ -1098,7 +1099,7 @@ class Engine:
                 self.group_holding.add(slot)
                 yield from self._hold(slot, per, span_s / j, j, hold, until=self.group_end)
                 self.group_holding.discard(slot)
-                yield env.timeout(0)
+                yield _timeout(env, 0)
                 if self.on_progress is not None:
                     self._progress(j * sms * sum(pl.trips for pl in self.plans))
                 self._scale_and_add(hold, count)
@@ -1169,7 +1170,7 @@ class Engine:
     def run(self) -> SimResult:
         for s in range(self.occ.blocks_per_sm):
             self.env.process(self._slot(s))
-        self.env.run()
+        _run(self.env)
         hw, p, v = self.hw, self.p, self.total.v
         # no channel can have done more work than its rate allows in the time: held phases reserve
         # their measured rates, which together may overcommit a channel (the work is still done)
@@ -1214,6 +1215,40 @@ class Engine:
             events=self.events, sm_clock_hz=hw.sm_clock_hz, timeline=tuple(self.timeline) if self.want_timeline else None,
             loads=tuple(self.loads) if self.want_timeline else None,
         )
+
+
+def _timeout(env: simpy.Environment, delay_s: float) -> Timeout:
+    """``env.timeout(delay_s)``: the same event, scheduled alike (at ``now + delay_s``, normal priority,
+    the environment's next id), without the calls of its constructor (simpy 4's Timeout.__init__ and
+    Environment.schedule, inlined)."""
+    if delay_s < 0:
+        raise ValueError(f"Negative delay {delay_s}")
+    ev = _new_event(Timeout)
+    ev.env = env
+    ev.callbacks = []
+    ev._value = None
+    ev._delay = delay_s
+    ev._ok = True
+    heappush(env._queue, (env._now + delay_s, NORMAL, next(env._eid), ev))
+    return ev
+
+
+_new_event = object.__new__
+
+
+def _run(env: simpy.Environment) -> None:
+    """``env.run()`` until no event is left: simpy 4's Environment.step in one loop (the engine never
+    stops a run early)."""
+    queue = env._queue
+    while queue:
+        env._now, _, _, event = heappop(queue)
+        callbacks, event.callbacks = event.callbacks, None
+        for callback in callbacks:
+            callback(event)
+        if not event._ok and not hasattr(event, "_defused"):
+            exc = type(event._value)(*event._value.args)
+            exc.__cause__ = event._value
+            raise exc
 
 
 def _skip(env: simpy.Environment, delay_s: float) -> bool:
