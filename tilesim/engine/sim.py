@@ -55,6 +55,7 @@ holds are checked against).
 
 from __future__ import annotations
 
+import gc
 from collections import Counter, deque
 from heapq import heappop, heappush
 
@@ -112,6 +113,7 @@ COUNTERS = CHANNELS + ("hbm_read", "hbm_write", "l2_load", "l2_store", "smem_byt
 COMPUTE_COUNTERS = ("issue", *MATH_PIPES, "tensor", "smem", "smem_bytes", "smem_ideal", "ffma")  # a step's compute adds
 POSTED = ("atomic",)  # chip-wide channels whose requests no block waits for: held work is queued, not reserved
 PER_SM_COUNTERS = ("issue", *MATH_PIPES, "tensor", "smem", "l1", "dispatch", "smem_bytes", "smem_ideal", "ffma")
+GC_THRESHOLD = 100_000  # allocations between the garbage collector's young-generation runs during a run (Engine.run)
 LOOP = "@"  # the loop index in a tile's projection (phases share tiles by position, not by name)
 
 
@@ -1170,7 +1172,15 @@ class Engine:
     def run(self) -> SimResult:
         for s in range(self.occ.blocks_per_sm):
             self.env.process(self._slot(s))
-        _run(self.env)
+        # the run allocates many short-lived objects that reference counting frees, and keeps large
+        # tables (tile ids, the caches' last touches) that every collection of the older generations
+        # walks again: the collector runs less often meanwhile (GC_THRESHOLD), as it was after
+        thresholds = gc.get_threshold()
+        gc.set_threshold(max(thresholds[0], GC_THRESHOLD), *thresholds[1:])
+        try:
+            _run(self.env)
+        finally:
+            gc.set_threshold(*thresholds)
         hw, p, v = self.hw, self.p, self.total.v
         # no channel can have done more work than its rate allows in the time: held phases reserve
         # their measured rates, which together may overcommit a channel (the work is still done)
