@@ -285,7 +285,7 @@ class Engine:
         self.units_total = max(1, program.launch.blocks * sum(pl.trips for pl in self.plans))
         self.units_done = 0
         self._proj_cache: dict = {}
-        self._where_cache: dict = {}  # (first, count) -> the blocks' (bx, by, bz) in launch order; (first, count, "columns") -> their columns
+        self._where_cache: dict = {}  # (first, count) -> the blocks' (bx, by, bz) in launch order; (first, count, axis) -> one column
         self._prefix_ids: dict = {}  # (tensor, projection) -> the integer the L2 and L1 know it by
         # tensors whose tiles are looked up in L2 (loads, global atomics): only theirs are tracked
         self.read_tensors = {t.tile.tensor for pl in self.plans for t in (*pl.loads, *pl.atomics)}
@@ -420,8 +420,7 @@ class Engine:
                     proj = tuple(_project(c, named, index) for c in tile.coords)
                     seen[proj] = seen.get(proj, 0) + 1
             else:  # the same projections, coordinate by coordinate over the blocks, counted in first-seen order
-                where = self._block_columns(first, count)
-                columns = [_form_column(form, where, count) for form in forms]
+                columns = [_form_column(form, first, count, self._block_column) for form in forms]
                 seen = Counter(zip(*columns, strict=True)) if columns else Counter({(): count})
             items = list(seen.items())
             ids = self._prefix_ids
@@ -433,23 +432,27 @@ class Engine:
             self._proj_cache[key] = got
         return got
 
-    def _block_columns(self, first: int, count: int) -> tuple[list, list, list]:
-        """The ``bx``, ``by`` and ``bz`` of blocks ``first .. first+count-1`` in launch order, as three
-        columns (kept per group): :meth:`_block_indices` transposed, worked out over the whole range
-        at once where the launch order is plain row-major (``group_rows`` 1)."""
-        key = (first, count, "columns")
+    def _block_column(self, first: int, count: int, axis: int) -> list:
+        """``bx`` (``axis`` 0), ``by`` (1) or ``bz`` (2) of blocks ``first .. first+count-1`` in launch
+        order (kept per group): a column of :meth:`_block_indices`, worked out over the whole range at
+        once where the launch order is plain row-major (``group_rows`` 1). Not to be changed."""
+        key = (first, count, axis)
         got = self._where_cache.get(key)
         if got is None:
             launch = self.p.launch
             if launch.group_rows == 1:
-                gx, gy, _ = launch.grid
-                per_layer = gx * gy
-                blocks = range(first, first + count)
                 # Launch.block_indices: bz, b = divmod(block, gx * gy); by, bx = divmod(b, gx)
-                got = ([b % gx for b in blocks], [b // gx % gy for b in blocks], [b // per_layer for b in blocks])
+                gx, gy, gz = launch.grid
+                blocks = range(first, first + count)
+                if axis == 0:
+                    got = list(blocks) if gy == gz == 1 else [b % gx for b in blocks]
+                elif axis == 1:
+                    got = [b // gx % gy for b in blocks]
+                else:
+                    per_layer = gx * gy
+                    got = [b // per_layer for b in blocks]
             else:
-                where = self._block_indices(first, count)
-                got = ([bx for bx, _, _ in where], [by for _, by, _ in where], [bz for _, _, bz in where])
+                got = [where[axis] for where in self._block_indices(first, count)]
             if len(self._where_cache) > 256:
                 self._where_cache.clear()
             self._where_cache[key] = got
@@ -1334,20 +1337,21 @@ def _window_mean(per_step: list[float], tol: float) -> int:
     return 0
 
 
-def _form_column(form: tuple, where: tuple, count: int) -> list:
-    """One coordinate of a tile (a form of :func:`_linear_forms`) for each of ``count`` blocks whose
-    ``bx``, ``by`` and ``bz`` are the columns ``where``: what :func:`_project` gives for it, block by
-    block (a column of ``where`` itself when the coordinate is one index: not to be changed)."""
+def _form_column(form: tuple, first: int, count: int, column) -> list:
+    """One coordinate of a tile (a form of :func:`_linear_forms`) for each of the ``count`` blocks from
+    ``first`` (``column(first, count, axis)`` gives their ``bx``, ``by`` or ``bz``, axis 0, 1 or 2):
+    what :func:`_project` gives for it, block by block (a column itself when the coordinate is one
+    index: not to be changed)."""
     cx, cy, cz, f, step = form
     if cx is None:
         return [f] * count
-    xs, ys, zs = where
     if (cx, cy, cz, f) == (1, 0, 0, 0):
-        values = xs
+        values = column(first, count, 0)
     elif (cx, cy, cz, f) == (0, 1, 0, 0):
-        values = ys
+        values = column(first, count, 1)
     else:
-        values = [cx * bx + cy * by + cz * bz + f for bx, by, bz in zip(xs, ys, zs)]
+        values = [cx * bx + cy * by + cz * bz + f for bx, by, bz in zip(
+            column(first, count, 0), column(first, count, 1), column(first, count, 2))]
     return values if step is None else [(LOOP, step, v) for v in values]
 
 
