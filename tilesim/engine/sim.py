@@ -285,6 +285,7 @@ class Engine:
         self.units_total = max(1, program.launch.blocks * sum(pl.trips for pl in self.plans))
         self.units_done = 0
         self._proj_cache: dict = {}
+        self._forms_cache: dict = {}  # (id(tile), loop index) -> _linear_forms of its coordinates
         self._where_cache: dict = {}  # (first, count) -> the blocks' (bx, by, bz) in launch order; (first, count, axis) -> one column
         self._prefix_ids: dict = {}  # (tensor, projection) -> the integer the L2 and L1 know it by
         # tensors whose tiles are looked up in L2 (loads, global atomics): only theirs are tracked
@@ -412,7 +413,10 @@ class Engine:
         key = (id(tile), index, first, count)  # tiles live as long as the program: no hashing of coordinates
         got = self._proj_cache.get(key)
         if got is None:
-            forms = _linear_forms(tile.coords, index)
+            fkey = (id(tile), index)
+            forms = self._forms_cache.get(fkey, False)
+            if forms is False:
+                forms = self._forms_cache[fkey] = _linear_forms(tile.coords, index)
             if forms is None:  # names other than the block and loop indices: the general path
                 seen: dict = {}
                 for bx, by, bz in self._block_indices(first, count):
