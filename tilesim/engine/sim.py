@@ -60,7 +60,7 @@ from collections import Counter, deque
 from heapq import heappop, heappush
 
 import simpy
-from simpy.events import NORMAL, Timeout
+from simpy.events import NORMAL, PENDING, URGENT, Event, Initialize, Process, Timeout
 
 from tilesim.analytic.bounds import roofline_time_s
 from tilesim.analytic.checks import check_not_faster_than_roofline, check_program
@@ -622,7 +622,7 @@ class Engine:
             yield from self._together(self._math(pl, share / groups),
                                       [self._math(pl, share / groups) for _ in range(groups - 1)])
         else:
-            yield simpy.AllOf(env, [env.process(self._math(pl, share / groups)) for _ in range(groups)])
+            yield _AllDone(env, [_process(env, self._math(pl, share / groups)) for _ in range(groups)])
         if pl.lockstep_s and pl.in_loop and len(self.in_loop) > 1:
             # blocks in a loop on this SM share each scheduler's tensor pipe in phase: the step's
             # math lasts their MMAs' tensor time together (StepCost.lockstep_tensor_cycles)
@@ -672,11 +672,11 @@ class Engine:
         process's start; ``first``'s end is followed by a zero timeout in place of its process's
         exit where another event is due at that instant (else there is no order to keep)."""
         env = self.env
-        procs = [env.process(gen) for gen in others]
+        procs = [_process(env, gen) for gen in others]
         yield from first
         if env.peek() <= env._now:
             yield _timeout(env, 0)
-        yield simpy.AllOf(env, procs)
+        yield _AllDone(env, procs)
 
     def _math(self, pl: _Plan, share: float):
         """One group of warps through the step's load-then-use rounds (a process)."""
@@ -957,7 +957,7 @@ class Engine:
                                           [self._steps(pl, slot, ln, first, count, share, False, i, w, wt)
                                            for ln in lanes[1:]])
             else:
-                yield simpy.AllOf(env, [env.process(self._steps(pl, slot, ln, first, count, share, g == 0, i, w, wt))
+                yield _AllDone(env, [_process(env, self._steps(pl, slot, ln, first, count, share, g == 0, i, w, wt))
                                         for g, ln in enumerate(lanes)])
             tally.add(wt)
             per_step.append((env._now - t0) / w)
@@ -1251,6 +1251,53 @@ def _timeout(env: simpy.Environment, delay_s: float) -> Timeout:
 
 
 _new_event = object.__new__
+
+
+def _process(env: simpy.Environment, generator) -> Process:
+    """``env.process(generator)``: the same process, started alike (its Initialize event scheduled now,
+    urgent, with the environment's next id), without the calls of the constructors (simpy 4's
+    Process.__init__ and Initialize.__init__, inlined; the engine's generators are generators)."""
+    proc = _new_event(Process)
+    proc.env = env
+    proc.callbacks = []
+    proc._generator = generator
+    init = _new_event(Initialize)
+    init.env = env
+    init.callbacks = [proc._resume]
+    init._value = None
+    init._ok = True
+    heappush(env._queue, (env._now, URGENT, next(env._eid), init))
+    proc._target = init
+    return proc
+
+
+class _AllDone(Event):
+    """``simpy.AllOf(env, events)`` for waiting on all of them: triggered (scheduled) at the same
+    moment, the same way; its value is None, not a ConditionValue (nobody reads it)."""
+
+    def __init__(self, env: simpy.Environment, events: list) -> None:
+        self.env = env
+        self.callbacks = []
+        self._value = PENDING
+        self._left = len(events)
+        if not events:
+            self.succeed()
+            return
+        for event in events:
+            if event.callbacks is None:
+                self._check(event)
+            else:
+                event.callbacks.append(self._check)
+
+    def _check(self, event: Event) -> None:
+        if self._value is not PENDING:
+            return
+        self._left -= 1
+        if not event._ok:
+            event._defused = True
+            self.fail(event._value)
+        elif not self._left:
+            self.succeed()
 
 
 def _run(env: simpy.Environment) -> None:
