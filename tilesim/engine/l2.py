@@ -93,7 +93,7 @@ class L2Cache:
         broke = False
         misses = []
         past: dict = {}  # clock at earlier times: tiles of one hold share them (misses now leave them alone)
-        for j, (prefix, last) in enumerate(zip(prefixes, lasts)):
+        for j, (prefix, last) in enumerate(zip(prefixes, lasts, strict=True)):
             if last is not None and now_c - last + size_bytes <= cap:
                 # a hit on its own last touch: a held range can only make that touch later
                 last_of[prefix] = now_c

@@ -1402,7 +1402,7 @@ def _form_column(form: tuple, first: int, count: int, column) -> list:
         values = column(first, count, 1)
     else:
         values = [cx * bx + cy * by + cz * bz + f for bx, by, bz in zip(
-            column(first, count, 0), column(first, count, 1), column(first, count, 2))]
+            column(first, count, 0), column(first, count, 1), column(first, count, 2), strict=True)]
     return values if step is None else [(LOOP, step, v) for v in values]
 
 
