@@ -71,7 +71,8 @@ class L2Cache:
 
     def access_many(self, prefixes, k: int, size_bytes: int, now_s: float) -> list[int]:
         """:meth:`access` for each of ``prefixes`` in turn (k-step ``k``, tiles of ``size_bytes``);
-        returns the positions of the misses. The same arithmetic as one call per tile, in one loop."""
+        returns the positions of the misses. The same arithmetic as one call per tile, in one loop.
+        ``prefixes`` are distinct."""
         last_of = self._last.get(k)
         if last_of is None:
             last_of = self._last[k] = {}
@@ -82,11 +83,17 @@ class L2Cache:
         cap = self.capacity_bytes
         t, c, r = self._t, self._c, self._r
         now_c = c[-1] + r[-1] * (now_s - t[-1])  # self.clock(now_s), kept up to date below
+        # the prefixes are distinct (one per tile), so their last touches can be read at once
+        lasts = list(map(get, prefixes))
+        if lasts and None not in lasts and now_c - min(lasts) + size_bytes <= cap:
+            # every tile a hit on its own last touch (the test below is monotonic in ``last``: the
+            # earliest passing it, every one does): each is touched now, and nothing else changes
+            last_of.update(dict.fromkeys(prefixes, now_c))
+            return []
         broke = False
         misses = []
         past: dict = {}  # clock at earlier times: tiles of one hold share them (misses now leave them alone)
-        for j, prefix in enumerate(prefixes):
-            last = get(prefix)
+        for j, (prefix, last) in enumerate(zip(prefixes, lasts, strict=True)):
             if last is not None and now_c - last + size_bytes <= cap:
                 # a hit on its own last touch: a held range can only make that touch later
                 last_of[prefix] = now_c

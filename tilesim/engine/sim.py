@@ -55,9 +55,12 @@ holds are checked against).
 
 from __future__ import annotations
 
+import gc
 from collections import Counter, deque
+from heapq import heappop, heappush
 
 import simpy
+from simpy.events import NORMAL, PENDING, URGENT, Event, Initialize, Process, Timeout
 
 from tilesim.analytic.bounds import roofline_time_s
 from tilesim.analytic.checks import check_not_faster_than_roofline, check_program
@@ -110,6 +113,7 @@ COUNTERS = CHANNELS + ("hbm_read", "hbm_write", "l2_load", "l2_store", "smem_byt
 COMPUTE_COUNTERS = ("issue", *MATH_PIPES, "tensor", "smem", "smem_bytes", "smem_ideal", "ffma")  # a step's compute adds
 POSTED = ("atomic",)  # chip-wide channels whose requests no block waits for: held work is queued, not reserved
 PER_SM_COUNTERS = ("issue", *MATH_PIPES, "tensor", "smem", "l1", "dispatch", "smem_bytes", "smem_ideal", "ffma")
+GC_THRESHOLD = 100_000  # allocations between the garbage collector's young-generation runs during a run (Engine.run)
 LOOP = "@"  # the loop index in a tile's projection (phases share tiles by position, not by name)
 
 
@@ -230,6 +234,7 @@ class _Plan:
         self.lockstep_s = cost.lockstep_tensor_cycles / clk
         self.math_rounds: dict = {}  # share of the step -> one round's requests (Engine._math_round)
         self.compute_counts: dict = {}  # share of the step -> its COMPUTE_COUNTERS that are not 0 (Engine._compute)
+        self.staging: dict = {}  # share of the step -> its staging requests (Engine._staging)
 
 
 def _read_by_several_blocks(tile: TileRef, grid: tuple[int, int, int]) -> bool:
@@ -304,7 +309,8 @@ class Engine:
         self.units_total = max(1, program.launch.blocks * sum(pl.trips for pl in self.plans))
         self.units_done = 0
         self._proj_cache: dict = {}
-        self._where_cache: dict = {}  # (first, count) -> the blocks' (bx, by, bz), in launch order
+        self._forms_cache: dict = {}  # (id(tile), loop index) -> _linear_forms of its coordinates
+        self._where_cache: dict = {}  # (first, count) -> the blocks' (bx, by, bz) in launch order; (first, count, axis) -> one column
         self._prefix_ids: dict = {}  # (tensor, projection) -> the integer the L2 and L1 know it by
         # tensors whose tiles are looked up in L2 (loads, global atomics): only theirs are tracked
         self.read_tensors = {t.tile.tensor for pl in self.plans for t in (*pl.loads, *pl.atomics)}
@@ -431,7 +437,10 @@ class Engine:
         key = (id(tile), index, first, count)  # tiles live as long as the program: no hashing of coordinates
         got = self._proj_cache.get(key)
         if got is None:
-            forms = _linear_forms(tile.coords, index)
+            fkey = (id(tile), index)
+            forms = self._forms_cache.get(fkey, False)
+            if forms is False:
+                forms = self._forms_cache[fkey] = _linear_forms(tile.coords, index)
             if forms is None:  # names other than the block and loop indices: the general path
                 seen: dict = {}
                 for bx, by, bz in self._block_indices(first, count):
@@ -439,16 +448,42 @@ class Engine:
                     proj = tuple(_project(c, named, index) for c in tile.coords)
                     seen[proj] = seen.get(proj, 0) + 1
             else:  # the same projections, coordinate by coordinate over the blocks, counted in first-seen order
-                where = self._block_indices(first, count)
-                columns = [_form_column(form, where) for form in forms]
+                columns = [_form_column(form, first, count, self._block_column) for form in forms]
                 seen = Counter(zip(*columns, strict=True)) if columns else Counter({(): count})
             items = list(seen.items())
             ids = self._prefix_ids
-            got = (items, tuple(ids.setdefault((tile.tensor, proj), len(ids)) for proj in seen),
+            tensor = tile.tensor
+            got = (items, tuple([ids.setdefault((tensor, proj), len(ids)) for proj in seen]),
                    tuple(seen.values()))
             if len(self._proj_cache) > 4096:
                 self._proj_cache.clear()
             self._proj_cache[key] = got
+        return got
+
+    def _block_column(self, first: int, count: int, axis: int) -> list:
+        """``bx`` (``axis`` 0), ``by`` (1) or ``bz`` (2) of blocks ``first .. first+count-1`` in launch
+        order (kept per group): a column of :meth:`_block_indices`, worked out over the whole range at
+        once where the launch order is plain row-major (``group_rows`` 1). Not to be changed."""
+        key = (first, count, axis)
+        got = self._where_cache.get(key)
+        if got is None:
+            launch = self.p.launch
+            if launch.group_rows == 1:
+                # Launch.block_indices: bz, b = divmod(block, gx * gy); by, bx = divmod(b, gx)
+                gx, gy, gz = launch.grid
+                blocks = range(first, first + count)
+                if axis == 0:
+                    got = list(blocks) if gy == gz == 1 else [b % gx for b in blocks]
+                elif axis == 1:
+                    got = [b // gx % gy for b in blocks]
+                else:
+                    per_layer = gx * gy
+                    got = [b // per_layer for b in blocks]
+            else:
+                got = [where[axis] for where in self._block_indices(first, count)]
+            if len(self._where_cache) > 256:
+                self._where_cache.clear()
+            self._where_cache[key] = got
         return got
 
     def _block_indices(self, first: int, count: int) -> list[tuple[int, int, int]]:
@@ -476,7 +511,7 @@ class Engine:
         size = tile.tile_bytes
         fits = size <= self.cache.capacity_bytes
         _, prefixes, mults = self._tiles(tile, index, first, count)
-        for j in self.cache.access_many(prefixes, k, size, self.env.now):
+        for j in self.cache.access_many(prefixes, k, size, self.env._now):
             m = (size if fits else size * mults[j]) * dram_factor
             missed += m
             if missed_tiles is not None:
@@ -492,7 +527,7 @@ class Engine:
 
     def _record_loads(self, pl: _Plan, slot: int, lane: _Lane, ready: float) -> None:
         """With the timeline: one step's loads of a warp group, in flight from now until ``ready``."""
-        now = self.env.now
+        now = self.env._now
         if len(self.loads) < MAX_TIMELINE and ready > now:
             what = "tma" if pl.bulk else "cp.async" if any(ld.dest == "async" for ld in pl.loads) else "loads"
             self.loads.append(Interval(slot, what, now, ready, pl.phase.name, 0.0, lane.group))
@@ -508,7 +543,7 @@ class Engine:
 
         Only the lead warp group (``lane`` given) looks tiles up in L2, noting its misses."""
         env, ch, c = self.env, self.ch, pl.cost
-        now = env.now
+        now = env._now
         if not pl.loads:  # a step without global loads waits for nothing
             return now
         missed = occupied = 0.0
@@ -560,7 +595,7 @@ class Engine:
         if self.l1 is None or not pl.l1_loads:
             return 0.0, set(), 0.0
         served, hits, fill = 0.0, set(), 0.0
-        now = self.env.now
+        now = self.env._now
         for j, l2_bytes, cacheable in pl.l1_loads:
             if not cacheable:
                 continue
@@ -589,40 +624,39 @@ class Engine:
         (mma_feed_probe gemm_traffic: 6 zero-fill copies per thread add 266 cycles per k-step to an
         ldmatrix-fed mma.sync loop, validation/results/h200/calibration/mma_feed.json).
         """
-        env, ch, c = self.env, self.ch, pl.cost
-        t0 = env.now
-        # register-staged stores, and the wavefronts of the cp.async copies this step issues (their
-        # writes enter the shared-memory queue as the warps issue them after the barrier, ahead of
-        # the step's fragment loads: mma_feed_probe gemm_traffic rows)
-        staging = c.staging_wavefronts + (c.staging_pipe_cycles or 0.0)
-        if staging or c.staging_instructions or c.barriers or c.staging_address_instructions:
+        env = self.env
+        t0 = env._now
+        got = pl.staging.get(share)
+        if got is None:
+            got = pl.staging[share] = self._staging(pl, share)
+        if got:
             # the copies' address arithmetic first: the warps issue nothing else until it is done
             # (GlobalLoad.address_instructions), then the copies reach the shared-memory pipe
-            start = ch["issue"].request(t0, c.staging_address_instructions * share)
-            done = max(ch["smem"].request(start, staging * share),
-                       ch["issue"].request(t0, (c.staging_instructions + c.barriers) * share))
-            if done > env.now and not _skip(env, done - env.now):
-                yield env.timeout(done - env.now)
-        staged = env.now
+            issue, smem, address, staging, staged_issue = got
+            start = issue(t0, address)
+            done = max(smem(start, staging), issue(t0, staged_issue))
+            if done > env._now and not _skip(env, done - env._now):
+                yield _timeout(env, done - env._now)
+        staged = env._now
         groups = pl.math_groups
         if groups == 1:
             yield from self._math(pl, share)
-        elif env.peek() > env.now:
+        elif env.peek() > env._now:
             # nothing else happens at this instant, so the first group would run first anyway: it
             # runs in this process (see _together)
             yield from self._together(self._math(pl, share / groups),
                                       [self._math(pl, share / groups) for _ in range(groups - 1)])
         else:
-            yield simpy.AllOf(env, [env.process(self._math(pl, share / groups)) for _ in range(groups)])
+            yield _AllDone(env, [_process(env, self._math(pl, share / groups)) for _ in range(groups)])
         if pl.lockstep_s and pl.in_loop and len(self.in_loop) > 1:
             # blocks in a loop on this SM share each scheduler's tensor pipe in phase: the step's
             # math lasts their MMAs' tensor time together (StepCost.lockstep_tensor_cycles)
             end = staged + len(self.in_loop) * pl.lockstep_s
-            if env.now < end and not _skip(env, end - env.now):
-                yield env.timeout(end - env.now)
-        computed = env.now
-        if env.now < t0 + pl.crit_s and not _skip(env, t0 + pl.crit_s - env.now):
-            yield env.timeout(t0 + pl.crit_s - env.now)
+            if env._now < end and not _skip(env, end - env._now):
+                yield _timeout(env, end - env._now)
+        computed = env._now
+        if env._now < t0 + pl.crit_s and not _skip(env, t0 + pl.crit_s - env._now):
+            yield _timeout(env, t0 + pl.crit_s - env._now)
         v = tally.v
         counts = pl.compute_counts.get(share)
         if counts is None:  # the step's compute counters at this share (those of nothing left out)
@@ -631,14 +665,28 @@ class Engine:
                 (key, it[key] * share) for key in COMPUTE_COUNTERS if it[key] * share != 0)
         for key, amount in counts:
             v[key] += amount
-        waited = env.now
+        waited = env._now
         if pl.stores or pl.atomics:
             yield from self._stores(pl, k, first, count, share, tally)
         if self.want_timeline:  # the step's parts, in order, for the timeline
             parts = (("barrier", staged - t0), ("math", computed - staged), ("dependency", waited - computed),
-                     ("stores", env.now - waited))
+                     ("stores", env._now - waited))
             return tuple((what, s) for what, s in parts if s > 0)
         return ()
+
+    def _staging(self, pl: _Plan, share: float) -> tuple:
+        """What staging ``share`` of a step asks (kept per plan and share by :meth:`_compute`): the
+        issue and smem channels' requests, the copies' address instructions, the register-staged
+        stores' wavefronts with those of the cp.async copies the step issues (their writes enter the
+        shared-memory queue as the warps issue them after the barrier, ahead of the step's fragment
+        loads: mma_feed_probe gemm_traffic rows), and the staging instructions with the barriers;
+        () when the step stages nothing and has no barrier."""
+        ch, c = self.ch, pl.cost
+        staging = c.staging_wavefronts + (c.staging_pipe_cycles or 0.0)
+        if not (staging or c.staging_instructions or c.barriers or c.staging_address_instructions):
+            return ()
+        return (ch["issue"].request, ch["smem"].request, c.staging_address_instructions * share, staging * share,
+                (c.staging_instructions + c.barriers) * share)
 
     def _together(self, first, others: list):
         """Run the generator ``first`` in this process and each of ``others`` as a process of its
@@ -649,11 +697,11 @@ class Engine:
         process's start; ``first``'s end is followed by a zero timeout in place of its process's
         exit where another event is due at that instant (else there is no order to keep)."""
         env = self.env
-        procs = [env.process(gen) for gen in others]
+        procs = [_process(env, gen) for gen in others]
         yield from first
-        if env.peek() <= env.now:
-            yield env.timeout(0)
-        yield simpy.AllOf(env, procs)
+        if env.peek() <= env._now:
+            yield _timeout(env, 0)
+        yield _AllDone(env, procs)
 
     def _math(self, pl: _Plan, share: float):
         """One group of warps through the step's load-then-use rounds (a process)."""
@@ -662,9 +710,8 @@ class Engine:
         if got is None:
             got = pl.math_rounds[share] = self._math_round(pl, share)
         r, lds, lds_lat, requests, issue_s = got
-        timeout = env.timeout
         for _ in range(r):
-            now = env._now  # env.now, without the property's call
+            now = env._now  # env._now, without the property's call
             if lds:
                 done = now
                 for request, amount in lds:
@@ -673,7 +720,7 @@ class Engine:
                         done = end
                 done += lds_lat
                 if not _skip(env, done - now):
-                    yield timeout(done - now)
+                    yield _timeout(env, done - now)
                 now = env._now
             done = now + issue_s
             for request, amount in requests:
@@ -681,7 +728,7 @@ class Engine:
                 if end > done:
                     done = end
             if not _skip(env, done - now):
-                yield timeout(done - now)
+                yield _timeout(env, done - now)
             self.events += 1
 
     def _math_round(self, pl: _Plan, share: float) -> tuple:
@@ -717,11 +764,11 @@ class Engine:
         tiles are resident for later reads; a global atomic's target is read into L2 first when
         it is not resident."""
         env, ch, c = self.env, self.ch, pl.cost
-        t0 = env.now
+        t0 = env._now
         for st, varies in zip(pl.stores, pl.store_varies, strict=True):
             # a written tile matters to the L2 only if something reads its tensor again
             if st.tile.tensor in self.read_tensors:
-                self.cache.mark_many(self._tiles(st.tile, pl.index, first, count)[1], _key(varies, k), env.now)
+                self.cache.mark_many(self._tiles(st.tile, pl.index, first, count)[1], _key(varies, k), env._now)
         missed = 0.0
         for at, varies in zip(pl.atomics, pl.atomic_varies, strict=True):
             missed += self._touch(at.tile, pl.index, first, count, _key(varies, k))
@@ -739,8 +786,8 @@ class Engine:
         written = c.store_useful_bytes * count * share
         wr_hbm = written * self.writeback_share
         if written:
-            self.cache.write(written, env.now)
-            self.writes.append((self.cache.clock(env.now), written))
+            self.cache.write(written, env._now)
+            self.writes.append((self.cache.clock(env._now), written))
         done = max(ch["issue"].request(t0, c.store_instructions * share),
                    ch["l1"].request(t0, c.store_l1_cycles * share))
         ch["l2"].request(t0, wr_bytes)  # posted: the block does not wait for them
@@ -753,8 +800,8 @@ class Engine:
         v["l2_store"] += wr_bytes
         v["hbm"] += wr_hbm
         v["hbm_write"] += written  # adjusted for what is still resident at the end, in run()
-        if done > env.now and not _skip(env, done - env.now):
-            yield env.timeout(done - env.now)
+        if done > env._now and not _skip(env, done - env._now):
+            yield _timeout(env, done - env._now)
 
     def _steps(self, pl: _Plan, slot: int, lane: _Lane, first: int, count: int, share: float, lead: bool,
                start: int, steps: int, tally: _Tally):
@@ -771,14 +818,14 @@ class Engine:
                     self._record_loads(pl, slot, lane, ready)
                 lane.issued += 1
             ready = lane.pending.popleft()
-            t0 = env.now
+            t0 = env._now
             if ready > t0 and not _skip(env, ready - t0):
-                yield env.timeout(ready - t0)
-            t1 = env.now
+                yield _timeout(env, ready - t0)
+            t1 = env._now
             parts = yield from self._compute(pl, i, first, count, share, tally)
             if self.want_timeline:
                 self._record(slot, "load_wait", t0, t1, pl.phase.name, warp_group=lane.group)
-                self._record(slot, "compute", t1, env.now, pl.phase.name, warp_group=lane.group, parts=parts)
+                self._record(slot, "compute", t1, env._now, pl.phase.name, warp_group=lane.group, parts=parts)
             self.events += 1
 
     def _hold(self, slot: int, per: _Tally, period_s: float, times: int, tally: _Tally, ranges=(),
@@ -797,7 +844,7 @@ class Engine:
         of its own (holds that end together at one event end at the same instant).
         """
         env = self.env
-        t0 = env.now
+        t0 = env._now
         if per.v["hbm_flushed_writeback"]:
             # the window's write-back of earlier dirty lines is no part of the steady rate: what the
             # held repetitions push out (at most what is left) is queued once, at the start
@@ -823,26 +870,26 @@ class Engine:
             self.l1.start_stream(l1_stream, t0)
             marks += [self.l1.touch_range(prefix, k0, k1, t0, period_s) for prefix, k0, k1 in l1_ranges]
             still_marks += [self.l1.touch_range(prefix, 0, 1, t0, period_s * times) for prefix in l1_still]
-        end = env.timeout(period_s * times) if until is None else until
+        end = _timeout(env, period_s * times) if until is None else until
         if interruptible:
             yield end | self.changed
         else:
             yield end
-        done = times if end.processed or env.now >= t0 + period_s * times else int((env.now - t0) / period_s)
+        done = times if end.processed or env._now >= t0 + period_s * times else int((env._now - t0) / period_s)
         duration = period_s * done
         if done < times:  # cut short: the rest is stepped again
             for mark in marks:
                 mark[1] = mark[0] + done
             for mark in still_marks:  # last touched at the cut hold's end
                 mark[3] = period_s * done
-            if env.now < t0 + duration:
-                yield env.timeout(t0 + duration - env.now)
-        self.cache.stop_stream(stream, env.now)
+            if env._now < t0 + duration:
+                yield _timeout(env, t0 + duration - env._now)
+        self.cache.stop_stream(stream, env._now)
         if self.l1 is not None:
-            self.l1.stop_stream(l1_stream, env.now)
+            self.l1.stop_stream(l1_stream, env._now)
         for c, r in rates.items():
-            self.ch[c].release(r, env.now - t0)
-        self._record(slot, "steady", t0, env.now, phase, period_s)
+            self.ch[c].release(r, env._now - t0)
+        self._record(slot, "steady", t0, env._now, phase, period_s)
         tally.add(per, done)
         self.events += 1
         return done
@@ -917,7 +964,7 @@ class Engine:
                 self._loop_set_changed()
         while i < n:
             w = min(window, n - i)
-            t0 = env.now
+            t0 = env._now
             marks.append((t0, self.flushed_dirty_left))
             wt = _Tally()
             lanes[0].missed = {}  # new ones: the last windows' stay in ``recent``
@@ -928,17 +975,17 @@ class Engine:
                 # that everything else at this instant runs in the same order as with one
                 yield from self._steps(pl, slot, lanes[0], first, count, share, True, i, w, wt)
                 for _ in range(2):
-                    if env.peek() <= env.now:  # else nothing else happens at this instant: no order to keep
-                        yield env.timeout(0)
-            elif env.peek() > env.now:  # as in _compute
+                    if env.peek() <= env._now:  # else nothing else happens at this instant: no order to keep
+                        yield _timeout(env, 0)
+            elif env.peek() > env._now:  # as in _compute
                 yield from self._together(self._steps(pl, slot, lanes[0], first, count, share, True, i, w, wt),
                                           [self._steps(pl, slot, ln, first, count, share, False, i, w, wt)
                                            for ln in lanes[1:]])
             else:
-                yield simpy.AllOf(env, [env.process(self._steps(pl, slot, ln, first, count, share, g == 0, i, w, wt))
+                yield _AllDone(env, [_process(env, self._steps(pl, slot, ln, first, count, share, g == 0, i, w, wt))
                                         for g, ln in enumerate(lanes)])
             tally.add(wt)
-            per_step.append((env.now - t0) / w)
+            per_step.append((env._now - t0) / w)
             recent.append((wt, lanes[0].missed, lanes[0].l1_missed))
             i += w
             if self.on_progress is not None:
@@ -981,7 +1028,7 @@ class Engine:
                     # last at that rate: then the group steps again and settles anew without them;
                     # with none left, it steps on
                     since, before = marks[-cycle]
-                    span = env.now - since
+                    span = env._now - since
                     rate = (before - self.flushed_dirty_left) / span if span > 0 else 0.0
                     if rate > 0:
                         n_hold = min(n_hold, int(self.flushed_dirty_left / (rate * a)))
@@ -1031,14 +1078,14 @@ class Engine:
             count = self._next_group_size(total - self.next_block)
             first = self.next_block
             self.next_block += count
-            t0 = env.now
+            t0 = env._now
             admitted = self.ch["dispatch"].request(t0, 1.0)  # the SM takes the block in
             if admitted > t0 and not _skip(env, admitted - t0):
-                yield env.timeout(admitted - t0)
+                yield _timeout(env, admitted - t0)
             # the group runs in this process; the zero timeout stands for its own process's exit
             tally = yield from self._group(slot, first, count)
-            if env.peek() <= env.now:
-                yield env.timeout(0)
+            if env.peek() <= env._now:
+                yield _timeout(env, 0)
             tally.v["dispatch"] += 1.0
             self._scale_and_add(tally, count)
             if groups == 0:
@@ -1050,7 +1097,7 @@ class Engine:
                 # the holds ended as the earlier work's dirty lines ran out: settle anew without them
                 self.group_end, self.group_period_s, self.group_end_writeback = None, 0.0, False
                 self.group_ends.clear()
-            if not self.group_period_s and not self._groups_settled(env.now, slots):
+            if not self.group_period_s and not self._groups_settled(env._now, slots):
                 continue
             if self.group_end is None:
                 # the first hold: every slot holds until one common end, a whole number of group
@@ -1070,9 +1117,9 @@ class Engine:
                         while self.group_ends and self.group_ends[0] <= self.flushed_last_s:
                             self.group_ends.popleft()
                     continue
-                self.group_end_s = env.now + hold_groups * self.group_period_s
-                self.group_end = env.timeout(hold_groups * self.group_period_s)
-            span_s = self.group_end_s - env.now
+                self.group_end_s = env._now + hold_groups * self.group_period_s
+                self.group_end = _timeout(env, hold_groups * self.group_period_s)
+            span_s = self.group_end_s - env._now
             j = min(max(1, round(span_s / self.group_period_s)), (total - self.next_block) // sms - 1)
             if span_s > 0 and j >= 1 and not self.group_end.processed:
                 # the j groups fill the time to the common end (a slot in another phase than the
@@ -1086,7 +1133,7 @@ class Engine:
                 self.group_holding.add(slot)
                 yield from self._hold(slot, per, span_s / j, j, hold, until=self.group_end)
                 self.group_holding.discard(slot)
-                yield env.timeout(0)
+                yield _timeout(env, 0)
                 if self.on_progress is not None:
                     self._progress(j * sms * sum(pl.trips for pl in self.plans))
                 self._scale_and_add(hold, count)
@@ -1135,7 +1182,7 @@ class Engine:
         per SM, rounded.
         """
         sms, slots = self.hw.sm_count, self.occ.blocks_per_sm
-        if self.env.now == 0 or remaining >= sms * slots:
+        if self.env._now == 0 or remaining >= sms * slots:
             return min(sms, remaining)
         if self.tail_sms is None:
             widest, narrowest = min(sms, remaining), -(-remaining // slots)
@@ -1157,18 +1204,26 @@ class Engine:
     def run(self) -> SimResult:
         for s in range(self.occ.blocks_per_sm):
             self.env.process(self._slot(s))
-        self.env.run()
+        # the run allocates many short-lived objects that reference counting frees, and keeps large
+        # tables (tile ids, the caches' last touches) that every collection of the older generations
+        # walks again: the collector runs less often meanwhile (GC_THRESHOLD), as it was after
+        thresholds = gc.get_threshold()
+        gc.set_threshold(max(thresholds[0], GC_THRESHOLD), *thresholds[1:])
+        try:
+            _run(self.env)
+        finally:
+            gc.set_threshold(*thresholds)
         hw, p, v = self.hw, self.p, self.total.v
         # no channel can have done more work than its rate allows in the time: held phases reserve
         # their measured rates, which together may overcommit a channel (the work is still done)
-        end = max([self.env.now] + [self.ch[c].next_free_s for c in ("l2", "hbm", "atomic")]
+        end = max([self.env._now] + [self.ch[c].next_free_s for c in ("l2", "hbm", "atomic")]
                   + [ch.busy_s for ch in self.ch.values()])
         time_s = end + hw.launch_overhead_s
         util = {c: round(self.ch[c].utilization(end), 6) for c in CHANNELS}
         top = max(util, key=util.get)
         bound = top if util[top] >= 0.6 else "latency"
         l2_load = v["l2_load"]
-        end_clock = self.cache.clock(self.env.now)
+        end_clock = self.cache.clock(self.env._now)
         # written lines still in L2 at the end: those with fewer than l2_dirty_bytes brought in since;
         # and, since the L2 keeps no more than l2_dirty_bytes in all once written lines are among it
         # (validation/l2_probe.py) while the byte clock does not count hits, at least the kernel's
@@ -1202,6 +1257,87 @@ class Engine:
             events=self.events, sm_clock_hz=hw.sm_clock_hz, timeline=tuple(self.timeline) if self.want_timeline else None,
             loads=tuple(self.loads) if self.want_timeline else None,
         )
+
+
+def _timeout(env: simpy.Environment, delay_s: float) -> Timeout:
+    """``env.timeout(delay_s)``: the same event, scheduled alike (at ``now + delay_s``, normal priority,
+    the environment's next id), without the calls of its constructor (simpy 4's Timeout.__init__ and
+    Environment.schedule, inlined)."""
+    if delay_s < 0:
+        raise ValueError(f"Negative delay {delay_s}")
+    ev = _new_event(Timeout)
+    ev.env = env
+    ev.callbacks = []
+    ev._value = None
+    ev._delay = delay_s
+    ev._ok = True
+    heappush(env._queue, (env._now + delay_s, NORMAL, next(env._eid), ev))
+    return ev
+
+
+_new_event = object.__new__
+
+
+def _process(env: simpy.Environment, generator) -> Process:
+    """``env.process(generator)``: the same process, started alike (its Initialize event scheduled now,
+    urgent, with the environment's next id), without the calls of the constructors (simpy 4's
+    Process.__init__ and Initialize.__init__, inlined; the engine's generators are generators)."""
+    proc = _new_event(Process)
+    proc.env = env
+    proc.callbacks = []
+    proc._generator = generator
+    init = _new_event(Initialize)
+    init.env = env
+    init.callbacks = [proc._resume]
+    init._value = None
+    init._ok = True
+    heappush(env._queue, (env._now, URGENT, next(env._eid), init))
+    proc._target = init
+    return proc
+
+
+class _AllDone(Event):
+    """``simpy.AllOf(env, events)`` for waiting on all of them: triggered (scheduled) at the same
+    moment, the same way; its value is None, not a ConditionValue (nobody reads it)."""
+
+    def __init__(self, env: simpy.Environment, events: list) -> None:
+        self.env = env
+        self.callbacks = []
+        self._value = PENDING
+        self._left = len(events)
+        if not events:
+            self.succeed()
+            return
+        for event in events:
+            if event.callbacks is None:
+                self._check(event)
+            else:
+                event.callbacks.append(self._check)
+
+    def _check(self, event: Event) -> None:
+        if self._value is not PENDING:
+            return
+        self._left -= 1
+        if not event._ok:
+            event._defused = True
+            self.fail(event._value)
+        elif not self._left:
+            self.succeed()
+
+
+def _run(env: simpy.Environment) -> None:
+    """``env.run()`` until no event is left: simpy 4's Environment.step in one loop (the engine never
+    stops a run early)."""
+    queue = env._queue
+    while queue:
+        env._now, _, _, event = heappop(queue)
+        callbacks, event.callbacks = event.callbacks, None
+        for callback in callbacks:
+            callback(event)
+        if not event._ok and not hasattr(event, "_defused"):
+            exc = type(event._value)(*event._value.args)
+            exc.__cause__ = event._value
+            raise exc
 
 
 def _skip(env: simpy.Environment, delay_s: float) -> bool:
@@ -1277,18 +1413,21 @@ def _window_mean(per_step: list[float], tol: float) -> int:
     return 0
 
 
-def _form_column(form: tuple, where: list) -> list:
-    """One coordinate of a tile (a form of :func:`_linear_forms`) for each block of ``where``
-    (their ``(bx, by, bz)``): what :func:`_project` gives for it, block by block."""
+def _form_column(form: tuple, first: int, count: int, column) -> list:
+    """One coordinate of a tile (a form of :func:`_linear_forms`) for each of the ``count`` blocks from
+    ``first`` (``column(first, count, axis)`` gives their ``bx``, ``by`` or ``bz``, axis 0, 1 or 2):
+    what :func:`_project` gives for it, block by block (a column itself when the coordinate is one
+    index: not to be changed)."""
     cx, cy, cz, f, step = form
     if cx is None:
-        return [f] * len(where)
+        return [f] * count
     if (cx, cy, cz, f) == (1, 0, 0, 0):
-        values = [bx for bx, _, _ in where]
+        values = column(first, count, 0)
     elif (cx, cy, cz, f) == (0, 1, 0, 0):
-        values = [by for _, by, _ in where]
+        values = column(first, count, 1)
     else:
-        values = [cx * bx + cy * by + cz * bz + f for bx, by, bz in where]
+        values = [cx * bx + cy * by + cz * bz + f for bx, by, bz in zip(
+            column(first, count, 0), column(first, count, 1), column(first, count, 2), strict=True)]
     return values if step is None else [(LOOP, step, v) for v in values]
 
 

@@ -65,9 +65,8 @@ def read_table(path: Path, vendor: str | None = None) -> tuple[dict[str, Any], d
     A vendor table's fields (``[nvidia.reg_alloc_unit]``) are keyed by their bare name, like the
     flat fields a calibrated profile writes. Raises ``ValueError`` naming the file and key.
     """
-    with path.open("rb") as fh:
-        raw = tomllib.load(fh)
-    meta = raw.pop("meta", {})
+    raw = dict(_parsed(path))  # a shallow copy: the parsed tables are shared, and only read
+    meta = dict(raw.pop("meta", {}))
     vendor = vendor or str(meta.get("vendor", ""))
     if vendor not in F.VENDORS:
         raise ValueError(f"{path.name}: [meta] vendor = {vendor!r}: must be one of {', '.join(F.VENDORS)}")
@@ -82,6 +81,22 @@ def read_table(path: Path, vendor: str | None = None) -> tuple[dict[str, Any], d
         values[bare] = val
         sources[bare] = src
     return values, sources, meta
+
+
+_PARSED: dict = {}
+
+
+def _parsed(path: Path) -> dict:
+    """The TOML file at ``path``, parsed once per content: every simulation loads its GPU's spec,
+    and parsing the files is most of that (reading their bytes is not)."""
+    data = path.read_bytes()
+    got = _PARSED.get(data)
+    if got is None:
+        got = tomllib.loads(data.decode())  # what tomllib.load does with the file
+        if len(_PARSED) > 64:
+            _PARSED.clear()
+        _PARSED[data] = got
+    return got
 
 
 def available() -> list[str]:
