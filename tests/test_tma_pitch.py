@@ -102,3 +102,28 @@ def test_the_shared_line_rate_comes_from_the_probe_record():
     assert got["value"] == pytest.approx(H200.get("l2_shared_line_bytes_per_s"))
     assert got["value"] > H200.l2_bytes_per_s  # several readers: faster than each SM's own lines
     assert tma_share_field({"meta": {}}) == {}
+
+
+# ----- the clock beside memory traffic (clock_load_probe's memory streams) ---------------------------
+def test_memory_traffic_lowers_the_clock_at_the_measured_slopes():
+    act = 0.85
+    bare = H200.sm_clock_hz_at_tensor_activity(act)
+    l2 = H200.sm_clock_hz_at_tensor_activity(act, l2_bytes_per_s=4.62e12)
+    hbm = H200.sm_clock_hz_at_tensor_activity(act, hbm_bytes_per_s=3.79e12)
+    # the probe: 1.513 GHz beside the L2 stream, 1.498 beside the HBM one, at this activity
+    assert l2 == pytest.approx(1.513e9, rel=0.015) and hbm == pytest.approx(1.498e9, rel=0.015)
+    assert hbm < l2 < bare
+    # with no tensor work the L2 stream costs about 2% (1.941 against 1.980 GHz)
+    assert H200.sm_clock_hz_at_tensor_activity(0.0, l2_bytes_per_s=9.22e12) == pytest.approx(1.941e9, rel=0.005)
+
+
+def test_the_clock_slopes_come_from_the_probe_record():
+    from validation.calibration.calibrate import clock_memory_fields
+
+    rec = json.loads((REPO_ROOT / "validation/results/h200/calibration/clock_load_mem/clock_load.json").read_text())
+    got = clock_memory_fields(rec)
+    for kind in ("l2", "hbm"):
+        pts = got[f"sm_clock_{kind}_slope_by_tensor_activity"]["value"]
+        assert [tuple(p) for p in pts] == [tuple(p) for p in H200.get(f"sm_clock_{kind}_slope_by_tensor_activity")]
+        assert pts[0][0] == 0.0 and pts[1][1] > pts[0][1] > 0  # the traffic costs more under tensor load
+    assert clock_memory_fields({"loads": {}}) == {}

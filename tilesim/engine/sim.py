@@ -1505,10 +1505,13 @@ def _settle_clock(program: TileProgram, hw: HardwareSpec, result: SimResult, **r
 
     Under sustained tensor-core work the H200 lowers its SM clock (power limiting: 1.98 GHz with FFMA,
     1.81 GHz with mma.sync at its full rate, 1.53 GHz with wgmma at its full rate on random operands;
-    validation/calibration/clock_load_probe.py). The kernel's tensor activity (its tensor FLOP per
-    clock per SM over the fp16 dense rate) depends on the clock it runs at, so the clock is found by
-    fixed-point iteration. Kernels without MMAs, and GPUs without the measured curve, keep
-    ``sm_clock_hz``."""
+    validation/calibration/clock_load_probe.py), and lower still beside memory traffic (wgmma on random
+    operands: 1.547 GHz alone, 1.513 beside 4.6 TB/s of L2 reads, 1.498 beside 3.8 TB/s of HBM reads at
+    a tensor activity of 0.85: the measured slopes, HardwareSpec.sm_clock_hz_at_tensor_activity). The
+    kernel's tensor activity (its tensor FLOP per clock per SM over the fp16 dense rate) and its L2 and
+    HBM bytes per second depend on the clock it runs at, so the clock is found by fixed-point iteration.
+    Kernels without MMAs, and GPUs without the measured curve, keep ``sm_clock_hz`` (an L2 stream alone
+    costs the clock 2%, not applied: it would take a second run of every kernel)."""
     tensor_flops = program.launch.blocks * sum(op.flops * ph.trips for ph in program.phases
                                                for op in ph.step.compute if isinstance(op, Mma))
     if not tensor_flops or not hw.has("sm_clock_hz_by_tensor_activity"):
@@ -1518,7 +1521,10 @@ def _settle_clock(program: TileProgram, hw: HardwareSpec, result: SimResult, **r
     for _ in range(CLOCK_ITERATIONS):
         busy_s = max(result.time_s - hw.launch_overhead_s, 1e-12)
         activity = tensor_flops / (busy_s * clock * peak)
-        settled = hw.sm_clock_hz_at_tensor_activity(activity)
+        tr = result.traffic
+        settled = hw.sm_clock_hz_at_tensor_activity(
+            activity, l2_bytes_per_s=(tr.l2_load_bytes + tr.l2_store_bytes) / busy_s,
+            hbm_bytes_per_s=(tr.hbm_read_bytes + tr.hbm_write_bytes + tr.hbm_flushed_writeback_bytes) / busy_s)
         if abs(settled - clock) <= CLOCK_TOLERANCE * clock:
             break
         clock = settled

@@ -283,13 +283,22 @@ class HardwareSpec:
             return _interp(sorted(self.barrier_latency_cycles_by_warps), warps)
         return self.pipe_latency_cycles("barrier")
 
-    def sm_clock_hz_at_tensor_activity(self, activity: float) -> float:
+    def sm_clock_hz_at_tensor_activity(self, activity: float, l2_bytes_per_s: float = 0.0,
+                                       hbm_bytes_per_s: float = 0.0) -> float:
         """The SM clock while the tensor cores run at ``activity`` (tensor FLOP per clock per SM over
         the fp16 dense rate): the measured curve ``sm_clock_hz_by_tensor_activity`` (power limiting,
-        validation/calibration/clock_load_probe.py) where calibrated, else ``sm_clock_hz``."""
-        if self.has("sm_clock_hz_by_tensor_activity"):
-            return _interp(sorted(self.get("sm_clock_hz_by_tensor_activity")), activity)
-        return self.sm_clock_hz
+        validation/calibration/clock_load_probe.py) where calibrated, else ``sm_clock_hz``; less what
+        ``l2_bytes_per_s`` and ``hbm_bytes_per_s`` of reads beside them take, at the measured slopes
+        ``sm_clock_l2_slope_by_tensor_activity`` / ``sm_clock_hbm_slope_by_tensor_activity`` (Hz per B/s,
+        interpolated in the activity) where calibrated."""
+        if not self.has("sm_clock_hz_by_tensor_activity"):
+            return self.sm_clock_hz
+        clock = _interp(sorted(self.get("sm_clock_hz_by_tensor_activity")), activity)
+        for name, rate in (("sm_clock_l2_slope_by_tensor_activity", l2_bytes_per_s),
+                           ("sm_clock_hbm_slope_by_tensor_activity", hbm_bytes_per_s)):
+            if rate > 0 and self.has(name):
+                clock -= _interp(sorted(self.get(name)), activity) * rate
+        return clock
 
     def burst_extra_cycles_at(self, level: str, lines: float) -> float:
         """Clocks a warp load whose lanes touch ``lines`` lines takes beyond a one-line load's latency and

@@ -69,7 +69,11 @@ TENSOR_FIELDS = ("mma.m16n8k16.fp16", "mma.m16n8k16.bf16", "mma.m16n8k8.tf32", "
 #: from the same record's TMA rows and from clock_load_probe (clock_load.json, beside it)
 TMA_FIELDS = ("tma_latency_cycles", "tma_hbm_latency_cycles", "wgmma_latency_cycles_by_n", "tma_mid_sector_row_cost",
               "l2_shared_line_bytes_per_s")
-CLOCK_LOAD_FIELDS = ("sm_clock_hz_by_tensor_activity",)
+CLOCK_LOAD_FIELDS = ("sm_clock_hz_by_tensor_activity", "sm_clock_l2_slope_by_tensor_activity",
+                     "sm_clock_hbm_slope_by_tensor_activity")
+#: clock_load_probe's memory-stream loads (the record in calibration/clock_load_mem/): per kind of stream,
+#: the stream alone and the stream beside wgmma on random operands
+CLOCK_MEMORY_LOADS = {"l2": ("l2_only", "wgmma_rand_l2"), "hbm": ("hbm_only", "wgmma_rand_hbm")}
 FEED_FIELDS = ("ldgsts16_pipe_cycles",)
 SCHEDULERS_PER_SM = 4  # warp schedulers per SM, one instruction each per clock (H100 whitepaper; h200.toml)
 CLUSTER_FIELDS = ("cluster_release_arrive_cycles", "wgmma_consumer_step_cycles")
@@ -1047,6 +1051,50 @@ def clock_load_fields(rec: dict, result_path: str = "clock_load.json") -> dict:
         "date": rec.get("meta", {}).get("date_utc")}}
 
 
+def clock_memory_fields(rec: dict, result_path: str = "clock_load_mem/clock_load.json") -> dict:
+    """``sm_clock_l2_slope_by_tensor_activity`` and ``sm_clock_hbm_slope_by_tensor_activity``: [tensor
+    activity, Hz of SM clock lost per byte/s of L2 (HBM) reads] pairs, from clock_load_probe's memory-stream
+    loads (:data:`CLOCK_MEMORY_LOADS`): at each load's tensor activity, the clock the record's own curve
+    of bare loads (:func:`clock_load_fields`) gives, less the clock measured beside the stream, over the
+    stream's bytes/s. The stream alone gives the point at activity 0, the stream beside wgmma the one at
+    its activity (about 0.85); the HBM stream's bytes are its loads' bytes (some of them may hit the L2)."""
+    curve = clock_load_fields(rec, result_path).get("sm_clock_hz_by_tensor_activity")
+    loads = rec.get("loads", {})
+    if not curve:
+        return {}
+    pts_curve = curve["value"]
+
+    def interp(x: float) -> float:
+        if x <= pts_curve[0][0]:
+            return pts_curve[0][1]
+        for (x0, y0), (x1, y1) in zip(pts_curve, pts_curve[1:], strict=False):
+            if x <= x1:
+                return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+        return pts_curve[-1][1]
+
+    out = {}
+    for kind, names in CLOCK_MEMORY_LOADS.items():
+        pts, used = [], []
+        for name in names:
+            ld = loads.get(name)
+            if not ld or not ld.get("stream_bytes_per_s") or ld.get("stream_source") != kind:
+                continue
+            act = float(ld["tensor_duty"])
+            clock = float(ld["clock_hz"]["value"])
+            slope = max(0.0, interp(act) - clock) / float(ld["stream_bytes_per_s"])
+            pts.append([round(act, 4), slope])
+            used.append(f"{name}: activity {act:.3f}, {ld['stream_bytes_per_s'] / 1e12:.3g} TB/s, "
+                        f"{clock / 1e9:.4g} GHz against {interp(act) / 1e9:.4g} on the curve")
+        if len(pts) < 2:
+            continue
+        pts.sort()
+        out[f"sm_clock_{kind}_slope_by_tensor_activity"] = {
+            "value": pts, "unit": "Hz per B/s", "benchmark": f"clock_load_probe ({result_path}: {'; '.join(used)})",
+            "n": len(pts), "p10": min(p[1] for p in pts), "p90": max(p[1] for p in pts), "how": "one point per load",
+            "date": rec.get("meta", {}).get("date_utc")}
+    return out
+
+
 def mma_feed_fields(rec: dict, result_path: str = "mma_feed.json") -> dict:
     """``ldgsts16_pipe_cycles``: how long one warp's 16-byte cp.async keeps the shared-memory pipe
     from the fragment loads behind it: the cycles per k-step the ldmatrix-fed mma.sync loop gains when
@@ -1231,6 +1279,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             if path.exists():
                 rel = path.resolve().relative_to(REPO_ROOT) if path.resolve().is_relative_to(REPO_ROOT) else path
                 results["fields"].update(fields_of(json.loads(path.read_text()), str(rel)))
+        # clock_load_probe's memory-stream loads, recorded in their own folder beside
+        mem = Path(args.from_json).with_name("clock_load_mem") / "clock_load.json"
+        if mem.exists():
+            rel = mem.resolve().relative_to(REPO_ROOT) if mem.resolve().is_relative_to(REPO_ROOT) else mem
+            results["fields"].update(clock_memory_fields(json.loads(mem.read_text()), str(rel)))
         # tc_feed_probe's copy rows under Nsight Compute (raw CSV beside the probe's --profile record)
         split = Path(args.from_json).with_name("tc_feed_ncu_split")
         if (split / "ncu.csv").exists() and (split / "tc_feed.json").exists():
