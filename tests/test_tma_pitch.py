@@ -127,3 +127,17 @@ def test_the_clock_slopes_come_from_the_probe_record():
         assert [tuple(p) for p in pts] == [tuple(p) for p in H200.get(f"sm_clock_{kind}_slope_by_tensor_activity")]
         assert pts[0][0] == 0.0 and pts[1][1] > pts[0][1] > 0  # the traffic costs more under tensor load
     assert clock_memory_fields({"loads": {}}) == {}
+
+
+def test_a_box_with_mid_sector_rows_waits_the_measured_latency():
+    from tilesim.api import lower
+    from tilesim.engine.sim import Engine
+
+    assert H200.get("tma_mid_sector_latency_cycles") > H200.get("tma_latency_cycles")
+    cfg = TcGemmConfig(m=3001, n=4000, k=2008, instruction="wgmma", staging="shared", dtype="fp16",
+                       bm=128, bn=128, bk=64, wm=64, wn=128, stages=2, layout="swizzled", consumers=2)
+    eng = Engine(lower(cfg, H200)[0], H200)
+    assert eng.bulk_l2_mid_sector_lat_s * H200.sm_clock_hz == pytest.approx(922.1, rel=1e-3)
+    # at 2 stages the longer latency shows: slower than with the aligned rows' latency
+    plain = with_overrides(H200, tma_mid_sector_latency_cycles=H200.get("tma_latency_cycles"))
+    assert simulate(cfg, H200).time_s > simulate(cfg, plain).time_s

@@ -68,7 +68,7 @@ TENSOR_FIELDS = ("mma.m16n8k16.fp16", "mma.m16n8k16.bf16", "mma.m16n8k8.tf32", "
                  "mma.m64nNk16.bf16", "mma.m64nNk8.tf32", "pipes.tensor.latency_cycles")
 #: from the same record's TMA rows and from clock_load_probe (clock_load.json, beside it)
 TMA_FIELDS = ("tma_latency_cycles", "tma_hbm_latency_cycles", "wgmma_latency_cycles_by_n", "tma_mid_sector_row_cost",
-              "l2_shared_line_bytes_per_s")
+              "tma_mid_sector_latency_cycles", "l2_shared_line_bytes_per_s")
 CLOCK_LOAD_FIELDS = ("sm_clock_hz_by_tensor_activity", "sm_clock_l2_slope_by_tensor_activity",
                      "sm_clock_hbm_slope_by_tensor_activity")
 #: clock_load_probe's memory-stream loads (the record in calibration/clock_load_mem/): per kind of stream,
@@ -977,7 +977,18 @@ def tma_pitch_field(rec: dict, result_path: str = "tensor.json") -> dict:
         return {}
     s = summarize(costs)
     day = group_day(rec, "tma_pitch")
-    return {"tma_mid_sector_row_cost": {
+    # the one-box latency of the same 128x64 boxes from the offsets whose rows start mid-sector
+    lats = [(k, float(r["value"])) for k, r in sorted(rows.items())
+            if re.fullmatch(r"tma_pitch\.box128x64\.off(\d+)\.l2\.lat", k) and r.get("value")
+            and any((i * (8192 + int(k.split(".off")[1].split(".")[0]))) % sector for i in range(128))]
+    latency = {}
+    if lats:
+        ls = summarize([v for _, v in lats])
+        latency = {"tma_mid_sector_latency_cycles": {
+            "value": ls["median"], "benchmark": f"tensor_probe tma_pitch one-box latency rows ({result_path}: "
+                                                f"{', '.join(f'{k} {v:.4g}' for k, v in lats)} cycles)",
+            "n": ls["n"], "p10": ls["p10"], "p90": ls["p90"], "how": "median over offsets", "date": day}}
+    return {**latency, "tma_mid_sector_row_cost": {
         "value": s["median"], "benchmark": f"tensor_probe tma_pitch 128x64 l2_disjoint rows ({result_path}: "
                                            f"aligned / offset rate; {'; '.join(used)})",
         "n": len(costs), "p10": s["p10"], "p90": s["p90"], "how": "median over offsets and ring depths",
