@@ -129,28 +129,36 @@ _HARNESS = r"""
 #include <new>
 #include <thread>
 
+// One std::thread per CUDA thread of a block, kept for every block of the grid (creating threads
+// is what an emulated launch spends its time on): blocks run one after another, each starting from
+// fresh NaN shared memory and an empty cp.async queue, and ends with every thread at the barrier.
 template <class F>
 static int run(F kern, int gx, int gy, int nt, size_t smem_bytes, int M, int N, int K, float alpha,
                const float* A, const float* B, float beta, float* C) {
     std::atomic<int> leftovers{0};
-    for (int by = 0; by < gy; ++by)
-        for (int bx = 0; bx < gx; ++bx) {
-            float4* smem = smem_bytes ? static_cast<float4*>(::operator new(smem_bytes, std::align_val_t(16))) : nullptr;
-            for (size_t i = 0; i < smem_bytes / 4; ++i) reinterpret_cast<float*>(smem)[i] = NAN;
-            std::barrier<> bar(nt);
-            std::vector<std::thread> ts;
-            for (int t = 0; t < nt; ++t)
-                ts.emplace_back([&, t] {
-                    threadIdx = uint3{unsigned(t), 0, 0};
+    float4* smem = smem_bytes ? static_cast<float4*>(::operator new(smem_bytes, std::align_val_t(16))) : nullptr;
+    auto fresh_smem = [&] { for (size_t i = 0; i < smem_bytes / 4; ++i) reinterpret_cast<float*>(smem)[i] = NAN; };
+    std::barrier<> bar(nt);
+    std::vector<std::thread> ts;
+    for (int t = 0; t < nt; ++t)
+        ts.emplace_back([&, t] {
+            threadIdx = uint3{unsigned(t), 0, 0};
+            host_emu_barrier = &bar;
+            dyn_smem4 = smem;
+            for (int by = 0; by < gy; ++by)
+                for (int bx = 0; bx < gx; ++bx) {
+                    if (t == 0) fresh_smem();
+                    bar.arrive_and_wait();  // shared memory is fresh before any thread of the block starts
                     blockIdx = uint3{unsigned(bx), unsigned(by), 0};
-                    host_emu_barrier = &bar;
-                    dyn_smem4 = smem;
                     kern(M, N, K, alpha, A, B, beta, C);
                     if (!host_emu::pending.empty() || !host_emu::open_group.empty()) ++leftovers;
-                });
-            for (auto& th : ts) th.join();
-            if (smem) ::operator delete(smem, std::align_val_t(16));
-        }
+                    host_emu::pending.clear();
+                    host_emu::open_group.clear();
+                    bar.arrive_and_wait();  // every thread of the block is done before the next one starts
+                }
+        });
+    for (auto& th : ts) th.join();
+    if (smem) ::operator delete(smem, std::align_val_t(16));
     return leftovers.load();
 }
 

@@ -13,6 +13,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from suite_cover import covering
 
 from tilesim.cost import step_cost
 from tilesim.hardware import load
@@ -323,8 +324,12 @@ def test_the_suite_spans_small_to_large_shapes_and_every_entry_fits_the_h200():
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
-def test_every_suite_kernel_compiles_for_sm90_without_spilling(tmp_path):
+@pytest.mark.parametrize("which", ["covering", pytest.param("every", marks=pytest.mark.slow)])
+def test_every_suite_kernel_compiles_for_sm90_without_spilling(tmp_path, which):
+    """Kernels that between them take every knob value of the suite (every suite kernel: -m slow)."""
     configs = suite()
+    if which == "covering":
+        configs = covering(configs, skip=("rows", "cols"), key=runner.kernel_name)
     cu = tmp_path / "layernorm_suite.cu"
     cu.write_text(runner.batch_source(configs))
     out = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-cubin", "-Xptxas", "-v",

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from suite_cover import covering
 
 from tilesim import hardware
 from tilesim.cost.access import smem_wavefronts
@@ -298,8 +299,12 @@ def test_tolerance_is_the_fp32_floor_unless_many_sums_land_in_sequence():
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
-def test_every_suite_kernel_compiles_with_nvcc_without_spills(tmp_path):
+@pytest.mark.parametrize("which", ["covering", pytest.param("every", marks=pytest.mark.slow)])
+def test_every_suite_kernel_compiles_with_nvcc_without_spills(tmp_path, which):
+    """Kernels that between them take every knob value of the suite (every suite kernel: -m slow)."""
     configs = _suite()
+    if which == "covering":
+        configs = covering(configs, skip=("n",), key=lambda c: tuple(runner.mangled_names(c)))
     (tmp_path / "suite.cu").write_text(runner.batch_source(configs))
     r = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-cubin", "-Xptxas", "-v", "-o",
                         str(tmp_path / "suite.cubin"), str(tmp_path / "suite.cu")],

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 
 import pytest
+from suite_cover import covering
 
 import tilesim
 from tilesim.cost.access import smem_wavefronts, useful_bytes
@@ -321,8 +322,12 @@ def test_kernel_source_names_one_template_instance():
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
-def test_every_suite_kernel_compiles_without_spilling_much(tmp_path):
+@pytest.mark.parametrize("which", ["covering", pytest.param("every", marks=pytest.mark.slow)])
+def test_every_suite_kernel_compiles_without_spilling_much(tmp_path, which):
+    """Kernels that between them take every knob value of the suite (every suite kernel: -m slow)."""
     cs = suite()
+    if which == "covering":
+        cs = covering(cs, skip=("rows", "cols"), key=runner.mangled_name)
     cu = tmp_path / "softmax_suite.cu"
     cu.write_text(runner.batch_source(cs))
     out = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-cubin", "-Xptxas", "-v", "-o",

@@ -1,9 +1,10 @@
 """The tc_gemm family's real kernels (validation/families/tc_gemm): wmma and mma_sync.
 
-CPU: every suite kernel of mma.py compiles with nvcc for sm_90 (a few translation units compiled in
-parallel, cached by source hash) without spills or stack; the runner's tolerance table, the bf16
-encoding, kernel names, shared-memory sizes and what mma.py rejects. GPU (``-m gpu``): every
-distinct suite kernel passes ``check()`` at the smoke test's small shapes.
+CPU: suite kernels of mma.py that between them take every knob value (every suite kernel with
+``-m slow``) compile with nvcc for sm_90 (a few translation units compiled in parallel, cached by
+source hash) without spills or stack; the runner's tolerance table, the bf16 encoding, kernel names,
+shared-memory sizes and what mma.py rejects. GPU (``-m gpu``): every distinct suite kernel passes
+``check()`` at the smoke test's small shapes.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+from suite_cover import covering
 
 from tilesim.kernels.tc_gemm.config import TcGemmConfig
 from validation.families.tc_gemm import mma, runner, smoke
@@ -48,10 +50,14 @@ def test_suite_size_and_coverage():
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
-def test_suite_kernels_compile_without_spills():
+@pytest.mark.parametrize("which", ["covering", pytest.param("every", marks=pytest.mark.slow)])
+def test_suite_kernels_compile_without_spills(which):
+    """Kernels that between them take every knob value of the suite (every suite kernel: -m slow)."""
     from validation.harness.compile import compile_source
 
     cs = _mine(_suite())
+    if which == "covering":
+        cs = covering(cs, skip=("m", "n", "k"), key=mma.kernel_name)
     names = list(dict.fromkeys(mma.kernel_name(c) for c in cs))
     first = {}
     for c in cs:

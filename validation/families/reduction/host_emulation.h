@@ -1,8 +1,8 @@
 // CUDA keywords and builtins for running reduction.cu's kernels on the CPU (tests only: g++ -std=c++20
-// -pthread). One std::thread per CUDA thread; the blocks of a grid run one after another, so a
-// `static` array stands for a block's shared memory; __syncthreads is a std::barrier of the block,
-// each warp has its own barrier for __syncwarp and the shuffles (every lane of the warp takes part,
-// as the kernels guarantee), and atomicAdd is an atomic_ref fetch_add.
+// -pthread). One std::thread per CUDA thread of a block; the blocks of a grid run one after
+// another, so a `static` array stands for a block's shared memory; __syncthreads is a std::barrier
+// of the block, each warp has its own barrier for __syncwarp and the shuffles (every lane of the warp
+// takes part, as the kernels guarantee), and atomicAdd is an atomic_ref fetch_add.
 #pragma once
 #include <atomic>
 #include <barrier>
@@ -30,27 +30,30 @@ struct Warp {
 inline thread_local std::barrier<>* block_barrier = nullptr;
 inline thread_local Warp* warp = nullptr;
 
-// Run kernel(args...) on a grid of `blocks` blocks of `threads` threads (a multiple of 32).
+// Run kernel(args...) on a grid of `blocks` blocks of `threads` threads (a multiple of 32). The threads
+// of one block are kept for every block of the grid (creating threads is what an emulated launch spends
+// its time on): a block starts when every thread of the one before has finished.
 template <class Kernel, class... Args>
 void launch(Kernel kernel, unsigned blocks, unsigned threads, Args... args) {
-  for (unsigned b = 0; b < blocks; ++b) {
-    std::barrier<> bar(threads);
-    std::vector<std::unique_ptr<Warp>> warps;
-    for (unsigned w = 0; w < threads / 32; ++w) warps.push_back(std::make_unique<Warp>());
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads; ++t) {
-      pool.emplace_back([&, t, b] {
-        threadIdx = uint3{t, 0, 0};
+  std::barrier<> bar(threads);
+  std::vector<std::unique_ptr<Warp>> warps;
+  for (unsigned w = 0; w < threads / 32; ++w) warps.push_back(std::make_unique<Warp>());
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      threadIdx = uint3{t, 0, 0};
+      blockDim = uint3{threads, 1, 1};
+      gridDim = uint3{blocks, 1, 1};
+      block_barrier = &bar;
+      warp = warps[t / 32].get();
+      for (unsigned b = 0; b < blocks; ++b) {
         blockIdx = uint3{b, 0, 0};
-        blockDim = uint3{threads, 1, 1};
-        gridDim = uint3{blocks, 1, 1};
-        block_barrier = &bar;
-        warp = warps[t / 32].get();
         kernel(args...);
-      });
-    }
-    for (auto& th : pool) th.join();
+        bar.arrive_and_wait();  // the block is done before the next one starts
+      }
+    });
   }
+  for (auto& th : pool) th.join();
 }
 }  // namespace host_emu
 
