@@ -141,11 +141,11 @@ class HardwareSpec:
         if not self.has("warp_issue_by_code_bytes"):
             return 1.0
         pts = sorted(self.warp_issue_by_code_bytes)
-        return _interp(pts, body_bytes) / pts[0][1]
+        return interp(pts, body_bytes) / pts[0][1]
 
     def tail_packing(self, slots: int) -> float:
         """How packed (0 spread .. 1 packed) a last partial wave lands with ``slots`` blocks per SM."""
-        return min(1.0, max(0.0, _interp(sorted(self.tail_packing_by_slots), slots)))
+        return min(1.0, max(0.0, interp(sorted(self.tail_packing_by_slots), slots)))
 
     def ffma_rate_at(self, warps: float) -> float:
         """FFMA warp instructions per clock per SM with ``warps`` resident warps (never above the
@@ -153,7 +153,7 @@ class HardwareSpec:
         peak = self.fp32_lanes_per_sm / self.warp_size
         if not self.has("ffma_rate_by_warps"):
             return peak
-        return min(_interp(sorted(self.ffma_rate_by_warps), warps), peak)
+        return min(interp(sorted(self.ffma_rate_by_warps), warps), peak)
 
     # --- compute pipes ------------------------------------------------------------------------
     def pipes(self) -> tuple[str, ...]:
@@ -274,13 +274,13 @@ class HardwareSpec:
         validation/calibration/block_rate_probe.py); None when the GPU's profile has no measurement."""
         if not self.has("block_launch_per_clk_per_sm_by_threads"):
             return None
-        return _interp(sorted(self.block_launch_per_clk_per_sm_by_threads), threads)
+        return interp(sorted(self.block_launch_per_clk_per_sm_by_threads), threads)
 
     def barrier_latency_cycles_at(self, warps: float) -> float:
         """Clocks of a block barrier with ``warps`` warps per block: the measured curve
         (``barrier_latency_cycles_by_warps``) when calibrated, else the one barrier latency."""
         if self.has("barrier_latency_cycles_by_warps"):
-            return _interp(sorted(self.barrier_latency_cycles_by_warps), warps)
+            return interp(sorted(self.barrier_latency_cycles_by_warps), warps)
         return self.pipe_latency_cycles("barrier")
 
     def sm_clock_hz_at_tensor_activity(self, activity: float, l2_bytes_per_s: float = 0.0,
@@ -293,11 +293,11 @@ class HardwareSpec:
         interpolated in the activity) where calibrated."""
         if not self.has("sm_clock_hz_by_tensor_activity"):
             return self.sm_clock_hz
-        clock = _interp(sorted(self.get("sm_clock_hz_by_tensor_activity")), activity)
+        clock = interp(sorted(self.get("sm_clock_hz_by_tensor_activity")), activity)
         for name, rate in (("sm_clock_l2_slope_by_tensor_activity", l2_bytes_per_s),
                            ("sm_clock_hbm_slope_by_tensor_activity", hbm_bytes_per_s)):
             if rate > 0 and self.has(name):
-                clock -= _interp(sorted(self.get(name)), activity) * rate
+                clock -= interp(sorted(self.get(name)), activity) * rate
         return clock
 
     def burst_extra_cycles_at(self, level: str, lines: float) -> float:
@@ -307,11 +307,11 @@ class HardwareSpec:
         name = f"{level}_burst_extra_cycles_by_lines"
         if lines <= 1 or not self.has(name):
             return 0.0
-        return _interp(sorted(self.get(name)), lines)
+        return interp(sorted(self.get(name)), lines)
 
     def wgmma_latency_cycles_at(self, n: int) -> float:
         """Clocks from a wgmma of width ``n`` to its completion (``wgmma_latency_cycles_by_n``, measured)."""
-        return _interp(sorted(self.get("wgmma_latency_cycles_by_n")), n)
+        return interp(sorted(self.get("wgmma_latency_cycles_by_n")), n)
 
     def tensor_peak_flops_per_clk(self) -> float:
         """The dense fp16 tensor rate per clock per SM: the fastest fp16 matrix instruction in the data
@@ -355,8 +355,9 @@ class HardwareSpec:
         return build_level(self, key)
 
 
-def _interp(pts: list, x: float) -> float:
-    """Piecewise-linear through sorted (x, y) points, flat beyond the ends."""
+def interp(pts: list, x: float) -> float:
+    """Piecewise-linear through sorted (x, y) points, flat beyond the ends (the measured curves'
+    rule: calibration code derives values from them the same way)."""
     if x <= pts[0][0]:
         return pts[0][1]
     for (x0, y0), (x1, y1) in zip(pts, pts[1:], strict=False):

@@ -1073,15 +1073,12 @@ def clock_memory_fields(rec: dict, result_path: str = "clock_load_mem/clock_load
     loads = rec.get("loads", {})
     if not curve:
         return {}
+    from tilesim.hardware.spec import interp as curve_at  # noqa: PLC0415
+
     pts_curve = curve["value"]
 
     def interp(x: float) -> float:
-        if x <= pts_curve[0][0]:
-            return pts_curve[0][1]
-        for (x0, y0), (x1, y1) in zip(pts_curve, pts_curve[1:], strict=False):
-            if x <= x1:
-                return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
-        return pts_curve[-1][1]
+        return curve_at(pts_curve, x)
 
     out = {}
     for kind, names in CLOCK_MEMORY_LOADS.items():
