@@ -423,4 +423,5 @@ def test_share_walks_give_every_slice_g_readers():
     for bad in ("l2_share", "l2_share0", "l2_sharex"):
         with pytest.raises(ValueError, match="l2_share<G>"):
             tp.tma_walk(bad, 512, 132)
+    assert tp.tma_walk("l2_lock", 512, 132) == (0, 512)  # every block from tile 0, in step
     assert tp.TMA_SHARE_GROUPS[0] == 1 and "tma_share" in tp.GROUPS

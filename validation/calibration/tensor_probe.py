@@ -518,12 +518,15 @@ def tma_walk(source: str, total_tiles: int, grid: int) -> tuple[int, int]:
     every block walks the whole tensor, the blocks' starts spread evenly; ``l2_disjoint``: block b
     cycles through its own 1/grid of the tensor; ``l2_share<G>``: block b cycles through slices
     b .. b + G - 1, so that G blocks read every slice, each starting at a different one (G = 1:
-    disjoint); ``hbm`` is sized per launch by run_tma (fresh tiles)."""
+    disjoint); ``l2_lock``: every block walks the whole tensor from the same tile, in step (the same
+    line asked for by every SM at about the same time); ``hbm`` is sized per launch by run_tma (fresh tiles)."""
     share = max(1, total_tiles // grid)
     if source == "l2_same":
         return share, total_tiles
     if source == "l2_disjoint":
         return share, share
+    if source == "l2_lock":
+        return 0, total_tiles
     if source.startswith("l2_share") and source[len("l2_share"):].isdigit() and int(source[len("l2_share"):]) >= 1:
         return share, min(total_tiles, share * int(source[len("l2_share"):]))
     raise ValueError(f"source = {source!r}: expected l2_same, l2_disjoint or l2_share<G>")
@@ -664,6 +667,12 @@ def run_tma_share(dev: _Device, groups: Sequence[int], box_rows: int, stages_lis
             r = _tma_row(dev, t, tmap, total, box_rows, f"l2_share{g}", dev.sm_count, stages, {})
             r.update(readers_per_line=g)
             out[f"tma_share.box{box_rows}x{TMA_BOX_COLS}.g{g}.sms{dev.sm_count}.s{stages}"] = r
+    for stages in stages_list:  # every SM on the same tile at the same time
+        if tma_ring_bytes(stages, TMA_BOX_COLS * box_rows * 2) > MAX_BLOCK_SMEM_BYTES:
+            continue
+        r = _tma_row(dev, t, tmap, total, box_rows, "l2_lock", dev.sm_count, stages, {})
+        r.update(readers_per_line=dev.sm_count, in_step=True)
+        out[f"tma_share.box{box_rows}x{TMA_BOX_COLS}.lock.sms{dev.sm_count}.s{stages}"] = r
     del t
     cp.get_default_memory_pool().free_all_blocks()
     return out
