@@ -78,7 +78,9 @@ def test_window_cycles_are_found_and_transients_are_not():
     from tilesim.engine.sim import MAX_WINDOW_CYCLE, _window_cycle
 
     first = [5.0]  # the loop's first window never counts
-    assert _window_cycle(first + [2.0, 2.0], 0.01) == 1
+    assert _window_cycle(first + [2.0, 2.0, 2.0], 0.01) == 1
+    assert _window_cycle(first + [2.0, 2.0], 0.01) == 0  # two alike may be a chance match
+    assert _window_cycle(first + [1.27, 1.238, 1.238], 0.01) == 0  # one of two values, twice in a row
     three = [2.4465, 2.3758, 2.3051]  # three slots taking turns at a channel (reg2d 64x64x8 t4x8 at 4096^3)
     assert _window_cycle(first + three * 3 + three[:1], 0.01) == 3
     assert _window_cycle(first + three * 2 + three[:1], 0.01) == 0  # two runs of the cycle are not enough

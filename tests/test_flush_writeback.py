@@ -66,9 +66,12 @@ def test_the_write_back_costs_time_but_is_not_the_kernels_own_traffic():
 @pytest.mark.parametrize("mib", [64, 128, 256])
 def test_the_engine_charges_about_what_the_probe_measured(mib):
     """The probe's read streams (fp_read, one load a thread an iteration) against the same stream as
-    the reduction family describes it: the flushed start's extra time within 30%."""
+    the reduction family describes it: the flushed start's extra time within 30%. The engine steps
+    every window here (steady_state=False): the extra is a difference of two times of 27-74 us,
+    where the holds' own error (the next test: within 2% of stepping) can be a fifth of it."""
     summary = summarize(json.loads((CALIBRATION / "flush.json").read_text()))
-    extra = simulate(_stream(mib), "h200").time_s - simulate(_stream(mib), "h200", l2_start="clean").time_s
+    extra = (simulate(_stream(mib), "h200", steady_state=False).time_s
+             - simulate(_stream(mib), "h200", l2_start="clean", steady_state=False).time_s)
     assert extra == pytest.approx(summary[f"read_{mib}mib"]["extra_s"], rel=0.30)
 
 
