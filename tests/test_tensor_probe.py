@@ -425,3 +425,33 @@ def test_share_walks_give_every_slice_g_readers():
             tp.tma_walk(bad, 512, 132)
     assert tp.tma_walk("l2_lock", 512, 132) == (0, 512)  # every block from tile 0, in step
     assert tp.TMA_SHARE_GROUPS[0] == 1 and "tma_share" in tp.GROUPS
+
+
+def test_lag_walks_put_g_readers_on_each_slice_d_boxes_apart():
+    """l2_lag<G>x<d>: blocks in groups of G each cycle through their group's slice of total / groups
+    boxes, member b % G starting d boxes after the member before it (d = 0: in step)."""
+    assert tp.tma_walk("l2_lag2x1", 512, 132) == (7, 7)  # 66 groups of two: 7-box slices
+    assert tp.tma_walk("l2_lag33x0", 512, 132) == (128, 128)  # four groups
+    assert tp.tma_walk("l2_lag132x3", 512, 132) == (512, 512)  # one group: the whole tensor
+    assert tp.tma_lock_group("l2_lag33x2") == (33, 2) and tp.tma_lock_group("l2_same") == (1, 0)
+    for bad in ("l2_lag", "l2_lag0x1", "l2_lag2", "l2_lag2x-1", "l2_lagx1"):
+        with pytest.raises(ValueError, match="l2_lag<G>x<d>"):
+            tp.tma_lock_group(bad)
+    # every lag row keeps the nearest other reader of a box no further than the lag (the walk is a cycle)
+    for group, lags in tp.TMA_LAG_GROUPS:
+        slice_boxes, _ = tp.tma_walk(f"l2_lag{group}x0", 512, 132)
+        assert all(d <= slice_boxes - (group - 1) * d for d in lags if group > 1), group
+
+
+def test_the_lag_group_launches_groups_and_lags(monkeypatch):
+    monkeypatch.setattr(tp, "encode_tensor_map_2d", lambda *a, **k: bytes(tp.TENSOR_MAP_BYTES))
+    dev = _FakeDevice()
+    rows = tp.run_tma_lag(dev, ((2, (0, 3)), (132, (1,))), tp.TMA_SHARE_BOX_ROWS, tp.TMA_SHARE_STAGES)
+    assert set(rows) == {f"tma_lag.box256x64.g{g}.lag{d}.sms132.s{s}" for g, d in ((2, 0), (2, 3), (132, 1))
+                         for s in tp.TMA_SHARE_STAGES}
+    launched = {(int(a[8]), int(a[9]), int(a[3]), int(a[4])) for k, _g, _t, _s, a, _w in dev.calls}
+    assert launched == {(2, 0, 7, 7), (2, 3, 7, 7), (132, 1, 512, 512)}  # (group, lag, stride, period)
+    for kernel, _grid, _threads, _smem, a, _ in dev.calls:
+        assert 3 + len(a) == _kernel_params(kernel), kernel
+    r = rows["tma_lag.box256x64.g2.lag3.sms132.s5"]
+    assert (r["lock_group"], r["lag_boxes"], r["slice_boxes"]) == (2, 3, 7)

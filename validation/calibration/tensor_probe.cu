@@ -415,8 +415,8 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const void* tmap, int 
                  :: "r"(dst), "l"(tmap), "r"(x), "r"(y), "r"(bar) : "memory");
 }
 
-// The tiles one block walks: tile k of block b is (start + k % period) mod total, start = (base + b *
-// block_stride) mod total; tile t is box column t & 63 and box row t >> 6 of the tensor (4096 halves,
+// The tiles one block walks: tile k of block b is (start + k % period) mod total, start = (base + (b /
+// lock_group) * block_stride + (b % lock_group) * lag_tiles) mod total; tile t is box column t & 63 and box row t >> 6 of the tensor (4096 halves,
 // 64 boxes of 64 halves, per row). Incremental (no division in the issuing loop: one thread issues, and
 // a 64x64 box at 128 B/clk lasts 64 cycles).
 struct TmaWalk {
@@ -437,7 +437,8 @@ struct TmaWalk {
 // completion). The tensor map is in global memory (128 bytes, written by the host before the launch).
 __global__ void __launch_bounds__(32, 1) tma_tp(int iters, int stages, long long* clk, float* out,
                                                 const void* tmap, int total_tiles, int block_stride, int period,
-                                                int base, int box_rows, int box_bytes) {
+                                                int base, int box_rows, int box_bytes, int lock_group,
+                                                int lag_tiles) {
     extern __shared__ __align__(16) unsigned char tp_dyn[];
     unsigned sbase = smem_u32(tp_dyn);
     unsigned tiles = (sbase + 1023u) & ~1023u;
@@ -453,7 +454,11 @@ __global__ void __launch_bounds__(32, 1) tma_tp(int iters, int stages, long long
     w.total = (unsigned)total_tiles;
     w.period = (unsigned)period;
     w.pos = 0u;
-    w.start = (unsigned)(((unsigned long long)(unsigned)base + (unsigned long long)blockIdx.x * (unsigned)block_stride)
+    // blocks in groups of lock_group walk the same tiles, each lag_tiles ahead of the one before (0: in
+    // step), the groups block_stride apart (lock_group 1: every block its own start, block_stride apart)
+    unsigned group_index = blockIdx.x / (unsigned)lock_group, in_group = blockIdx.x % (unsigned)lock_group;
+    w.start = (unsigned)(((unsigned long long)(unsigned)base + (unsigned long long)group_index * (unsigned)block_stride
+                          + (unsigned long long)in_group * (unsigned)lag_tiles)
                          % (unsigned long long)(unsigned)total_tiles);
     TpClock t = tp_begin();
     if (threadIdx.x == 0) {

@@ -152,6 +152,14 @@ TMA_SHARE_GROUPS = (1, 2, 3, 4, 8, 16, 33, 66, 132)
 QUICK_TMA_SHARE_GROUPS = (1, 2, 132)
 TMA_SHARE_BOX_ROWS = 256
 TMA_SHARE_STAGES = (3, 5)
+# tma_lag: the same boxes, blocks in groups of G walking the same tiles with each member `lag` boxes
+# ahead of the one before (0: in step, l2_lock's merged reads), the groups total / groups tiles apart:
+# how close in time must two SMs' reads of a line come to be served as one? (G, lags) pairs. A slice
+# is walked in a cycle (G = 2: 7 boxes, G = 4: 15), so a lag d puts the nearest other reader of a box
+# min(d, slice - (G - 1) d) boxes away: lags up to 3. (l2_same and tma_share's staggered readers
+# come 3 boxes apart)
+TMA_LAG_GROUPS = ((2, (0, 1, 2, 3)), (4, (0, 1, 2, 3)), (33, (0, 1, 2, 3)), (132, (0, 1, 2, 3)))
+QUICK_TMA_LAG_GROUPS = ((2, (0, 2)),)
 QUICK_TMA_STAGES = (1, 4)
 TMA_ISSUE_BOX_ROWS = 8  # 64x8 boxes (1 KiB): the issue-bound reference rows
 TMA_ISSUE_STAGES = 8
@@ -228,7 +236,7 @@ SASS_KEYS = {  # kernel prefix -> (SASS mnemonic prefix, source instructions of 
     "tma_tp": ("UTMALDG", 1),
     "clk_ffma": ("FFMA", CLK_CHAINS * CLK_STEPS),
 }
-GROUPS = ("clock", "mma_sync", "wgmma", "ldmatrix", "cp_async", "tma", "tma_pitch", "tma_share")
+GROUPS = ("clock", "mma_sync", "wgmma", "ldmatrix", "cp_async", "tma", "tma_pitch", "tma_share", "tma_lag")
 RATE_GROUPS = GROUPS[1:]  # rows made by _Device.measure (SASS-checked)
 
 DATASHEET_NOTE = "datasheet"
@@ -519,8 +527,14 @@ def tma_walk(source: str, total_tiles: int, grid: int) -> tuple[int, int]:
     cycles through its own 1/grid of the tensor; ``l2_share<G>``: block b cycles through slices
     b .. b + G - 1, so that G blocks read every slice, each starting at a different one (G = 1:
     disjoint); ``l2_lock``: every block walks the whole tensor from the same tile, in step (the same
-    line asked for by every SM at about the same time); ``hbm`` is sized per launch by run_tma (fresh tiles)."""
+    line asked for by every SM at about the same time); ``l2_lag<G>x<d>``: blocks in groups of G (see
+    :func:`tma_lock_group`) each cycle through their group's slice of total / groups tiles; ``hbm`` is
+    sized per launch by run_tma (fresh tiles)."""
     share = max(1, total_tiles // grid)
+    if source.startswith("l2_lag"):
+        group, _lag = tma_lock_group(source)
+        slice_tiles = max(1, total_tiles // -(-grid // group))
+        return slice_tiles, slice_tiles
     if source == "l2_same":
         return share, total_tiles
     if source == "l2_disjoint":
@@ -529,7 +543,19 @@ def tma_walk(source: str, total_tiles: int, grid: int) -> tuple[int, int]:
         return 0, total_tiles
     if source.startswith("l2_share") and source[len("l2_share"):].isdigit() and int(source[len("l2_share"):]) >= 1:
         return share, min(total_tiles, share * int(source[len("l2_share"):]))
-    raise ValueError(f"source = {source!r}: expected l2_same, l2_disjoint or l2_share<G>")
+    raise ValueError(f"source = {source!r}: expected l2_same, l2_disjoint, l2_lock, l2_share<G> or l2_lag<G>x<d>")
+
+
+def tma_lock_group(source: str) -> tuple[int, int]:
+    """(lock_group, lag_tiles) of tma_tp for a walk ``source``: ``l2_lag<G>x<d>``: blocks b in groups of
+    G (b // G) share a slice, member b % G starting d tiles ahead of the member before it (d = 0: in
+    step); every other walk (1, 0): each block its own start."""
+    if not source.startswith("l2_lag"):
+        return 1, 0
+    g, sep, d = source[len("l2_lag"):].partition("x")
+    if not (sep and g.isdigit() and d.isdigit() and int(g) >= 1):
+        raise ValueError(f"source = {source!r}: expected l2_lag<G>x<d> with G >= 1 and d >= 0")
+    return int(g), int(d)
 
 
 def tma_ring_bytes(stages: int, box_bytes: int) -> int:
@@ -557,15 +583,16 @@ def _tma_row(dev: _Device, t, tmap, total: int, box_rows: int, source: str, grid
             base = hbm_cursor["base"]  # block b reads tiles base + b * it + [0, it): each once, fresh
             hbm_cursor["base"] = (base + it * grid) % total
             return (stages, tmap, cp.int32(total), cp.int32(it), cp.int32(max(it, 1)), cp.int32(base),
-                    cp.int32(box_rows), cp.int32(box_bytes))
+                    cp.int32(box_rows), cp.int32(box_bytes), cp.int32(1), cp.int32(0))
         cap = max(stages, total // grid)
     else:
         int(t.view(cp.uint32).sum())  # every line read once: L2-resident again
         stride, period = tma_walk("l2_same" if source == "l2" else source, total, grid)
+        lock_group, lag = tma_lock_group(source)
 
         def args(it, rep):
             return (stages, tmap, cp.int32(total), cp.int32(stride), cp.int32(period), cp.int32(0),
-                    cp.int32(box_rows), cp.int32(box_bytes))
+                    cp.int32(box_rows), cp.int32(box_bytes), cp.int32(lock_group), cp.int32(lag))
         cap = MAX_ITERS
     r = dev.measure("tma_tp", grid, 32, smem, args, lambda it: float(it * box_bytes), iters0=4 * stages, max_iters=cap)
     cyc = [box_bytes / run["rate_inside"] for run in r["runs"]]
@@ -673,6 +700,32 @@ def run_tma_share(dev: _Device, groups: Sequence[int], box_rows: int, stages_lis
         r = _tma_row(dev, t, tmap, total, box_rows, "l2_lock", dev.sm_count, stages, {})
         r.update(readers_per_line=dev.sm_count, in_step=True)
         out[f"tma_share.box{box_rows}x{TMA_BOX_COLS}.lock.sms{dev.sm_count}.s{stages}"] = r
+    del t
+    cp.get_default_memory_pool().free_all_blocks()
+    return out
+
+
+def run_tma_lag(dev: _Device, groups: Sequence[tuple[int, Sequence[int]]], box_rows: int,
+                stages_list: Sequence[int]) -> dict:
+    """TMA loads of L2-resident boxes on every SM, blocks in groups of G cycling through their group's
+    slice, each member ``lag`` boxes ahead of the one before (:func:`tma_walk`'s ``l2_lag<G>x<d>``),
+    for each (G, lags) of ``groups``: bytes/clk/SM and the chip's bytes/s per row. Lag 0 is every
+    member on the same box at once; a lag the L2 no longer serves as one read shows the rate of
+    ``tma_share``'s staggered readers."""
+    cp = dev.cp
+    out: dict = {}
+    t = cp.zeros(L2_BUFFER_BYTES // 2, dtype=cp.float16)
+    tmap, total = _tma_map(dev, t, box_rows)
+    for group, lags in groups:
+        for lag in lags:
+            for stages in stages_list:
+                if tma_ring_bytes(stages, TMA_BOX_COLS * box_rows * 2) > MAX_BLOCK_SMEM_BYTES:
+                    continue
+                source = f"l2_lag{group}x{lag}"
+                r = _tma_row(dev, t, tmap, total, box_rows, source, dev.sm_count, stages, {})
+                slice_tiles, _ = tma_walk(source, total, dev.sm_count)
+                r.update(lock_group=group, lag_boxes=lag, slice_boxes=slice_tiles)
+                out[f"tma_lag.box{box_rows}x{TMA_BOX_COLS}.g{group}.lag{lag}.sms{dev.sm_count}.s{stages}"] = r
     del t
     cp.get_default_memory_pool().free_all_blocks()
     return out
@@ -893,6 +946,8 @@ def run_probes(quick: bool = False, only: Sequence[str] | None = None) -> dict:
                                            TMA_PITCH_BOX_ROWS, TMA_PITCH_STAGES),
         "tma_share": lambda: run_tma_share(dev, QUICK_TMA_SHARE_GROUPS if quick else TMA_SHARE_GROUPS,
                                            TMA_SHARE_BOX_ROWS, TMA_SHARE_STAGES),
+        "tma_lag": lambda: run_tma_lag(dev, QUICK_TMA_LAG_GROUPS if quick else TMA_LAG_GROUPS,
+                                       TMA_SHARE_BOX_ROWS, TMA_SHARE_STAGES),
     }
     for name in GROUPS:  # TMA last: a fault there cannot spoil the others
         if name not in only:
@@ -991,7 +1046,7 @@ def _extra(g: str, r: dict) -> str:
     copies, nvidia-smi's clock, power and reasons beside the clock rows."""
     if g == "ldmatrix" and "cycles_per_instr_per_sm" in r:
         return f"  {r['cycles_per_instr_per_sm']['value']:.3g} cyc/instr/SM"
-    if g in ("cp_async", "tma", "tma_pitch", "tma_share") and "chip_bytes_per_s" in r:
+    if g in ("cp_async", "tma", "tma_pitch", "tma_share", "tma_lag") and "chip_bytes_per_s" in r:
         return f"  chip {r['chip_bytes_per_s']['value'] / 1e12:.3g} TB/s @ {r.get('clock_hz', 0) / 1e9:.3g} GHz"
     if g == "clock" and "nvidia_smi" in r:
         d = r["nvidia_smi"]["during"]
