@@ -193,6 +193,22 @@ __device__ __forceinline__ void store_pair(void* c, int M, int N, int row, int c
 }
 
 // ----- the kernel -------------------------------------------------------------------------------------
+// ----- schedule trace (compiled in only with TC_TRACE; validation/studies/tc_schedule_trace.py) ----
+// The producer thread of block b writes, at tc_trace + b * (ktiles + 2): its SM id, then %globaltimer
+// (ns) as it issues the TMA loads of each k-tile (after the stage is free), and consumer 0 the time
+// its last k-tile's wgmma are done. Nothing else changes.
+#if TC_TRACE
+extern "C" { __device__ unsigned long long* tc_trace; }  // unmangled: set from Python
+__device__ __forceinline__ unsigned long long* trace_row(int ktiles) {
+    return tc_trace + (size_t)blockIdx.x * (size_t)(ktiles + 2);
+}
+__device__ __forceinline__ unsigned long long trace_now() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 #if TC_CLUSTER > 1
 __cluster_dims__(TC_CLUSTER, 1, 1)
@@ -244,11 +260,21 @@ TC_KERNEL_NAME(TMAP_PARAMS void* __restrict__ c, int M, int N, int K) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(PRODUCER_REGS));
 #endif
         if (t == 0) {
+#if TC_TRACE
+            {
+                unsigned sm;
+                asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+                trace_row(ktiles)[0] = sm;
+            }
+#endif
             for (int kt = 0; kt < ktiles; ++kt) {
                 const int s = kt % STAGES;
                 const u32 round = (u32)(kt / STAGES);
                 const u32 full = smem_u32(&full_bar[s]);
                 mbar_wait(smem_u32(&empty_bar[s]), (round & 1) ^ 1);  // round 0 passes at once
+#if TC_TRACE
+                trace_row(ktiles)[1 + kt] = trace_now();
+#endif
                 mbar_expect_tx(full, STAGE_BYTES);
                 const u32 a_dst = a_base + s * A_STAGE_BYTES;
                 const u32 b_dst = b_base + s * B_STAGE_BYTES;
@@ -332,6 +358,9 @@ TC_KERNEL_NAME(TMAP_PARAMS void* __restrict__ c, int M, int N, int K) {
             }
         }
         wgmma_wait<0>();
+#if TC_TRACE
+        if (cw == 0 && t == 0) trace_row(ktiles)[1 + ktiles] = trace_now();
+#endif
 
         // ----- epilogue ------------------------------------------------------------------------------
         const int warp = t / 32, lane = t % 32;

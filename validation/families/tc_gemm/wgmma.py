@@ -213,7 +213,7 @@ def wgmma_wrapper(dtype: str, n: int, trans_b: bool) -> str:
         "}\n")
 
 
-def _defines(cfg, tensormap: str) -> str:
+def _defines(cfg, tensormap: str, trace: bool = False) -> str:
     e = ELEM_BYTES[cfg.dtype]
     vals = {
         "TC_KERNEL_NAME": kernel_name(cfg, tensormap),
@@ -226,18 +226,20 @@ def _defines(cfg, tensormap: str) -> str:
         "TC_TMAP_CONSTANT": int(tensormap == "constant"),
         "TC_GROUP_M": group_m(cfg),
         "TC_SETMAXNREG": int(cfg.setmaxnreg),
+        "TC_TRACE": int(trace),
     }
     return "".join(f"#define {k} {v}\n" for k, v in vals.items())
 
 
 _UNDEFS = ("TC_KERNEL_NAME", "TC_ELEM_BYTES", "TC_OUT_BYTES", "TC_DTYPE_BF16", "TC_B_KMAJOR", "TC_BM", "TC_BN",
            "TC_BK", "TC_WM", "TC_NI", "TC_STAGES", "TC_CONSUMERS", "TC_CLUSTER", "TC_EPILOGUE_SHARED",
-           "TC_TMAP_CONSTANT", "TC_GROUP_M", "TC_SETMAXNREG", "TMAP_A", "TMAP_B", "TMAP_PARAMS")
+           "TC_TMAP_CONSTANT", "TC_GROUP_M", "TC_SETMAXNREG", "TC_TRACE", "TMAP_A", "TMAP_B", "TMAP_PARAMS")
 _MARKER = "// ----- PTX helpers"
 
 
-def kernel_source(cfg, tensormap: str = "param") -> KernelSource:
-    """The whole translation unit of ``cfg`` (no GPU, no compilation)."""
+def kernel_source(cfg, tensormap: str = "param", trace: bool = False) -> KernelSource:
+    """The whole translation unit of ``cfg`` (no GPU, no compilation); ``trace``: with the schedule
+    trace (wgmma.cu's TC_TRACE: the producer's time at each k-tile, in the ``tc_trace`` buffer)."""
     if tensormap not in TENSORMAP_MODES:
         raise ValueError(f"tensormap = {tensormap!r}: must be one of {TENSORMAP_MODES}")
     check(cfg)
@@ -246,7 +248,7 @@ def kernel_source(cfg, tensormap: str = "param") -> KernelSource:
         raise RuntimeError(f"{KERNEL_FILE.name}: marker {_MARKER!r} missing")
     head, tail = body.split(_MARKER, 1)
     wrapper = wgmma_wrapper(cfg.dtype, instruction_n(cfg), cfg.b_layout == "row")
-    code = f"// configuration\n{_defines(cfg, tensormap)}\n{head}{wrapper}\n{_MARKER}{tail}"
+    code = f"// configuration\n{_defines(cfg, tensormap, trace)}\n{head}{wrapper}\n{_MARKER}{tail}"
     return KernelSource(code=code, options=OPTIONS, name_expressions=(kernel_name(cfg, tensormap),))
 
 
@@ -302,12 +304,12 @@ def _compile_nvcc(code: str, name: str):
     return cupy.RawModule(path=str(tmp / "k.cubin"))
 
 
-def compile_module(cfg, tensormap: str = "param", compiler: str = "nvrtc"):
+def compile_module(cfg, tensormap: str = "param", compiler: str = "nvrtc", trace: bool = False):
     """(module, kernel, source) of ``cfg``, cached per source; ``compiler`` "nvrtc" (CuPy) or "nvcc"
-    (offline cubin loaded by CuPy)."""
+    (offline cubin loaded by CuPy); ``trace``: see :func:`kernel_source`."""
     import cupy
 
-    src = kernel_source(cfg, tensormap)
+    src = kernel_source(cfg, tensormap, trace)
     name = src.name_expressions[0]
     key = (src.code, src.options, compiler)
     mod = _MODULES.get(key)
@@ -343,21 +345,23 @@ def _check_arrays(cfg, a, b, c) -> None:
             raise ValueError(f"{nm} must be 16-byte aligned (TMA, vector stores)")
 
 
-def build(cfg, a, b, c, *, tensormap: str | None = None, compiler: str | None = None):
+def build(cfg, a, b, c, *, tensormap: str | None = None, compiler: str | None = None, trace: bool = False):
     """Compile ``cfg``'s kernel, encode the tensor maps of ``a`` and ``b`` and return a ``Built``
     whose ``launch()`` computes ``c = a @ b`` once (asynchronously, on the current stream).
 
     ``a`` is M x K, ``b`` K x N (``b_layout="row"``) or N x K (``"col"``), ``c`` M x N, C-contiguous
     CuPy arrays: fp16 as float16, bf16 as uint16 bit patterns, tf32 as float32; ``c`` float32 or the
     input storage type. ``tensormap`` defaults to ``$TC_WGMMA_TENSORMAP`` or "param"; ``compiler``
-    to ``$TC_WGMMA_COMPILER`` or "nvrtc"."""
+    to ``$TC_WGMMA_COMPILER`` or "nvrtc". ``trace``: the kernel with the schedule trace
+    (:func:`kernel_source`); ``launch.module`` is then its module, whose ``tc_trace`` pointer the
+    caller sets to a buffer of ``grid blocks x (k-tiles + 2)`` uint64 before launching."""
     import numpy as np
 
     tensormap = tensormap or os.environ.get("TC_WGMMA_TENSORMAP", "param")
     compiler = compiler or os.environ.get("TC_WGMMA_COMPILER", "nvrtc")
     check(cfg)
     _check_arrays(cfg, a, b, c)
-    mod, kernel, src = compile_module(cfg, tensormap, compiler)
+    mod, kernel, src = compile_module(cfg, tensormap, compiler, trace)
     g = geometry(cfg)
     if g.dynamic_smem_bytes > DEFAULT_SMEM_LIMIT_BYTES:
         kernel.max_dynamic_shared_size_bytes = g.dynamic_smem_bytes
@@ -381,6 +385,7 @@ def build(cfg, a, b, c, *, tensormap: str | None = None, compiler: str | None = 
         kernel(g.grid, g.block, args, shared_mem=g.dynamic_smem_bytes)
 
     launch.arrays = refs
+    launch.module = mod
 
     attrs = kernel.attributes
     attributes = {
