@@ -474,6 +474,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--ncu", default="ncu", help="the ncu executable")
     ap.add_argument("--chunk", type=int, default=CHUNK, help="configurations per ncu process")
     ap.add_argument("--extra", action="store_true", help="also the stall and issue diagnostics (slower)")
+    ap.add_argument("--add-metrics", default=None,
+                    help="comma-separated further metrics (counts; names from `ncu --query-metrics`)")
     ap.add_argument("--budget-s", type=float, default=None,
                     help="stop starting ncu processes after this many seconds (all families); resume later")
     args = ap.parse_args(argv)
@@ -495,6 +497,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for family, configs in plans:
         budget = None if deadline is None else max(0.0, deadline - time.monotonic())
         metrics = family_metrics(family, extra=args.extra)
+        if args.add_metrics:
+            metrics.update(dict.fromkeys((m.strip() for m in args.add_metrics.split(",") if m.strip()), "count"))
         path = profile_family(family, configs, suite.out_dir(args, family), resume=not args.fresh, metrics=metrics,
                               ncu=args.ncu, chunk=args.chunk, budget_s=budget)
         print(f"wrote {path}", flush=True)
