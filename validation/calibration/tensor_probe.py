@@ -159,7 +159,8 @@ TMA_SHARE_STAGES = (3, 5)
 # min(d, slice - (G - 1) d) boxes away: lags up to 3. (l2_same and tma_share's staggered readers
 # come 3 boxes apart)
 TMA_LAG_GROUPS = ((2, (0, 1, 2, 3)), (4, (0, 1, 2, 3)), (33, (0, 1, 2, 3)), (132, (0, 1, 2, 3)))
-QUICK_TMA_LAG_GROUPS = ((2, (0, 2)),)
+QUICK_TMA_LAG_GROUPS = ((2, (0, 1, 2, 3)), (132, (0, 1, 2, 3)))  # at 5 in flight only (QUICK_TMA_LAG_STAGES)
+QUICK_TMA_LAG_STAGES = (5,)
 QUICK_TMA_STAGES = (1, 4)
 TMA_ISSUE_BOX_ROWS = 8  # 64x8 boxes (1 KiB): the issue-bound reference rows
 TMA_ISSUE_STAGES = 8
@@ -947,7 +948,7 @@ def run_probes(quick: bool = False, only: Sequence[str] | None = None) -> dict:
         "tma_share": lambda: run_tma_share(dev, QUICK_TMA_SHARE_GROUPS if quick else TMA_SHARE_GROUPS,
                                            TMA_SHARE_BOX_ROWS, TMA_SHARE_STAGES),
         "tma_lag": lambda: run_tma_lag(dev, QUICK_TMA_LAG_GROUPS if quick else TMA_LAG_GROUPS,
-                                       TMA_SHARE_BOX_ROWS, TMA_SHARE_STAGES),
+                                       TMA_SHARE_BOX_ROWS, QUICK_TMA_LAG_STAGES if quick else TMA_SHARE_STAGES),
     }
     for name in GROUPS:  # TMA last: a fault there cannot spoil the others
         if name not in only:
