@@ -39,7 +39,10 @@ program (never in the engine's event loop):
 * global stores and atomics: each instruction sends its own sectors to L2;
 * tensor-core instructions that read their operands from shared memory (``Mma.operands="shared"``,
   wgmma) read the m x k and k x n operand tiles of every instruction at the banks' full width, and
-  take no issue slot for it;
+  take no issue slot for it; they read them while they run, beside their tensor cycles
+  (``shared_operand_wavefronts``: the engine queues them with the math, not ahead of it as a
+  load-then-use round's loads): tensor_probe's wgmma rows with both operands in shared memory
+  (``_ss``, m64n64 to m64n256) run at the tensor pipe's full 4,095 FLOP/clk/SM;
 * every warp instruction (loads, stores, shared accesses, math, shuffles, barriers, atomics) takes
   an issue slot; a barrier is one instruction per warp;
 * warp-issued MMAs (mma.sync, WMMA) of blocks sharing an SM run in phase: each scheduler holds one
@@ -133,6 +136,9 @@ class StepCost:
     # request slots generic shared loads take on the SM's global load path (SharedAccess.generic)
     shared_load_l1_cycles: float = 0.0
     shared_load_wavefronts: float = 0.0
+    # the part of shared_load_wavefronts that MMAs read their operands with (wgmma): they read them as
+    # they run, beside the tensor work, not before it as a load-then-use round's loads
+    shared_operand_wavefronts: float = 0.0
     shared_load_ideal: float = 0.0
     shared_load_bytes: float = 0.0
     shuffle_wavefronts: float = 0.0  # warp shuffles on the shared-memory pipe
@@ -366,6 +372,7 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
                 m, n, k = op.shape
                 operand_bytes = op.count * (m * k + k * n) * DTYPE_BYTES[op.dtype]
                 c.shared_load_wavefronts += operand_bytes / (banks * bank_w)
+                c.shared_operand_wavefronts += operand_bytes / (banks * bank_w)
                 c.shared_load_ideal += operand_bytes / (banks * bank_w)
                 c.shared_load_bytes += operand_bytes
             if op.chain:

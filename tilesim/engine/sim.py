@@ -750,13 +750,18 @@ class Engine:
         # generic shared loads (SharedAccess.generic) also queue on the L1 path and take its latency
         lds_lat = self.generic_smem_lat_s if c.shared_load_l1_cycles else self.smem_lat_s
         lds = ()
-        if c.shared_load_wavefronts:
+        # MMAs that read their operands from shared memory (wgmma) read them as they run: those
+        # wavefronts queue with the math, the others are the round's loads, waited for first
+        operand = getattr(c, "shared_operand_wavefronts", 0.0)
+        if c.shared_load_wavefronts - operand > 0 or c.shared_load_instructions:
             lds = tuple((ch[name].request, amount) for name, amount in (
-                ("smem", c.shared_load_wavefronts * f), ("issue", c.shared_load_instructions * f),
+                ("smem", (c.shared_load_wavefronts - operand) * f), ("issue", c.shared_load_instructions * f),
                 ("l1", c.shared_load_l1_cycles * f)) if amount > 0)
         instr = pl.math_issue * f
         requests = [(ch["issue"].request, instr)]
         requests += [(ch[pipe].request, amount * f) for pipe, amount in pl.math.items()]
+        if operand:
+            requests.append((ch["smem"].request, operand * f))
         if c.atomic_wavefronts:
             requests.append((ch["smem"].request, c.atomic_wavefronts * f))
         requests = tuple((request, amount) for request, amount in requests if amount > 0)
