@@ -20,7 +20,8 @@ CU = cl.KERNEL_SRC.read_text()
 def test_constants_match_the_cuda_defines():
     for py, cu in (("REC", "CL_REC"), ("FFMA_CHAINS", "CL_FFMA_CHAINS"), ("FFMA_STEPS", "CL_FFMA_STEPS"),
                    ("MMA_CHAINS", "CL_MMA_CHAINS"), ("MMA_ROUNDS", "CL_MMA_ROUNDS"),
-                   ("WG_PER_GROUP", "CL_WG_PER_GROUP"), ("STREAM_UNROLL", "CL_STREAM_UNROLL")):
+                   ("WG_PER_GROUP", "CL_WG_PER_GROUP"), ("STREAM_UNROLL", "CL_STREAM_UNROLL"),
+                   ("BULK_MAX_INFLIGHT", "CL_BULK_MAX_INFLIGHT")):
         m = re.search(rf"#define {cu} (\d+)", CU)
         assert m and int(m.group(1)) == getattr(cl, py), py
     assert cl.WG_CYCLES == 128

@@ -13,7 +13,11 @@
 // off_ns > 0, wait_group 0 and a %globaltimer wait of off_ns: the duty-cycle runs; a third warpgroup, when
 // the block has 384 threads, streams 16-byte loads from an HBM buffer until the wgmma warpgroups are done).
 // mode bits of cl_wg: 1 random fp16 operands (else zeros), 2 the wgmma warpgroups only wait duration_ns
-// (no wgmma: the HBM stream alone). Results are folded into a sink compared with a key the compiler cannot
+// (no wgmma: the HBM stream alone). With bulk_bytes > 0 the third warpgroup streams with the TMA instead
+// (one thread issues 1D bulk copies, cp.async.bulk global -> shared with an mbarrier each, bulk_inflight
+// of bulk_bytes in flight, into buffers after the wgmma operands): from the first `hbm_mask16 + 1` 16-byte
+// words, every block its own chunks (bulk_shared 0: each line read by one SM, over and over) or every
+// block the same sequence (bulk_shared 1: each line read by every SM). Its extra count is the copies done. Results are folded into a sink compared with a key the compiler cannot
 // know, so nothing is dead code. References: PTX ISA 9.x, "Asynchronous Warpgroup Level Matrix Multiply-
 // Accumulate Instructions" (wgmma, matrix descriptors), "Miscellaneous Instructions: nanosleep", "Special
 // Registers: %globaltimer, %clock64".
@@ -28,6 +32,7 @@
 #define CL_WG_B_BYTES 32768
 #define CL_STREAM_UNROLL 16 // 16-byte loads in flight per streaming thread
 #define CL_SAMPLE_NS 1000000ULL  // block 0 records (ns, clock) about every millisecond
+#define CL_BULK_MAX_INFLIGHT 8   // mbarriers of the bulk stream
 
 __device__ __forceinline__ unsigned long long cl_global_ns() {
     unsigned long long g;
@@ -153,9 +158,11 @@ __global__ void __launch_bounds__(256, 1) cl_mma(int iters, int noise, long long
 __global__ void __launch_bounds__(384, 1) cl_wg(int iters, int mode, long long* rec, float* out, int burst,
                                                 long long off_ns, long long duration_ns,
                                                 unsigned long long* samples, int max_samples,
-                                                const uint4* hbm, long long hbm_mask16) {
+                                                const uint4* hbm, long long hbm_mask16, int bulk_bytes,
+                                                int bulk_inflight, int bulk_shared) {
     extern __shared__ __align__(16) unsigned char cl_dyn[];
     __shared__ volatile int done;
+    __shared__ __align__(8) unsigned long long cl_bars[CL_BULK_MAX_INFLIGHT];
     unsigned base = static_cast<unsigned>(__cvta_generic_to_shared(cl_dyn));
     unsigned pad = ((base + 1023u) & ~1023u) - base;
     for (int i = threadIdx.x * 16; i < CL_WG_A_BYTES + CL_WG_B_BYTES; i += blockDim.x * 16)
@@ -245,6 +252,52 @@ __global__ void __launch_bounds__(384, 1) cl_wg(int iters, int mode, long long* 
     } else if (wg < 2) {  // mode 2: no wgmma, wait duration_ns (the HBM stream alone)
         while (cl_global_ns() - t.g0 < (unsigned long long)duration_ns) __nanosleep(1000);
         if (threadIdx.x == 0) done = 1;
+    } else if (bulk_bytes > 0) {  // the TMA streamer: one thread, bulk_inflight 1D bulk copies in flight
+        if (threadIdx.x == 256) {
+            const unsigned buf = base + pad + CL_WG_A_BYTES + CL_WG_B_BYTES;
+            const unsigned bar0 = static_cast<unsigned>(__cvta_generic_to_shared(cl_bars));
+            const unsigned long long chunks = (unsigned long long)(hbm_mask16 + 1) * 16ull / (unsigned)bulk_bytes;
+            const unsigned long long per = bulk_shared ? chunks : (chunks / gridDim.x > 0 ? chunks / gridDim.x : 1);
+            const unsigned long long first = bulk_shared ? 0ull : ((unsigned long long)blockIdx.x * per) % chunks;
+            unsigned long long k = 0;
+            for (int i = 0; i < bulk_inflight; ++i)
+                asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(bar0 + 8u * i) : "memory");
+            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+            for (int i = 0; i < bulk_inflight; ++i, ++k) {
+                const uint4* src = hbm + (first + k % per) * ((unsigned)bulk_bytes / 16u);
+                asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+                             :: "r"(bar0 + 8u * i), "r"(bulk_bytes) : "memory");
+                asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                             :: "r"(buf + (unsigned)(i * bulk_bytes)), "l"(src), "r"(bulk_bytes), "r"(bar0 + 8u * i)
+                             : "memory");
+            }
+            long long copies = 0;
+            unsigned parity = 0u;
+            int slot = 0;
+            bool more = true;
+            for (;;) {  // wait for the oldest copy; reissue into its buffer while the wgmma warpgroups run
+                unsigned ok = 0u;
+                while (!ok)
+                    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                                 "selp.u32 %0, 1, 0, p;\n}\n" : "=r"(ok) : "r"(bar0 + 8u * slot), "r"(parity)
+                                 : "memory");
+                ++copies;
+                if (more && done) more = false;
+                if (more) {
+                    const uint4* src = hbm + (first + k % per) * ((unsigned)bulk_bytes / 16u);
+                    ++k;
+                    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+                                 :: "r"(bar0 + 8u * slot), "r"(bulk_bytes) : "memory");
+                    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                                 :: "r"(buf + (unsigned)(slot * bulk_bytes)), "l"(src), "r"(bulk_bytes),
+                                    "r"(bar0 + 8u * slot) : "memory");
+                }
+                if (++slot == bulk_inflight) { slot = 0; parity ^= 1u; }
+                if (!more && copies == (long long)k) break;  // every copy issued has landed
+            }
+            extra = copies;
+        }
     } else {  // the HBM streamer: 16-byte loads, CL_STREAM_UNROLL in flight per thread, until `done`
         const unsigned long long lane = threadIdx.x - 256, width = 128ull * gridDim.x;
         unsigned long long pos = (unsigned long long)blockIdx.x * 128ull + lane;

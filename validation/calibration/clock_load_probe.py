@@ -53,6 +53,15 @@ HBM_BUFFER_BYTES = 2 << 30  # far beyond the L2 (~50 MiB): every load comes from
 L2_STREAM_BYTES = 16 << 20  # the L2 streams read the buffer's first 16 MiB over and over: L2-resident
 STREAM_ONLY = ("hbm_only", "l2_only")  # loads of the streaming warpgroup alone
 STREAMING = ("wgmma_hbm", "hbm_only", "wgmma_rand_hbm", "wgmma_rand_l2", "l2_only")
+# The TMA streams beside wgmma on random operands (the wgmma GEMMs' case: their operands come by TMA, at
+# several rates): (in flight, bytes per 1D bulk copy, every SM the same lines?) per load, from the L2-resident
+# 16 MiB; the last one alone as well (``tma_only``). CL_BULK_MAX_INFLIGHT copies at most.
+BULK_MAX_INFLIGHT = 8
+TMA_STREAMS = {"wgmma_rand_tma1x16k": (1, 16384, 0), "wgmma_rand_tma2x16k": (2, 16384, 0),
+               "wgmma_rand_tma2x32k": (2, 32768, 0), "wgmma_rand_tma5x32k": (5, 32768, 0),
+               "wgmma_rand_tma5x32k_shared": (5, 32768, 1)}
+TMA_ONLY = ("tma_only", (5, 32768, 0))
+TMA_SMEM_BYTES = 227 * 1024  # the H200's opt-in shared memory per block: operands + 5 x 32 KiB buffers
 QUICK_HBM_BUFFER_BYTES = 512 << 20
 BURST_GROUPS = 32  # commit groups per wgmma burst (32 x 4 x 128 cycles x 2 warpgroups: ~17 us at 1.9 GHz)
 DUTIES = (0.25, 0.5, 0.75)
@@ -172,16 +181,16 @@ def load_row(name: str, rec: dict, *, flop_per_block: float = 0.0, wgmma_per_blo
 
 def format_table(res: dict) -> str:
     lines = [f"{'load':18s} {'clock GHz':>9s} {'(min..max)':>13s} {'smi GHz':>7s} {'power W':>8s} "
-             f"{'tensor duty':>11s} {'HBM GB/s':>8s}  throttle"]
+             f"{'tensor duty':>11s} {'strm GB/s':>9s}  throttle"]
     for r in res.get("loads", {}).values():
         smi = r.get("smi") or {}
         c = r["clock_hz"]
         sc = (smi.get("sm_clock_hz") or {}).get("value")
         pw = (smi.get("power_w") or {}).get("value")
-        bw = r.get("hbm_bytes_per_s")
+        bw = r.get("stream_bytes_per_s")
         lines.append(f"{r['load']:18s} {c['value'] / 1e9:9.4f} {c['min'] / 1e9:6.3f}..{c['max'] / 1e9:<6.3f} "
                      f"{sc / 1e9 if sc else float('nan'):7.3f} {pw if pw else float('nan'):8.1f} "
-                     f"{r['tensor_duty']:11.1%} {bw / 1e9 if bw else float('nan'):8.0f}  "
+                     f"{r['tensor_duty']:11.1%} {bw / 1e9 if bw else float('nan'):9.0f}  "
                      f"{','.join(sorted((smi.get('throttle_reasons_seen') or {}).keys()))}")
     for k, e in res.get("errors", {}).items():
         lines.append(f"{k:18s} FAILED: {e}")
@@ -261,27 +270,29 @@ class _Device:
         self.hbm_mask16 = n - 1
         self._start, self._end = cp.cuda.Event(), cp.cuda.Event()
 
-    def launch(self, name: str, threads: int, args: tuple) -> tuple[float, float, float]:
+    def launch(self, name: str, threads: int, args: tuple, smem_bytes: int = ONE_BLOCK_SMEM_BYTES
+               ) -> tuple[float, float, float]:
         """(event seconds, host start epoch s, host end epoch s) of one launch on every SM."""
         f = self.mod.get_function(name)
-        f.max_dynamic_shared_size_bytes = ONE_BLOCK_SMEM_BYTES
+        f.max_dynamic_shared_size_bytes = smem_bytes
         self.rec.fill(0)
         self.stream.synchronize()
         h0 = time.time()
         self._start.record(self.stream)
-        f((self.sm_count,), (threads,), args, shared_mem=ONE_BLOCK_SMEM_BYTES)
+        f((self.sm_count,), (threads,), args, shared_mem=smem_bytes)
         self._end.record(self.stream)
         self._end.synchronize()
         h1 = time.time()
         return self.cp.cuda.get_elapsed_time(self._start, self._end) * 1e-3, h0, h1
 
-    def sized(self, name: str, threads: int, make_args, iters0: int = 16) -> tuple[int, float]:
+    def sized(self, name: str, threads: int, make_args, iters0: int = 16,
+              smem_bytes: int = ONE_BLOCK_SMEM_BYTES) -> tuple[int, float]:
         """iters for about target_s: two sizing launches (the second about SIZING_S long)."""
         iters = iters0
         for _ in range(2):
-            s, _, _ = self.launch(name, threads, make_args(iters))
+            s, _, _ = self.launch(name, threads, make_args(iters), smem_bytes)
             iters = max(1, int(iters * min(SIZING_S / max(s, 1e-6), 1e4))) if s < SIZING_S else iters
-        s, _, _ = self.launch(name, threads, make_args(iters))
+        s, _, _ = self.launch(name, threads, make_args(iters), smem_bytes)
         return max(1, int(iters * self.target_s / max(s, 1e-6))), s / iters
 
 
@@ -296,11 +307,11 @@ def run_probe(quick: bool = False) -> dict:
     n = dev.sm_count
     null = 0  # a null device pointer for the samples / hbm arguments
 
-    def wg_args(iters, mode, off_ns=0, dur_ns=0, burst=BURST_GROUPS, sample=True, l2=False):
+    def wg_args(iters, mode, off_ns=0, dur_ns=0, burst=BURST_GROUPS, sample=True, l2=False, bulk=(0, 0, 0)):
         mask = L2_STREAM_BYTES // 16 - 1 if l2 else dev.hbm_mask16  # the stream's first 16 MiB: L2-resident
         return (cp.int32(iters), cp.int32(mode), dev.rec, dev.out, cp.int32(burst), cp.int64(off_ns),
                 cp.int64(dur_ns), dev.samples if sample else cp.uint64(null), cp.int32(MAX_SAMPLES),
-                dev.hbm, cp.int64(mask))
+                dev.hbm, cp.int64(mask), cp.int32(bulk[1]), cp.int32(bulk[0]), cp.int32(bulk[2]))
 
     def record(name, event, h0, h1, **kw):
         rec = parse_records(dev.rec.get(), n)
@@ -330,7 +341,9 @@ def run_probe(quick: bool = False) -> dict:
                                               lambda it: 8 * it * MMA_CHAINS * MMA_ROUNDS * MMA_FLOP)))
         per_group_s = {}
 
-        def wg(name, mode, duty=1.0, threads=256, l2=False):
+        def wg(name, mode, duty=1.0, threads=256, l2=False, bulk=(0, 0, 0)):
+            smem = TMA_SMEM_BYTES if bulk[0] else ONE_BLOCK_SMEM_BYTES
+
             def go():
                 if duty < 1.0:
                     ns_group = per_group_s.get("full")
@@ -341,11 +354,13 @@ def run_probe(quick: bool = False) -> dict:
                     it = max(1, int(dev.target_s / (on_s / duty)))
                 else:
                     off_ns = 0
-                    it, s_per_iter = dev.sized("cl_wg", threads, lambda i: wg_args(i, mode, sample=False, l2=l2))
+                    it, s_per_iter = dev.sized("cl_wg", threads,
+                                               lambda i: wg_args(i, mode, sample=False, l2=l2, bulk=bulk),
+                                               smem_bytes=smem)
                     if mode == 0 and threads == 256:
                         per_group_s["full"] = s_per_iter / BURST_GROUPS
                 dev.samples.fill(0)
-                r = dev.launch("cl_wg", threads, wg_args(it, mode, off_ns, l2=l2))
+                r = dev.launch("cl_wg", threads, wg_args(it, mode, off_ns, l2=l2, bulk=bulk), smem)
                 wg_count = 2 * (it * BURST_GROUPS * WG_PER_GROUP + 1)
                 extra = {"flop_per_block": float(wg_count * WG_FLOP), "wgmma_per_block": wg_count, "iters": it,
                          "off_ns": off_ns, "burst_groups": BURST_GROUPS, "target_duty": duty}
@@ -363,9 +378,17 @@ def run_probe(quick: bool = False) -> dict:
         loads.append(("wgmma_rand_hbm", wg("wgmma_rand_hbm", 1, threads=384)))
         loads.append(("wgmma_rand_l2", wg("wgmma_rand_l2", 1, threads=384, l2=True)))
         loads.append(("l2_only", None))
+        for name, bulk in TMA_STREAMS.items():
+            loads.append((name, wg(name, 1, threads=384, l2=True, bulk=bulk)))
+        loads.append((TMA_ONLY[0], None))
         for name, go in loads:
             try:
-                if name in STREAM_ONLY:
+                bulk = TMA_STREAMS.get(name) or (TMA_ONLY[1] if name == TMA_ONLY[0] else None)
+                if name == TMA_ONLY[0]:
+                    (ev, h0, h1) = dev.launch("cl_wg", 384, wg_args(0, 2, dur_ns=dur_ns, sample=False, l2=True,
+                                                                     bulk=bulk), TMA_SMEM_BYTES)
+                    extra = {}
+                elif name in STREAM_ONLY:
                     (ev, h0, h1) = dev.launch("cl_wg", 384, wg_args(0, 2, dur_ns=dur_ns, sample=False,
                                                                      l2=name == "l2_only"))
                     extra = {}
@@ -373,11 +396,17 @@ def run_probe(quick: bool = False) -> dict:
                     (ev, h0, h1), extra = go()
                 meta_keys = {k: extra.pop(k) for k in ("iters", "off_ns", "burst_groups", "target_duty") if k in extra}
                 rec = dev.rec.get()
-                loops = [int(v) for v in rec[3::REC]] if name in STREAMING else None
-                stream = [x * 128 * STREAM_UNROLL * 16 for x in loops] if loops else None
-                record(name, ev, h0, h1, stream_bytes_per_block=stream,
-                       stream_source="l2" if name in ("wgmma_rand_l2", "l2_only") else "hbm", **extra)
+                if bulk:
+                    stream = [int(v) * bulk[1] for v in rec[3::REC]]
+                    source = "l2_tma"
+                else:
+                    loops = [int(v) for v in rec[3::REC]] if name in STREAMING else None
+                    stream = [x * 128 * STREAM_UNROLL * 16 for x in loops] if loops else None
+                    source = "l2" if name in ("wgmma_rand_l2", "l2_only") else "hbm"
+                record(name, ev, h0, h1, stream_bytes_per_block=stream, stream_source=source, **extra)
                 res["loads"][name].update(meta_keys)
+                if bulk:
+                    res["loads"][name].update(bulk_inflight=bulk[0], bulk_bytes=bulk[1], bulk_shared=bool(bulk[2]))
                 if name.startswith("wgmma"):
                     raw = [int(v) for v in dev.samples.get()]
                     pairs = [(raw[2 * i], raw[2 * i + 1]) for i in range(MAX_SAMPLES) if raw[2 * i]]
