@@ -1507,6 +1507,21 @@ def simulate_program(program: TileProgram, hw: HardwareSpec, *, timeline: bool =
     return result
 
 
+def _bulk_load_share(program: TileProgram) -> float:
+    """The share of the program's global load bytes (lanes x width x repeat x trips, over its phases)
+    that the TMA brings (``GlobalLoad.dest == "bulk"``): those L2 reads cost the clock at the TMA's
+    measured slope, not the load units'."""
+    bulk = total = 0.0
+    for ph in program.phases:
+        for ld in ph.step.loads:
+            nbytes = ph.trips * ld.repeat * sum(
+                w.width_bytes * sum(1 for o in w.offsets if o is not None) for w in ld.instructions)
+            total += nbytes
+            if ld.dest == "bulk":
+                bulk += nbytes
+    return bulk / total if total else 0.0
+
+
 CLOCK_ITERATIONS = 4  # runs at most to settle the SM clock under tensor load (each a full simulation)
 CLOCK_TOLERANCE = 0.005  # a clock within 0.5% of the last run's is settled
 
@@ -1529,12 +1544,14 @@ def _settle_clock(program: TileProgram, hw: HardwareSpec, result: SimResult, **r
         return result
     peak = hw.tensor_peak_flops_per_clk() * hw.sm_count
     clock = hw.sm_clock_hz
+    tma_share = _bulk_load_share(program)
     for _ in range(CLOCK_ITERATIONS):
         busy_s = max(result.time_s - hw.launch_overhead_s, 1e-12)
         activity = tensor_flops / (busy_s * clock * peak)
         tr = result.traffic
         settled = hw.sm_clock_hz_at_tensor_activity(
-            activity, l2_bytes_per_s=(tr.l2_load_bytes + tr.l2_store_bytes) / busy_s,
+            activity, l2_bytes_per_s=((1.0 - tma_share) * tr.l2_load_bytes + tr.l2_store_bytes) / busy_s,
+            l2_tma_bytes_per_s=tma_share * tr.l2_load_bytes / busy_s,
             hbm_bytes_per_s=(tr.hbm_read_bytes + tr.hbm_write_bytes + tr.hbm_flushed_writeback_bytes) / busy_s)
         if abs(settled - clock) <= CLOCK_TOLERANCE * clock:
             break

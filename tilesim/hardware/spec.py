@@ -284,17 +284,23 @@ class HardwareSpec:
         return self.pipe_latency_cycles("barrier")
 
     def sm_clock_hz_at_tensor_activity(self, activity: float, l2_bytes_per_s: float = 0.0,
-                                       hbm_bytes_per_s: float = 0.0) -> float:
+                                       hbm_bytes_per_s: float = 0.0, l2_tma_bytes_per_s: float = 0.0) -> float:
         """The SM clock while the tensor cores run at ``activity`` (tensor FLOP per clock per SM over
         the fp16 dense rate): the measured curve ``sm_clock_hz_by_tensor_activity`` (power limiting,
         validation/calibration/clock_load_probe.py) where calibrated, else ``sm_clock_hz``; less what
-        ``l2_bytes_per_s`` and ``hbm_bytes_per_s`` of reads beside them take, at the measured slopes
-        ``sm_clock_l2_slope_by_tensor_activity`` / ``sm_clock_hbm_slope_by_tensor_activity`` (Hz per B/s,
-        interpolated in the activity) where calibrated."""
+        ``l2_bytes_per_s`` (through the SMs' load units) and ``hbm_bytes_per_s`` of reads beside them
+        take, at the measured slopes ``sm_clock_l2_slope_by_tensor_activity`` /
+        ``sm_clock_hbm_slope_by_tensor_activity`` (Hz per B/s, interpolated in the activity) where
+        calibrated, and what ``l2_tma_bytes_per_s`` of L2 reads brought by the TMA take, at
+        ``sm_clock_l2_tma_slope_by_tensor_activity`` (about a third of the load units' slope: no warp
+        issues them, no register takes them), or at the load units' slope where that is not measured."""
         if not self.has("sm_clock_hz_by_tensor_activity"):
             return self.sm_clock_hz
         clock = interp(sorted(self.get("sm_clock_hz_by_tensor_activity")), activity)
+        tma_slope = ("sm_clock_l2_tma_slope_by_tensor_activity" if self.has("sm_clock_l2_tma_slope_by_tensor_activity")
+                     else "sm_clock_l2_slope_by_tensor_activity")
         for name, rate in (("sm_clock_l2_slope_by_tensor_activity", l2_bytes_per_s),
+                           (tma_slope, l2_tma_bytes_per_s),
                            ("sm_clock_hbm_slope_by_tensor_activity", hbm_bytes_per_s)):
             if rate > 0 and self.has(name):
                 clock -= interp(sorted(self.get(name)), activity) * rate

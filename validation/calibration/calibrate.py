@@ -70,10 +70,14 @@ TENSOR_FIELDS = ("mma.m16n8k16.fp16", "mma.m16n8k16.bf16", "mma.m16n8k8.tf32", "
 TMA_FIELDS = ("tma_latency_cycles", "tma_hbm_latency_cycles", "wgmma_latency_cycles_by_n", "tma_mid_sector_row_cost",
               "tma_mid_sector_latency_cycles", "l2_shared_line_bytes_per_s")
 CLOCK_LOAD_FIELDS = ("sm_clock_hz_by_tensor_activity", "sm_clock_l2_slope_by_tensor_activity",
-                     "sm_clock_hbm_slope_by_tensor_activity")
+                     "sm_clock_hbm_slope_by_tensor_activity", "sm_clock_l2_tma_slope_by_tensor_activity")
 #: clock_load_probe's memory-stream loads (the record in calibration/clock_load_mem/): per kind of stream,
 #: the stream alone and the stream beside wgmma on random operands
 CLOCK_MEMORY_LOADS = {"l2": ("l2_only", "wgmma_rand_l2"), "hbm": ("hbm_only", "wgmma_rand_hbm")}
+#: its TMA streams (the record in calibration/clock_load_tma/): the stream alone, and beside wgmma at
+#: several rates (one point: the median activity and the median slope of these loads)
+CLOCK_TMA_LOADS = ("tma_only", ("wgmma_rand_tma1x16k", "wgmma_rand_tma2x16k", "wgmma_rand_tma2x32k",
+                                "wgmma_rand_tma5x32k", "wgmma_rand_tma5x32k_shared"))
 FEED_FIELDS = ("ldgsts16_pipe_cycles",)
 SCHEDULERS_PER_SM = 4  # warp schedulers per SM, one instruction each per clock (H100 whitepaper; h200.toml)
 CLUSTER_FIELDS = ("cluster_release_arrive_cycles", "wgmma_consumer_step_cycles")
@@ -1103,6 +1107,47 @@ def clock_memory_fields(rec: dict, result_path: str = "clock_load_mem/clock_load
     return out
 
 
+def clock_tma_fields(rec: dict, result_path: str = "clock_load_tma/clock_load.json") -> dict:
+    """``sm_clock_l2_tma_slope_by_tensor_activity``: [tensor activity, Hz of SM clock lost per byte/s of L2
+    reads brought by the TMA] pairs, from clock_load_probe's TMA streams (:data:`CLOCK_TMA_LOADS`: 1D bulk
+    copies of an L2-resident buffer into shared memory, 1-5 in flight), as :func:`clock_memory_fields` does
+    (the record's own curve of bare loads, less the clock beside the stream, over the stream's bytes/s):
+    the stream alone at activity 0, and beside wgmma on random operands the median activity and median
+    slope of the loads at their several rates (3-9 TB/s)."""
+    curve = clock_load_fields(rec, result_path).get("sm_clock_hz_by_tensor_activity")
+    loads = rec.get("loads", {})
+    if not curve:
+        return {}
+    from tilesim.hardware.spec import interp as curve_at  # noqa: PLC0415
+
+    def slope_of(name: str) -> tuple[float, float, str] | None:
+        ld = loads.get(name)
+        if not ld or not ld.get("stream_bytes_per_s") or ld.get("stream_source") != "l2_tma":
+            return None
+        act, clock = float(ld["tensor_duty"]), float(ld["clock_hz"]["value"])
+        on_curve = curve_at(curve["value"], act)
+        return (act, max(0.0, on_curve - clock) / float(ld["stream_bytes_per_s"]),
+                f"{name}: activity {act:.3f}, {ld['stream_bytes_per_s'] / 1e12:.3g} TB/s, {clock / 1e9:.4g} GHz "
+                f"against {on_curve / 1e9:.4g} on the curve")
+
+    alone_name, beside_names = CLOCK_TMA_LOADS
+    alone = slope_of(alone_name)
+    beside = [r for r in (slope_of(n) for n in beside_names) if r is not None]
+    if alone is None or not beside:
+        return {}
+    import statistics  # noqa: PLC0415
+
+    pts = [[round(alone[0], 4), alone[1]],
+           [round(statistics.median(r[0] for r in beside), 4), statistics.median(r[1] for r in beside)]]
+    slopes = [alone[1]] + [r[1] for r in beside]
+    return {"sm_clock_l2_tma_slope_by_tensor_activity": {
+        "value": pts, "unit": "Hz per B/s",
+        "benchmark": f"clock_load_probe TMA streams ({result_path}: {'; '.join([alone[2]] + [r[2] for r in beside])})",
+        "n": len(slopes), "p10": min(slopes), "p90": max(slopes),
+        "how": "the stream alone; beside wgmma, the median activity and the median slope over the loads",
+        "date": rec.get("meta", {}).get("date_utc")}}
+
+
 def mma_feed_fields(rec: dict, result_path: str = "mma_feed.json") -> dict:
     """``ldgsts16_pipe_cycles``: how long one warp's 16-byte cp.async keeps the shared-memory pipe
     from the fragment loads behind it: the cycles per k-step the ldmatrix-fed mma.sync loop gains when
@@ -1292,6 +1337,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if mem.exists():
             rel = mem.resolve().relative_to(REPO_ROOT) if mem.resolve().is_relative_to(REPO_ROOT) else mem
             results["fields"].update(clock_memory_fields(json.loads(mem.read_text()), str(rel)))
+        tma = Path(args.from_json).with_name("clock_load_tma") / "clock_load.json"
+        if tma.exists():
+            rel = tma.resolve().relative_to(REPO_ROOT) if tma.resolve().is_relative_to(REPO_ROOT) else tma
+            results["fields"].update(clock_tma_fields(json.loads(tma.read_text()), str(rel)))
         # tc_feed_probe's copy rows under Nsight Compute (raw CSV beside the probe's --profile record)
         split = Path(args.from_json).with_name("tc_feed_ncu_split")
         if (split / "ncu.csv").exists() and (split / "tc_feed.json").exists():

@@ -41,7 +41,8 @@ from validation.harness.report import config_from_row
 from validation.harness.suite import recorded_dir
 
 DIAGNOSTICS = "diagnostics.csv"
-CLOCK_SLOPES = ("sm_clock_l2_slope_by_tensor_activity", "sm_clock_hbm_slope_by_tensor_activity")  # held flat too
+CLOCK_SLOPES = ("sm_clock_l2_slope_by_tensor_activity", "sm_clock_hbm_slope_by_tensor_activity",
+                "sm_clock_l2_tma_slope_by_tensor_activity")  # held flat too
 COUNTERS = "counters.csv"  # every row timed ok, with the clock counter too (``--all``)
 CLOCK_COUNTER = "sm__cycles_elapsed.avg.per_second_hz"
 
