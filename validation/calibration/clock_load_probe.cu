@@ -13,7 +13,8 @@
 // off_ns > 0, wait_group 0 and a %globaltimer wait of off_ns: the duty-cycle runs; a third warpgroup, when
 // the block has 384 threads, streams 16-byte loads from an HBM buffer until the wgmma warpgroups are done).
 // mode bits of cl_wg: 1 random fp16 operands (else zeros), 2 the wgmma warpgroups only wait duration_ns
-// (no wgmma: the HBM stream alone). With bulk_bytes > 0 the third warpgroup streams with the TMA instead
+// (no wgmma: the HBM stream alone), 8 tf32 wgmma (m64n256k8, the same operand bytes and descriptors) instead
+// of fp16; cl_mma's `noise`: bit 1 random operands, bit 2 tf32 mma.sync (m16n8k8) instead of fp16. With bulk_bytes > 0 the third warpgroup streams with the TMA instead
 // (one thread issues 1D bulk copies, cp.async.bulk global -> shared with an mbarrier each, bulk_inflight
 // of bulk_bytes in flight, into buffers after the wgmma operands): from the first `hbm_mask16 + 1` 16-byte
 // words, every block its own chunks (bulk_shared 0: each line read by one SM, over and over) or every
@@ -87,6 +88,75 @@ __device__ __forceinline__ unsigned long long cl_desc(unsigned smem_addr) {
 
 #define CL_ACC128 "{c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, c21, c22, c23, c24, c25, c26, c27, c28, c29, c30, c31, c32, c33, c34, c35, c36, c37, c38, c39, c40, c41, c42, c43, c44, c45, c46, c47, c48, c49, c50, c51, c52, c53, c54, c55, c56, c57, c58, c59, c60, c61, c62, c63, c64, c65, c66, c67, c68, c69, c70, c71, c72, c73, c74, c75, c76, c77, c78, c79, c80, c81, c82, c83, c84, c85, c86, c87, c88, c89, c90, c91, c92, c93, c94, c95, c96, c97, c98, c99, c100, c101, c102, c103, c104, c105, c106, c107, c108, c109, c110, c111, c112, c113, c114, c115, c116, c117, c118, c119, c120, c121, c122, c123, c124, c125, c126, c127}"
 #define CL_WG "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 " CL_ACC128
+#define CL_WG_TF32 "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 " CL_ACC128  // mode 8: tf32 (no transpose immediates)
+// The wgmma warpgroups' loop (PTX text; WGI the instruction, TAIL its transpose immediates, SFX a label suffix so
+// that the fp16 and tf32 copies of the loop have distinct labels)
+#define CL_WG_LOOP(WGI, TAIL, SFX) \
+            "{\n" \
+            ".reg .f32 c<128>;\n" \
+            ".reg .pred pz, pt, pl, ps, pq, pn;\n" \
+            ".reg .b64 da1, da2, da3, db1, db2, db3, t0, t1, dt, nxt, sa;\n" \
+            ".reg .s32 n, b, ns;\n" \
+            "setp.ne.s32 pz, %2, %2;\n" \
+            "setp.eq.s32 pt, %2, %2;\n" \
+            "setp.ne.s32 ps, %5, 0;\n" \
+            "add.s64 da1, %0, 2; add.s64 da2, %0, 4; add.s64 da3, %0, 6;\n" \
+            "add.s64 db1, %1, 2; add.s64 db2, %1, 4; add.s64 db3, %1, 6;\n" \
+            "mov.s32 n, %2;\n" \
+            "mov.s32 ns, 0;\n" \
+            "mov.u64 nxt, 0;\n" \
+            "mov.u64 t1, 0;\n" \
+            "wgmma.fence.sync.aligned;\n" \
+            WGI ", %0, %1, pz, 1, 1" TAIL ";\n" \
+            "wgmma.commit_group.sync.aligned;\n" \
+            "wgmma.wait_group.sync.aligned 0;\n" \
+            "setp.gt.s32 pl, n, 0;\n" \
+            "@!pl bra.uni CL_DONE" SFX ";\n" \
+            "CL_OUTER" SFX ":\n" \
+            "mov.s32 b, %3;\n" \
+            "CL_BURST" SFX ":\n" \
+            WGI ", %0, %1, pt, 1, 1" TAIL ";\n" \
+            WGI ", da1, db1, pt, 1, 1" TAIL ";\n" \
+            WGI ", da2, db2, pt, 1, 1" TAIL ";\n" \
+            WGI ", da3, db3, pt, 1, 1" TAIL ";\n" \
+            "wgmma.commit_group.sync.aligned;\n" \
+            "wgmma.wait_group.sync.aligned 1;\n" \
+            "sub.s32 b, b, 1;\n" \
+            "setp.gt.s32 pl, b, 0;\n" \
+            "@pl bra.uni CL_BURST" SFX ";\n" \
+            "setp.gt.s64 pl, %4, 0;\n" \
+            "@!pl bra.uni CL_NOSLEEP" SFX ";\n" \
+            "wgmma.wait_group.sync.aligned 0;\n" \
+            "mov.u64 t0, %%globaltimer;\n" \
+            "CL_SLEEP" SFX ":\n" \
+            "nanosleep.u32 200;\n" \
+            "mov.u64 t1, %%globaltimer;\n" \
+            "sub.u64 dt, t1, t0;\n" \
+            "setp.lt.u64 pq, dt, %4;\n" \
+            "vote.sync.any.pred pq, pq, 0xffffffff;\n"  /* warp-uniform: no divergent path near wgmma */ \
+            "@pq bra.uni CL_SLEEP" SFX ";\n" \
+            "CL_NOSLEEP" SFX ":\n" \
+            /* block 0, thread 0: a (ns, clock64) sample when CL_SAMPLE_NS have passed (predicated, no branch) */ \
+            "@ps mov.u64 t1, %%globaltimer;\n" \
+            "setp.ge.u64 pq, t1, nxt;\n" \
+            "and.pred pq, pq, ps;\n" \
+            "setp.lt.s32 pn, ns, %6;\n" \
+            "and.pred pq, pq, pn;\n" \
+            "mul.wide.s32 sa, ns, 16;\n" \
+            "add.s64 sa, sa, %7;\n" \
+            "@pq st.global.u64 [sa], t1;\n" \
+            "@pq mov.u64 dt, %%clock64;\n" \
+            "@pq st.global.u64 [sa+8], dt;\n" \
+            "@pq add.s32 ns, ns, 1;\n" \
+            "@pq add.u64 nxt, t1, %8;\n" \
+            "sub.s32 n, n, 1;\n" \
+            "setp.gt.s32 pl, n, 0;\n" \
+            "@pl bra.uni CL_OUTER" SFX ";\n" \
+            "CL_DONE" SFX ":\n" \
+            "wgmma.wait_group.sync.aligned 0;\n" \
+            "setp.eq.f32 pl, c0, 0f7F7FFFFF;\n" \
+            "@pl st.global.f32 [%9], c1;\n" \
+            "}\n"
 
 extern "C" {
 
@@ -125,9 +195,9 @@ __global__ void __launch_bounds__(1024, 1) cl_ffma(int iters, int zero, long lon
 __global__ void __launch_bounds__(256, 1) cl_mma(int iters, int noise, long long* rec, float* out) {
     unsigned a[4], b[2];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) a[i] = cl_noise(threadIdx.x * 8u + i, (unsigned)noise);
-    b[0] = cl_noise(threadIdx.x * 8u + 4u, (unsigned)noise);
-    b[1] = cl_noise(threadIdx.x * 8u + 5u, (unsigned)noise);
+    for (int i = 0; i < 4; ++i) a[i] = cl_noise(threadIdx.x * 8u + i, (unsigned)noise & 1u);
+    b[0] = cl_noise(threadIdx.x * 8u + 4u, (unsigned)noise & 1u);
+    b[1] = cl_noise(threadIdx.x * 8u + 5u, (unsigned)noise & 1u);
     float d[CL_MMA_CHAINS][4];
 #pragma unroll
     for (int c = 0; c < CL_MMA_CHAINS; ++c)
@@ -139,10 +209,16 @@ __global__ void __launch_bounds__(256, 1) cl_mma(int iters, int noise, long long
         for (int r = 0; r < CL_MMA_ROUNDS; ++r)
 #pragma unroll
             for (int c = 0; c < CL_MMA_CHAINS; ++c)
-                asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-                             "{%8,%9}, {%0,%1,%2,%3};"
-                             : "+f"(d[c][0]), "+f"(d[c][1]), "+f"(d[c][2]), "+f"(d[c][3])
-                             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+                if (noise & 2)  // tf32 m16n8k8: the same fragment registers
+                    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+                                 "{%8,%9}, {%0,%1,%2,%3};"
+                                 : "+f"(d[c][0]), "+f"(d[c][1]), "+f"(d[c][2]), "+f"(d[c][3])
+                                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+                else
+                    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+                                 "{%8,%9}, {%0,%1,%2,%3};"
+                                 : "+f"(d[c][0]), "+f"(d[c][1]), "+f"(d[c][2]), "+f"(d[c][3])
+                                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
     }
     cl_end(t, rec, -1);
     unsigned bits = 0u;
@@ -179,75 +255,16 @@ __global__ void __launch_bounds__(384, 1) cl_wg(int iters, int mode, long long* 
     ClClock t = cl_begin();
     if (wg < 2 && !(mode & 2)) {
         const int sampler = (blockIdx.x == 0 && threadIdx.x == 0 && samples != nullptr) ? 1 : 0;
-        asm volatile(
-            "{\n"
-            ".reg .f32 c<128>;\n"
-            ".reg .pred pz, pt, pl, ps, pq, pn;\n"
-            ".reg .b64 da1, da2, da3, db1, db2, db3, t0, t1, dt, nxt, sa;\n"
-            ".reg .s32 n, b, ns;\n"
-            "setp.ne.s32 pz, %2, %2;\n"
-            "setp.eq.s32 pt, %2, %2;\n"
-            "setp.ne.s32 ps, %5, 0;\n"
-            "add.s64 da1, %0, 2; add.s64 da2, %0, 4; add.s64 da3, %0, 6;\n"
-            "add.s64 db1, %1, 2; add.s64 db2, %1, 4; add.s64 db3, %1, 6;\n"
-            "mov.s32 n, %2;\n"
-            "mov.s32 ns, 0;\n"
-            "mov.u64 nxt, 0;\n"
-            "mov.u64 t1, 0;\n"
-            "wgmma.fence.sync.aligned;\n"
-            CL_WG ", %0, %1, pz, 1, 1, 0, 0;\n"
-            "wgmma.commit_group.sync.aligned;\n"
-            "wgmma.wait_group.sync.aligned 0;\n"
-            "setp.gt.s32 pl, n, 0;\n"
-            "@!pl bra.uni CL_DONE;\n"
-            "CL_OUTER:\n"
-            "mov.s32 b, %3;\n"
-            "CL_BURST:\n"
-            CL_WG ", %0, %1, pt, 1, 1, 0, 0;\n"
-            CL_WG ", da1, db1, pt, 1, 1, 0, 0;\n"
-            CL_WG ", da2, db2, pt, 1, 1, 0, 0;\n"
-            CL_WG ", da3, db3, pt, 1, 1, 0, 0;\n"
-            "wgmma.commit_group.sync.aligned;\n"
-            "wgmma.wait_group.sync.aligned 1;\n"
-            "sub.s32 b, b, 1;\n"
-            "setp.gt.s32 pl, b, 0;\n"
-            "@pl bra.uni CL_BURST;\n"
-            "setp.gt.s64 pl, %4, 0;\n"
-            "@!pl bra.uni CL_NOSLEEP;\n"
-            "wgmma.wait_group.sync.aligned 0;\n"
-            "mov.u64 t0, %%globaltimer;\n"
-            "CL_SLEEP:\n"
-            "nanosleep.u32 200;\n"
-            "mov.u64 t1, %%globaltimer;\n"
-            "sub.u64 dt, t1, t0;\n"
-            "setp.lt.u64 pq, dt, %4;\n"
-            "vote.sync.any.pred pq, pq, 0xffffffff;\n"  // warp-uniform: no divergent path near wgmma
-            "@pq bra.uni CL_SLEEP;\n"
-            "CL_NOSLEEP:\n"
-            // block 0, thread 0: a (ns, clock64) sample when CL_SAMPLE_NS have passed (predicated, no branch)
-            "@ps mov.u64 t1, %%globaltimer;\n"
-            "setp.ge.u64 pq, t1, nxt;\n"
-            "and.pred pq, pq, ps;\n"
-            "setp.lt.s32 pn, ns, %6;\n"
-            "and.pred pq, pq, pn;\n"
-            "mul.wide.s32 sa, ns, 16;\n"
-            "add.s64 sa, sa, %7;\n"
-            "@pq st.global.u64 [sa], t1;\n"
-            "@pq mov.u64 dt, %%clock64;\n"
-            "@pq st.global.u64 [sa+8], dt;\n"
-            "@pq add.s32 ns, ns, 1;\n"
-            "@pq add.u64 nxt, t1, %8;\n"
-            "sub.s32 n, n, 1;\n"
-            "setp.gt.s32 pl, n, 0;\n"
-            "@pl bra.uni CL_OUTER;\n"
-            "CL_DONE:\n"
-            "wgmma.wait_group.sync.aligned 0;\n"
-            "setp.eq.f32 pl, c0, 0f7F7FFFFF;\n"
-            "@pl st.global.f32 [%9], c1;\n"
-            "}\n"
-            :: "l"(da), "l"(db), "r"(iters), "r"(burst), "l"(off_ns), "r"(sampler), "r"(max_samples),
-               "l"(samples), "l"(CL_SAMPLE_NS), "l"(out)
-            : "memory");
+        if (mode & 8)
+            asm volatile(CL_WG_LOOP(CL_WG_TF32, "", "_T")
+                         :: "l"(da), "l"(db), "r"(iters), "r"(burst), "l"(off_ns), "r"(sampler), "r"(max_samples),
+                            "l"(samples), "l"(CL_SAMPLE_NS), "l"(out)
+                         : "memory");
+        else
+            asm volatile(CL_WG_LOOP(CL_WG, ", 0, 0", "_H")
+                         :: "l"(da), "l"(db), "r"(iters), "r"(burst), "l"(off_ns), "r"(sampler), "r"(max_samples),
+                            "l"(samples), "l"(CL_SAMPLE_NS), "l"(out)
+                         : "memory");
         if (threadIdx.x == 0) done = 1;
     } else if (wg < 2) {  // mode 2: no wgmma, wait duration_ns (the HBM stream alone)
         while (cl_global_ns() - t.g0 < (unsigned long long)duration_ns) __nanosleep(1000);

@@ -48,6 +48,9 @@ WG_FLOP = 2 * 64 * 256 * 16  # m64n256k16
 TENSOR_PEAK_FLOP_PER_CLK_SM = 4096.0  # dense fp16 per SM per clock (H100/H200 datasheet; tensor_probe's wgmma 4095)
 WG_CYCLES = WG_FLOP / TENSOR_PEAK_FLOP_PER_CLK_SM  # 128 cycles of the tensor pipe per m64n256k16
 MMA_FLOP = 2 * 16 * 8 * 16
+MMA_TF32_FLOP = 2 * 16 * 8 * 8  # m16n8k8 tf32
+WG_TF32_FLOP = 2 * 64 * 256 * 8  # m64n256k8 tf32: 128 cycles at the tf32 rate (2048 FLOP/clk/SM)
+TF32_MODE = 8  # cl_wg mode bit; cl_mma's noise bit 2
 ONE_BLOCK_SMEM_BYTES = 120 * 1024
 HBM_BUFFER_BYTES = 2 << 30  # far beyond the L2 (~50 MiB): every load comes from HBM
 L2_STREAM_BYTES = 16 << 20  # the L2 streams read the buffer's first 16 MiB over and over: L2-resident
@@ -339,6 +342,8 @@ def run_probe(quick: bool = False) -> dict:
         loads.append(("mma_sync", simple("cl_mma", 256, 0, lambda it: 8 * it * MMA_CHAINS * MMA_ROUNDS * MMA_FLOP)))
         loads.append(("mma_sync_rand", simple("cl_mma", 256, 1,
                                               lambda it: 8 * it * MMA_CHAINS * MMA_ROUNDS * MMA_FLOP)))
+        loads.append(("mma_sync_tf32_rand", simple("cl_mma", 256, 1 | 2,
+                                                   lambda it: 8 * it * MMA_CHAINS * MMA_ROUNDS * MMA_TF32_FLOP)))
         per_group_s = {}
 
         def wg(name, mode, duty=1.0, threads=256, l2=False, bulk=(0, 0, 0)):
@@ -362,13 +367,15 @@ def run_probe(quick: bool = False) -> dict:
                 dev.samples.fill(0)
                 r = dev.launch("cl_wg", threads, wg_args(it, mode, off_ns, l2=l2, bulk=bulk), smem)
                 wg_count = 2 * (it * BURST_GROUPS * WG_PER_GROUP + 1)
-                extra = {"flop_per_block": float(wg_count * WG_FLOP), "wgmma_per_block": wg_count, "iters": it,
+                flop = WG_TF32_FLOP if mode & TF32_MODE else WG_FLOP
+                extra = {"flop_per_block": float(wg_count * flop), "wgmma_per_block": wg_count, "iters": it,
                          "off_ns": off_ns, "burst_groups": BURST_GROUPS, "target_duty": duty}
                 return r, extra
             return go
 
         loads.append(("wgmma", wg("wgmma", 0)))
         loads.append(("wgmma_rand", wg("wgmma_rand", 1)))
+        loads.append(("wgmma_tf32_rand", wg("wgmma_tf32_rand", 1 | TF32_MODE)))
         for d in DUTIES:
             loads.append((f"wgmma_duty{int(d * 100)}", wg(f"wgmma_duty{int(d * 100)}", 0, d)))
         loads.append(("wgmma_hbm", wg("wgmma_hbm", 0, threads=384)))
