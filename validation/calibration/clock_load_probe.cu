@@ -14,7 +14,7 @@
 // the block has 384 threads, streams 16-byte loads from an HBM buffer until the wgmma warpgroups are done).
 // mode bits of cl_wg: 1 random fp16 operands (else zeros), 2 the wgmma warpgroups only wait duration_ns
 // (no wgmma: the HBM stream alone), 8 tf32 wgmma (m64n256k8, the same operand bytes and descriptors) instead
-// of fp16; cl_mma's `noise`: bit 1 random operands, bit 2 tf32 mma.sync (m16n8k8) instead of fp16. With bulk_bytes > 0 the third warpgroup streams with the TMA instead
+// of fp16; cl_mma_tf32 is cl_mma with tf32 mma.sync (m16n8k8). With bulk_bytes > 0 the third warpgroup streams with the TMA instead
 // (one thread issues 1D bulk copies, cp.async.bulk global -> shared with an mbarrier each, bulk_inflight
 // of bulk_bytes in flight, into buffers after the wgmma operands): from the first `hbm_mask16 + 1` 16-byte
 // words, every block its own chunks (bulk_shared 0: each line read by one SM, over and over) or every
@@ -158,6 +158,45 @@ __device__ __forceinline__ unsigned long long cl_desc(unsigned smem_addr) {
             "@pl st.global.f32 [%9], c1;\n" \
             "}\n"
 
+// 8 warps of mma.sync (fp16 m16n8k16, or tf32 m16n8k8 when TF32), CL_MMA_CHAINS independent accumulators
+template <bool TF32>
+__device__ __forceinline__ void cl_mma_body(int iters, int noise, long long* rec, float* out) {
+    unsigned a[4], b[2];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) a[i] = cl_noise(threadIdx.x * 8u + i, (unsigned)noise);
+    b[0] = cl_noise(threadIdx.x * 8u + 4u, (unsigned)noise);
+    b[1] = cl_noise(threadIdx.x * 8u + 5u, (unsigned)noise);
+    float d[CL_MMA_CHAINS][4];
+#pragma unroll
+    for (int c = 0; c < CL_MMA_CHAINS; ++c)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) d[c][i] = 0.f;
+    ClClock t = cl_begin();
+    for (int it = 0; it < iters; ++it) {
+#pragma unroll
+        for (int r = 0; r < CL_MMA_ROUNDS; ++r)
+#pragma unroll
+            for (int c = 0; c < CL_MMA_CHAINS; ++c)
+                if (TF32)  // tf32 m16n8k8: the same fragment registers
+                    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+                                 "{%8,%9}, {%0,%1,%2,%3};"
+                                 : "+f"(d[c][0]), "+f"(d[c][1]), "+f"(d[c][2]), "+f"(d[c][3])
+                                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+                else
+                    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+                                 "{%8,%9}, {%0,%1,%2,%3};"
+                                 : "+f"(d[c][0]), "+f"(d[c][1]), "+f"(d[c][2]), "+f"(d[c][3])
+                                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    }
+    cl_end(t, rec, -1);
+    unsigned bits = 0u;
+#pragma unroll
+    for (int c = 0; c < CL_MMA_CHAINS; ++c)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) bits ^= __float_as_uint(d[c][i]);
+    if (bits == 0x9E3779B9u + (unsigned)noise) out[blockIdx.x * blockDim.x + threadIdx.x] = (float)bits;
+}
+
 extern "C" {
 
 __global__ void __launch_bounds__(32, 1) cl_spin(long long duration_ns, long long* rec, float* out) {
@@ -193,40 +232,12 @@ __global__ void __launch_bounds__(1024, 1) cl_ffma(int iters, int zero, long lon
 }
 
 __global__ void __launch_bounds__(256, 1) cl_mma(int iters, int noise, long long* rec, float* out) {
-    unsigned a[4], b[2];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) a[i] = cl_noise(threadIdx.x * 8u + i, (unsigned)noise & 1u);
-    b[0] = cl_noise(threadIdx.x * 8u + 4u, (unsigned)noise & 1u);
-    b[1] = cl_noise(threadIdx.x * 8u + 5u, (unsigned)noise & 1u);
-    float d[CL_MMA_CHAINS][4];
-#pragma unroll
-    for (int c = 0; c < CL_MMA_CHAINS; ++c)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) d[c][i] = 0.f;
-    ClClock t = cl_begin();
-    for (int it = 0; it < iters; ++it) {
-#pragma unroll
-        for (int r = 0; r < CL_MMA_ROUNDS; ++r)
-#pragma unroll
-            for (int c = 0; c < CL_MMA_CHAINS; ++c)
-                if (noise & 2)  // tf32 m16n8k8: the same fragment registers
-                    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-                                 "{%8,%9}, {%0,%1,%2,%3};"
-                                 : "+f"(d[c][0]), "+f"(d[c][1]), "+f"(d[c][2]), "+f"(d[c][3])
-                                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-                else
-                    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-                                 "{%8,%9}, {%0,%1,%2,%3};"
-                                 : "+f"(d[c][0]), "+f"(d[c][1]), "+f"(d[c][2]), "+f"(d[c][3])
-                                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-    }
-    cl_end(t, rec, -1);
-    unsigned bits = 0u;
-#pragma unroll
-    for (int c = 0; c < CL_MMA_CHAINS; ++c)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) bits ^= __float_as_uint(d[c][i]);
-    if (bits == 0x9E3779B9u + (unsigned)noise) out[blockIdx.x * blockDim.x + threadIdx.x] = (float)bits;
+    cl_mma_body<false>(iters, noise, rec, out);
+}
+
+// the same with tf32 m16n8k8 (the same fragment registers; noise bit 1 as above)
+__global__ void __launch_bounds__(256, 1) cl_mma_tf32(int iters, int noise, long long* rec, float* out) {
+    cl_mma_body<true>(iters, noise, rec, out);
 }
 
 // Two wgmma warpgroups (threads 0..255) and, with 384 threads, an HBM-streaming warpgroup (256..383).

@@ -50,7 +50,7 @@ WG_CYCLES = WG_FLOP / TENSOR_PEAK_FLOP_PER_CLK_SM  # 128 cycles of the tensor pi
 MMA_FLOP = 2 * 16 * 8 * 16
 MMA_TF32_FLOP = 2 * 16 * 8 * 8  # m16n8k8 tf32
 WG_TF32_FLOP = 2 * 64 * 256 * 8  # m64n256k8 tf32: 128 cycles at the tf32 rate (2048 FLOP/clk/SM)
-TF32_MODE = 8  # cl_wg mode bit; cl_mma's noise bit 2
+TF32_MODE = 8  # cl_wg mode bit (cl_mma_tf32: the mma.sync kernel in tf32)
 ONE_BLOCK_SMEM_BYTES = 120 * 1024
 HBM_BUFFER_BYTES = 2 << 30  # far beyond the L2 (~50 MiB): every load comes from HBM
 L2_STREAM_BYTES = 16 << 20  # the L2 streams read the buffer's first 16 MiB over and over: L2-resident
@@ -342,7 +342,7 @@ def run_probe(quick: bool = False) -> dict:
         loads.append(("mma_sync", simple("cl_mma", 256, 0, lambda it: 8 * it * MMA_CHAINS * MMA_ROUNDS * MMA_FLOP)))
         loads.append(("mma_sync_rand", simple("cl_mma", 256, 1,
                                               lambda it: 8 * it * MMA_CHAINS * MMA_ROUNDS * MMA_FLOP)))
-        loads.append(("mma_sync_tf32_rand", simple("cl_mma", 256, 1 | 2,
+        loads.append(("mma_sync_tf32_rand", simple("cl_mma_tf32", 256, 1,
                                                    lambda it: 8 * it * MMA_CHAINS * MMA_ROUNDS * MMA_TF32_FLOP)))
         per_group_s = {}
 
