@@ -49,7 +49,7 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("softmax", "hbm_bytes"): "DRAM bytes: 11 configurations beyond 15%, all output write-back on shapes that "
                               "nearly fit in L2 (the GPU keeps dirty lines, evicts clean input first)",
     ("layernorm", "hbm_bytes"): "DRAM bytes: 29 configurations beyond 15%, the same write-back effect",
-    ("tc_gemm", "mape"): "MAPE 15.6%, predicted fast (bias -13.3%): mma.sync GEMMs up to 41% fast; fp16 rows starting mid-sector at K = 2008 fetch their middle sector once per lane pair (modelled: ldgsts16_sector_group_lanes, tc_feed_ncu_split/) but the L2 slices' request rate is not, and the padded copy layout reads 59% more L2 sectors (mma_feed_ncu/ncu_ragged_*.csv, not modelled); (the engine "
+    ("tc_gemm", "mape"): "MAPE 15.3%, predicted fast (bias -13.0%): mma.sync GEMMs up to 41% fast; fp16 rows starting mid-sector at K = 2008 fetch their middle sector once per lane pair (modelled: ldgsts16_sector_group_lanes, tc_feed_ncu_split/) but the L2 slices' request rate is not, and the padded copy layout reads 59% more L2 sectors (mma_feed_ncu/ncu_ragged_*.csv, not modelled); (the engine "
                          "predicts their k-step loop within 15%, validation/studies/tensor_engine_check.py, 2 "
                          "blocks per SM in phase included, but 128x128 tiles with 2 blocks per SM still run 4-41% "
                          "slower, the padded ones the most); wgmma "

@@ -1536,10 +1536,13 @@ def _settle_clock(program: TileProgram, hw: HardwareSpec, result: SimResult, **r
     a tensor activity of 0.85: the measured slopes, HardwareSpec.sm_clock_hz_at_tensor_activity). The
     kernel's tensor activity (its tensor FLOP per clock per SM over the fp16 dense rate) and its L2 and
     HBM bytes per second depend on the clock it runs at, so the clock is found by fixed-point iteration.
-    Kernels without MMAs, and GPUs without the measured curve, keep ``sm_clock_hz`` (an L2 stream alone
+    A tf32 FLOP counts as HardwareSpec.tensor_clock_weight fp16 FLOPs (measured: tf32 at full rate
+    holds the clock of fp16 work at 1.7-1.9 times its FLOP rate). Kernels without MMAs, and GPUs
+    without the measured curve, keep ``sm_clock_hz`` (an L2 stream alone
     costs the clock 2%, not applied: it would take a second run of every kernel)."""
-    tensor_flops = program.launch.blocks * sum(op.flops * ph.trips for ph in program.phases
-                                               for op in ph.step.compute if isinstance(op, Mma))
+    tensor_flops = program.launch.blocks * sum(op.flops * ph.trips * hw.tensor_clock_weight(op.shape, op.dtype)
+                                               for ph in program.phases for op in ph.step.compute
+                                               if isinstance(op, Mma))
     if not tensor_flops or not hw.has("sm_clock_hz_by_tensor_activity"):
         return result
     peak = hw.tensor_peak_flops_per_clk() * hw.sm_count

@@ -71,7 +71,7 @@ MEASURED_FIELDS = (
     "hbm_accesses_per_s", "hbm_burst_extra_cycles_by_lines", "l2_burst_extra_cycles_by_lines",
     "l2_flushed_dirty_bytes", "l2_flushed_writeback_per_read_byte", "l2_flushed_writeback_per_written_byte",
     "tma_mid_sector_row_cost", "tma_mid_sector_latency_cycles", "l2_shared_line_bytes_per_s", "sm_clock_l2_slope_by_tensor_activity",
-    "sm_clock_hbm_slope_by_tensor_activity", "sm_clock_l2_tma_slope_by_tensor_activity",
+    "sm_clock_hbm_slope_by_tensor_activity", "sm_clock_l2_tma_slope_by_tensor_activity", "tf32_clock_weight_by_mma_m",
 )
 """Fields only a calibrated profile gives (validation/calibration/pipes_probe.py names them; a data
 file has no datasheet value for most of them). They read as attributes like the common fields."""
@@ -120,7 +120,8 @@ TABLE_FIELDS = ("warp_issue_by_code_bytes", "ffma_rate_by_warps", "tail_packing_
                 "barrier_latency_cycles_by_warps", "block_launch_per_clk_per_sm_by_threads",
                 "sm_clock_hz_by_tensor_activity", "wgmma_latency_cycles_by_n", "hbm_burst_extra_cycles_by_lines",
                 "l2_burst_extra_cycles_by_lines", "sm_clock_l2_slope_by_tensor_activity",
-                "sm_clock_hbm_slope_by_tensor_activity", "sm_clock_l2_tma_slope_by_tensor_activity")
+                "sm_clock_hbm_slope_by_tensor_activity", "sm_clock_l2_tma_slope_by_tensor_activity",
+                "tf32_clock_weight_by_mma_m")
 """Fields whose value is a table of points ``((x > 0, y >= 0), ...)``."""
 
 # --- compute pipes ------------------------------------------------------------------------------

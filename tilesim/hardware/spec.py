@@ -306,6 +306,16 @@ class HardwareSpec:
                 clock -= interp(sorted(self.get(name)), activity) * rate
         return clock
 
+    def tensor_clock_weight(self, shape: tuple[int, int, int], dtype: str) -> float:
+        """How much a FLOP of a matrix instruction of ``shape`` on ``dtype`` counts toward the tensor activity
+        that lowers the clock, against an fp16 FLOP: tf32 at ``tf32_clock_weight_by_mma_m`` (by the
+        instruction's M: 16 for mma.sync, 64 for wgmma; clock_load_probe's tf32 loads at full rate hold the
+        clock that fp16 work of 1.7-1.9 times their FLOP rate holds) where calibrated; 1 otherwise (bf16 is
+        taken as fp16: not measured)."""
+        if dtype != "tf32" or not self.has("tf32_clock_weight_by_mma_m"):
+            return 1.0
+        return interp(sorted(self.get("tf32_clock_weight_by_mma_m")), shape[0])
+
     def burst_extra_cycles_at(self, level: str, lines: float) -> float:
         """Clocks a warp load whose lanes touch ``lines`` lines takes beyond a one-line load's latency and
         the L1 miss path's line a clock, when it is served from ``level`` ("hbm" or "l2"): the measured

@@ -70,7 +70,8 @@ TENSOR_FIELDS = ("mma.m16n8k16.fp16", "mma.m16n8k16.bf16", "mma.m16n8k8.tf32", "
 TMA_FIELDS = ("tma_latency_cycles", "tma_hbm_latency_cycles", "wgmma_latency_cycles_by_n", "tma_mid_sector_row_cost",
               "tma_mid_sector_latency_cycles", "l2_shared_line_bytes_per_s")
 CLOCK_LOAD_FIELDS = ("sm_clock_hz_by_tensor_activity", "sm_clock_l2_slope_by_tensor_activity",
-                     "sm_clock_hbm_slope_by_tensor_activity", "sm_clock_l2_tma_slope_by_tensor_activity")
+                     "sm_clock_hbm_slope_by_tensor_activity", "sm_clock_l2_tma_slope_by_tensor_activity",
+                     "tf32_clock_weight_by_mma_m")
 #: clock_load_probe's memory-stream loads (the record in calibration/clock_load_mem/): per kind of stream,
 #: the stream alone and the stream beside wgmma on random operands
 CLOCK_MEMORY_LOADS = {"l2": ("l2_only", "wgmma_rand_l2"), "hbm": ("hbm_only", "wgmma_rand_hbm")}
@@ -1148,6 +1149,49 @@ def clock_tma_fields(rec: dict, result_path: str = "clock_load_tma/clock_load.js
         "date": rec.get("meta", {}).get("date_utc")}}
 
 
+#: clock_load_probe's tf32 loads at full rate (the record in calibration/clock_load_dtype/), by the M of
+#: their instruction: mma.sync m16n8k8 and wgmma m64n256k8
+CLOCK_TF32_LOADS = {16: "mma_sync_tf32_rand", 64: "wgmma_tf32_rand"}
+
+
+def clock_tf32_fields(rec: dict, result_path: str = "clock_load_dtype/clock_load.json") -> dict:
+    """``tf32_clock_weight_by_mma_m``: [instruction M, weight] pairs: at each tf32 load of
+    :data:`CLOCK_TF32_LOADS` (random operands, full rate), the tensor activity at which the record's own curve
+    of fp16 loads (:func:`clock_load_fields`) gives the clock measured, over the load's own activity (its
+    FLOP per clock per SM over the fp16 dense rate): how many fp16 FLOPs one tf32 FLOP weighs on the clock."""
+    curve = clock_load_fields(rec, result_path).get("sm_clock_hz_by_tensor_activity")
+    loads = rec.get("loads", {})
+    if not curve:
+        return {}
+    pts_curve = sorted(curve["value"])
+    pts, used = [], []
+    for m, name in sorted(CLOCK_TF32_LOADS.items()):
+        ld = loads.get(name)
+        if not ld or not ld.get("tensor_duty"):
+            continue
+        act, clock = float(ld["tensor_duty"]), float(ld["clock_hz"]["value"])
+        on_curve = _activity_at_clock(pts_curve, clock)
+        if on_curve is None:
+            continue
+        pts.append([m, on_curve / act])
+        used.append(f"{name}: activity {act:.3f}, {clock / 1e9:.4g} GHz, which the fp16 curve gives at {on_curve:.3f}")
+    if not pts:
+        return {}
+    ws = [p[1] for p in pts]
+    return {"tf32_clock_weight_by_mma_m": {
+        "value": pts, "benchmark": f"clock_load_probe tf32 loads ({result_path}: {'; '.join(used)})", "n": len(pts),
+        "p10": min(ws), "p90": max(ws), "how": "one point per load", "date": rec.get("meta", {}).get("date_utc")}}
+
+
+def _activity_at_clock(curve: list, clock: float) -> float | None:
+    """The activity at which a falling curve of [activity, clock] points passes ``clock`` (linear between
+    points); None outside it."""
+    for (a0, c0), (a1, c1) in zip(curve, curve[1:], strict=False):
+        if min(c0, c1) <= clock <= max(c0, c1) and c0 != c1:
+            return a0 + (c0 - clock) / (c0 - c1) * (a1 - a0)
+    return None
+
+
 def mma_feed_fields(rec: dict, result_path: str = "mma_feed.json") -> dict:
     """``ldgsts16_pipe_cycles``: how long one warp's 16-byte cp.async keeps the shared-memory pipe
     from the fragment loads behind it: the cycles per k-step the ldmatrix-fed mma.sync loop gains when
@@ -1337,6 +1381,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if mem.exists():
             rel = mem.resolve().relative_to(REPO_ROOT) if mem.resolve().is_relative_to(REPO_ROOT) else mem
             results["fields"].update(clock_memory_fields(json.loads(mem.read_text()), str(rel)))
+        tf32 = Path(args.from_json).with_name("clock_load_dtype") / "clock_load.json"
+        if tf32.exists():
+            rel = tf32.resolve().relative_to(REPO_ROOT) if tf32.resolve().is_relative_to(REPO_ROOT) else tf32
+            results["fields"].update(clock_tf32_fields(json.loads(tf32.read_text()), str(rel)))
         tma = Path(args.from_json).with_name("clock_load_tma") / "clock_load.json"
         if tma.exists():
             rel = tma.resolve().relative_to(REPO_ROOT) if tma.resolve().is_relative_to(REPO_ROOT) else tma
