@@ -212,13 +212,14 @@ def test_last_partial_wave_lands_as_packed_as_the_hardware_says(monkeypatch):
     import tilesim.engine.sim as sim
 
     sizes = {}
-    original = sim.Engine._group
+    original = sim.Engine._next_group_size
 
-    def record(self, slot, first, count):
+    def record(self, remaining):  # the size of every block group a slot takes
+        count = original(self, remaining)
         sizes.setdefault(self.hw.tail_packing_by_slots, []).append(count)
-        return (yield from original(self, slot, first, count))
+        return count
 
-    monkeypatch.setattr(sim.Engine, "_group", record)
+    monkeypatch.setattr(sim.Engine, "_next_group_size", record)
     cfg = GemmConfig(3000, 2000, 1000, "reg2d", vectorize=True, regs_per_thread=120)  # 384 blocks, 2 per SM
     spread = with_overrides(H200, tail_packing_by_slots=((1, 0.0),))
     packed = with_overrides(H200, tail_packing_by_slots=((1, 1.0),))
@@ -260,13 +261,14 @@ def test_last_partial_wave_puts_equal_blocks_on_the_sms_it_lands_on(monkeypatch)
     import tilesim.engine.sim as sim
 
     sizes = []
-    original = sim.Engine._group
+    original = sim.Engine._next_group_size
 
-    def record(self, slot, first, count):
+    def record(self, remaining):  # the size of every block group a slot takes
+        count = original(self, remaining)
         sizes.append(count)
-        return (yield from original(self, slot, first, count))
+        return count
 
-    monkeypatch.setattr(sim.Engine, "_group", record)
+    monkeypatch.setattr(sim.Engine, "_next_group_size", record)
     cfg = GemmConfig(3000, 2000, 1000, "warp", bm=128, bn=64, bk=16, tm=4, tn=4, wm=64, wn=32, wniter=2,
                      vectorize=True, regs_per_thread=127)
     simulate(cfg, with_overrides(H200, tail_packing_by_slots=((4, 0.18),)))

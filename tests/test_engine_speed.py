@@ -201,22 +201,22 @@ _SKIP_CASES = (
 @pytest.mark.parametrize(("family", "knobs"), _SKIP_CASES, ids=[f for f, _ in _SKIP_CASES])
 def test_a_wait_that_nothing_precedes_advances_the_clock_and_changes_nothing(monkeypatch, family, knobs):
     """Where no other event is due before a process's wake-up time, the engine moves the clock
-    there itself instead of scheduling a timeout (sim._skip): it does so often, and the prediction,
+    there itself instead of scheduling a timeout (sim._wait): it does so often, and the prediction,
     the traffic and the engine's step count are exactly those of always yielding the timeout."""
     import tilesim.engine.sim as sim
 
     cfg = registry.get(family).make(**knobs)
     skipped = []
-    real_skip = sim._skip
+    real_wait = sim._wait
 
-    def counting_skip(env, delay_s):
-        did = real_skip(env, delay_s)
-        skipped.append(did)
-        return did
+    def counting_wait(env, delay_s):
+        got = real_wait(env, delay_s)
+        skipped.append(got is None)
+        return got
 
-    monkeypatch.setattr(sim, "_skip", counting_skip)
+    monkeypatch.setattr(sim, "_wait", counting_wait)
     fast = simulate(cfg, "h200")
-    monkeypatch.setattr(sim, "_skip", lambda env, delay_s: False)
+    monkeypatch.setattr(sim, "_wait", sim._timeout)
     plain = simulate(cfg, "h200")
     assert any(skipped), "no wait was ever skipped: the fast path is not exercised"
     assert (fast.time_s, fast.events, fast.traffic, fast.utilization) == (

@@ -39,7 +39,17 @@ def step_cost(step, hw, warps_per_block: int) -> StepCost:
         if len(_cache) >= CACHE_MAX:
             _cache.clear()
         _cache[key] = cost
-    return copy.deepcopy(cost)
+    return _copy(cost)
+
+
+def _copy(cost: StepCost) -> StepCost:
+    """A copy of ``cost`` that shares nothing mutable with it: its lists and dicts hold numbers, flags
+    and tuples of strings, so a copy of each container is a deep copy (``copy.deepcopy``'s, cheaper)."""
+    out = copy.copy(cost)
+    for name, value in vars(cost).items():
+        if isinstance(value, (list, dict)):
+            setattr(out, name, value.copy())
+    return out
 
 
 __all__ = ["RULES", "StepCost", "step_cost"]

@@ -12,19 +12,37 @@ count what the memory system must do for it, the way the hardware splits a reque
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 
 
-def global_sectors_and_lines(addresses: Iterable[int], width_bytes: int, sector_bytes: int = 32,
+def add_sectors(sectors: set, addresses: Sequence[int], width_bytes: int, sector_bytes: int) -> None:
+    """Add to ``sectors`` the sectors (or lines: units of ``sector_bytes``) that accesses of ``width_bytes``
+    at the byte ``addresses`` touch, read 4 bytes at a time: ``(a + off) // sector_bytes`` for ``off`` in
+    ``range(0, width_bytes, 4)``; that is every unit from the first such byte's to the last's, since
+    steps of 4 bytes skip none of 4 bytes or more."""
+    offsets = range(0, width_bytes, 4)
+    if not offsets:
+        return
+    last = offsets[-1]
+    if last < sector_bytes:  # at most two units an access: its first byte's and its last's
+        sectors.update([a // sector_bytes for a in addresses])
+        if last:
+            sectors.update([(a + last) // sector_bytes for a in addresses])
+    elif sector_bytes >= 4:
+        for a in addresses:
+            sectors.update(range(a // sector_bytes, (a + last) // sector_bytes + 1))
+    else:
+        sectors.update((a + off) // sector_bytes for a in addresses for off in offsets)
+
+
+def global_sectors_and_lines(addresses: Sequence[int], width_bytes: int, sector_bytes: int = 32,
                              line_bytes: int = 128) -> tuple[int, int]:
     """Distinct sectors and lines touched by one warp instruction's lane addresses (byte addresses)."""
     sectors: set[int] = set()
     lines: set[int] = set()
-    for a in addresses:
-        for off in range(0, width_bytes, 4):
-            sectors.add((a + off) // sector_bytes)
-            lines.add((a + off) // line_bytes)
+    add_sectors(sectors, addresses, width_bytes, sector_bytes)
+    add_sectors(lines, addresses, width_bytes, line_bytes)
     return len(sectors), len(lines)
 
 
@@ -129,7 +147,8 @@ def _l1_cycles(addresses: tuple, width_bytes: int, sector: int, requests_per_clk
     """:func:`l1_cycles` of a tuple of lane addresses and the L1's rates (kept, as
     :func:`_smem_wavefronts` is)."""
     positions = 4
-    sectors = {(a + off) // sector for a in addresses for off in range(0, width_bytes, 4)}
+    sectors: set[int] = set()
+    add_sectors(sectors, addresses, width_bytes, sector)
     per_pos: dict[int, int] = {}
     for sc in sectors:
         per_pos[sc % positions] = per_pos.get(sc % positions, 0) + 1
@@ -164,8 +183,8 @@ def l1_miss_requests(addresses: Sequence[int], width_bytes: int, hw, requested: 
     to the L2 (``l1_miss_lines_per_clk_per_sm``, uncoalesced_probe: 32-line loads from the L2 take 32
     clocks each whether the lanes' sectors sit at one position of their lines or spread over four,
     while L1 hits of the spread ones take 8.5)."""
-    sector = hw.sector_bytes
-    sectors = {(a + off) // sector for a in addresses for off in range(0, width_bytes, 4)}
+    sectors: set[int] = set()
+    add_sectors(sectors, addresses, width_bytes, hw.sector_bytes)
     new = sectors - requested
     requested |= new
     return len({sc // 4 for sc in new})
@@ -173,9 +192,10 @@ def l1_miss_requests(addresses: Sequence[int], width_bytes: int, hw, requested: 
 
 def useful_bytes(instructions) -> int:
     """Distinct bytes a set of warp instructions (:class:`~tilesim.program.WarpAccess`) touches."""
-    seen: set[tuple[int, int]] = set()
+    seen: dict[int, set] = {}  # width -> the distinct addresses accessed at that width
     for w in instructions:
-        for a in w.offsets:
-            if a is not None:
-                seen.add((a, w.width_bytes))
-    return sum(width for _, width in seen)
+        got = seen.get(w.width_bytes)
+        if got is None:
+            got = seen[w.width_bytes] = set()
+        got.update(w.offsets)
+    return sum(width * len(addresses - {None}) for width, addresses in seen.items())

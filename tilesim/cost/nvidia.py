@@ -71,6 +71,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tilesim.cost.access import (
+    add_sectors,
     global_sectors_and_lines,
     grouped_sectors,
     ideal_wavefronts,
@@ -277,9 +278,10 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
         st_pipe = 0.0  # pipe cycles beyond the wavefronts (16-byte cp.async, measured)
         for w in ld.instructions:
             active = [a for a in w.offsets if a is not None]
-            sectors.update((a + off) // sector for a in active for off in range(0, max(w.width_bytes, 4), 4))
+            add_sectors(sectors, active, max(w.width_bytes, 4), sector)
             if ld.dest != "bulk" and active:
-                lines_now = len({(a + off) // (sector * 4) for a in active for off in (0, max(w.width_bytes, 4) - 1)})
+                last, line = max(w.width_bytes, 4) - 1, sector * 4
+                lines_now = len({a // line for a in active}.union([(a + last) // line for a in active]))
                 c.load_lines_per_instruction = max(c.load_lines_per_instruction, float(lines_now))
             if ld.dest == "bulk":
                 continue
@@ -334,14 +336,15 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
             c.load_hbm_access_bytes_each.append(0.0)
         c.load_l1_cacheable.append(ld.dest in ("register", "shared") and not ld.bypass_l1)
         c.load_l1_miss_cycles_each.append(miss_extra * r)
-        c.load_useful_bytes += useful_bytes(ld.instructions) * r
+        useful = useful_bytes(ld.instructions)
+        c.load_useful_bytes += useful * r
         c.staging_instructions += st_instr * r
         c.staging_wavefronts += st_wave * r
         if st_pipe:
             c.staging_pipe_cycles = (c.staging_pipe_cycles or 0.0) + st_pipe * r
         c.staging_ideal += st_ideal * r
         if ld.dest != "register":
-            c.staging_bytes += useful_bytes(ld.instructions) * r
+            c.staging_bytes += useful * r
         c.async_staging = c.async_staging or ld.dest in ("async", "bulk")
         crit += ld.chain * hw.l1_latency_cycles
     for acc in step.shared_stores:

@@ -85,10 +85,15 @@ class L2Cache:
         now_c = c[-1] + r[-1] * (now_s - t[-1])  # self.clock(now_s), kept up to date below
         # the prefixes are distinct (one per tile), so their last touches can be read at once
         lasts = list(map(get, prefixes))
-        if lasts and None not in lasts and now_c - min(lasts) + size_bytes <= cap:
+        try:
+            oldest = min(lasts)  # None for a tile never touched (compared with a number: TypeError)
+        except (TypeError, ValueError):  # ValueError: no tiles
+            oldest = None
+        if oldest is not None and now_c - oldest + size_bytes <= cap:
             # every tile a hit on its own last touch (the test below is monotonic in ``last``: the
             # earliest passing it, every one does): each is touched now, and nothing else changes
-            last_of.update(dict.fromkeys(prefixes, now_c))
+            for prefix in prefixes:
+                last_of[prefix] = now_c
             return []
         broke = False
         misses = []

@@ -67,7 +67,7 @@ from tilesim.analytic.checks import check_not_faster_than_roofline, check_progra
 from tilesim.analytic.occupancy import occupancy as occupancy_of
 from tilesim.analytic.waves import waves as waves_of
 from tilesim.cost import StepCost, step_cost
-from tilesim.engine.channel import Channel
+from tilesim.engine.channel import Channel, prepared, request_all
 from tilesim.engine.l2 import L2Cache
 from tilesim.hardware import HardwareSpec, with_overrides
 from tilesim.program import Affine, GlobalLoad, Mma, Phase, TileProgram, TileRef
@@ -641,8 +641,8 @@ class Engine:
             issue, smem, address, staging, staged_issue = got
             start = issue(t0, address)
             done = max(smem(start, staging), issue(t0, staged_issue))
-            if done > env._now and not _skip(env, done - env._now):
-                yield _timeout(env, done - env._now)
+            if done > env._now and (wait := _wait(env, done - env._now)) is not None:
+                yield wait
         staged = env._now
         groups = pl.math_groups
         if groups == 1:
@@ -658,11 +658,11 @@ class Engine:
             # blocks in a loop on this SM share each scheduler's tensor pipe in phase: the step's
             # math lasts their MMAs' tensor time together (StepCost.lockstep_tensor_cycles)
             end = staged + len(self.in_loop) * pl.lockstep_s
-            if env._now < end and not _skip(env, end - env._now):
-                yield _timeout(env, end - env._now)
+            if env._now < end and (wait := _wait(env, end - env._now)) is not None:
+                yield wait
         computed = env._now
-        if env._now < t0 + pl.crit_s and not _skip(env, t0 + pl.crit_s - env._now):
-            yield _timeout(env, t0 + pl.crit_s - env._now)
+        if env._now < t0 + pl.crit_s and (wait := _wait(env, t0 + pl.crit_s - env._now)) is not None:
+            yield wait
         v = tally.v
         counts = pl.compute_counts.get(share)
         if counts is None:  # the step's compute counters at this share (those of nothing left out)
@@ -719,22 +719,13 @@ class Engine:
         for _ in range(r):
             now = env._now  # env._now, without the property's call
             if lds:
-                done = now
-                for request, amount in lds:
-                    end = request(now, amount)
-                    if end > done:
-                        done = end
-                done += lds_lat
-                if not _skip(env, done - now):
-                    yield _timeout(env, done - now)
+                done = request_all(now, lds, now) + lds_lat
+                if (wait := _wait(env, done - now)) is not None:
+                    yield wait
                 now = env._now
-            done = now + issue_s
-            for request, amount in requests:
-                end = request(now, amount)
-                if end > done:
-                    done = end
-            if not _skip(env, done - now):
-                yield _timeout(env, done - now)
+            done = request_all(now, requests, now + issue_s)
+            if (wait := _wait(env, done - now)) is not None:
+                yield wait
             self.events += 1
 
     def _math_round(self, pl: _Plan, share: float) -> tuple:
@@ -754,17 +745,17 @@ class Engine:
         # wavefronts queue with the math, the others are the round's loads, waited for first
         operand = getattr(c, "shared_operand_wavefronts", 0.0)
         if c.shared_load_wavefronts - operand > 0 or c.shared_load_instructions:
-            lds = tuple((ch[name].request, amount) for name, amount in (
+            lds = tuple(prepared(ch[name], amount) for name, amount in (
                 ("smem", (c.shared_load_wavefronts - operand) * f), ("issue", c.shared_load_instructions * f),
                 ("l1", c.shared_load_l1_cycles * f)) if amount > 0)
         instr = pl.math_issue * f
-        requests = [(ch["issue"].request, instr)]
-        requests += [(ch[pipe].request, amount * f) for pipe, amount in pl.math.items()]
+        requests = [(ch["issue"], instr)]
+        requests += [(ch[pipe], amount * f) for pipe, amount in pl.math.items()]
         if operand:
-            requests.append((ch["smem"].request, operand * f))
+            requests.append((ch["smem"], operand * f))
         if c.atomic_wavefronts:
-            requests.append((ch["smem"].request, c.atomic_wavefronts * f))
-        requests = tuple((request, amount) for request, amount in requests if amount > 0)
+            requests.append((ch["smem"], c.atomic_wavefronts * f))
+        requests = tuple(prepared(channel, amount) for channel, amount in requests if amount > 0)
         return r, lds, lds_lat, requests, instr / warps / pl.warp_ipc_per_s
 
     def _stores(self, pl: _Plan, k: int, first: int, count: int, share: float, tally: _Tally):
@@ -811,8 +802,8 @@ class Engine:
         v["l2_store"] += wr_bytes
         v["hbm"] += wr_hbm
         v["hbm_write"] += written  # adjusted for what is still resident at the end, in run()
-        if done > env._now and not _skip(env, done - env._now):
-            yield _timeout(env, done - env._now)
+        if done > env._now and (wait := _wait(env, done - env._now)) is not None:
+            yield wait
 
     def _steps(self, pl: _Plan, slot: int, lane: _Lane, first: int, count: int, share: float, lead: bool,
                start: int, steps: int, tally: _Tally):
@@ -830,8 +821,8 @@ class Engine:
                 lane.issued += 1
             ready = lane.pending.popleft()
             t0 = env._now
-            if ready > t0 and not _skip(env, ready - t0):
-                yield _timeout(env, ready - t0)
+            if ready > t0 and (wait := _wait(env, ready - t0)) is not None:
+                yield wait
             t1 = env._now
             parts = yield from self._compute(pl, i, first, count, share, tally)
             if self.want_timeline:
@@ -933,14 +924,6 @@ class Engine:
         """Wake interruptible holds: a slot entered or left a k-loop."""
         old, self.changed = self.changed, self.env.event()
         old.succeed()
-
-    def _group(self, slot: int, first: int, count: int):
-        """A block group: ``count`` blocks (one per SM) from ``first`` in launch order, through
-        every phase of the program in turn."""
-        tally = _Tally()
-        for pl in self.plans:
-            yield from self._phase(pl, slot, first, count, tally)
-        return tally
 
     def _phase(self, pl: _Plan, slot: int, first: int, count: int, tally: _Tally):
         """One phase of a block group.
@@ -1091,10 +1074,14 @@ class Engine:
             self.next_block += count
             t0 = env._now
             admitted = self.ch["dispatch"].request(t0, 1.0)  # the SM takes the block in
-            if admitted > t0 and not _skip(env, admitted - t0):
-                yield _timeout(env, admitted - t0)
-            # the group runs in this process; the zero timeout stands for its own process's exit
-            tally = yield from self._group(slot, first, count)
+            if admitted > t0 and (wait := _wait(env, admitted - t0)) is not None:
+                yield wait
+            # the block group (``count`` blocks, one per SM, from ``first`` in launch order) runs
+            # through every phase in turn in this process (one generator less for every event to
+            # pass through); the zero timeout stands for its own process's exit
+            tally = _Tally()
+            for pl in self.plans:
+                yield from self._phase(pl, slot, first, count, tally)
             if env.peek() <= env._now:
                 yield _timeout(env, 0)
             tally.v["dispatch"] += 1.0
@@ -1351,21 +1338,39 @@ def _run(env: simpy.Environment) -> None:
             raise exc
 
 
-def _skip(env: simpy.Environment, delay_s: float) -> bool:
-    """Advance the clock by ``delay_s`` in place of a timeout when no event is due until then
-    (True; else False, and the caller yields the timeout).
+def _wait(env: simpy.Environment, delay_s: float) -> _Wake | None:
+    """What a process waits on for ``delay_s``: None where the clock is advanced in place because no
+    event is due until then, else a timeout (scheduled), for the process to yield.
 
-    The same simulation as the timeout: the waiting process would be the next to run, at
-    ``now + delay_s`` (the very sum the timeout would be scheduled at), and simpy's tie-breaking
-    counter only orders events due at one instant, so every other event keeps its place and time;
-    what is saved is the Timeout, its heap push and pop, and the resumption of the process's chain
-    of generators. (It reads and sets the environment's ``_now`` and ``_queue``, simpy 4's.)"""
+    Advancing in place is the same simulation as the timeout: the waiting process would be the next
+    to run, at ``now + delay_s`` (the very sum the timeout would be scheduled at), and simpy's
+    tie-breaking counter only orders events due at one instant, so every other event keeps its place
+    and time; what is saved is the Timeout, its heap push and pop, and the resumption of the process's
+    chain of generators. The timeout, where one is needed, is scheduled here too (as :func:`_timeout`
+    schedules its event, but a :class:`_Wake`), one call for both: the engine's hot loops wait
+    millions of times a run. (It reads and sets the environment's ``_now`` and ``_queue``, simpy 4's.)"""
     at = env._now + delay_s
     queue = env._queue
-    if queue and queue[0][0] <= at:
-        return False
-    env._now = at
-    return True
+    if not queue or queue[0][0] > at:
+        env._now = at
+        return None
+    if delay_s < 0:
+        raise ValueError(f"Negative delay {delay_s}")
+    ev = _new_event(_Wake)
+    ev.callbacks = []
+    heappush(queue, (at, NORMAL, next(env._eid), ev))
+    return ev
+
+
+class _Wake:
+    """The timeout :func:`_wait` schedules: only the process that yields it waits on it, so it carries
+    just what simpy's ``Process._resume`` and the run loop (:func:`_run`) read of an event (its
+    callbacks, ``_ok`` and ``_value``), in a slot, without an Event's attribute dictionary; scheduled
+    as :func:`_timeout`'s event is (same time, priority and place in the environment's order)."""
+
+    __slots__ = ("callbacks",)
+    _ok = True
+    _value = None
 
 
 def _key(varies: bool, k: int) -> int:

@@ -84,7 +84,11 @@ class HardwareSpec:
         if name.startswith("_"):
             raise AttributeError(name)
         if name in F.COMMON_FIELDS or name in F.MEASURED_FIELDS or any(name in f for f in F.VENDOR_FIELDS.values()):
-            return self.get(name)
+            value = self.get(name)
+            # kept as an instance attribute, so that later reads take the normal lookup (the spec is
+            # frozen: the value cannot change; fields and equality do not see it)
+            self.__dict__[name] = value
+            return value
         raise AttributeError(f"{type(self).__name__!s} has no attribute {name!r}")
 
     def has(self, key: str) -> bool:
