@@ -643,3 +643,260 @@ __global__ void cp_spin(long long cycles) {
 }
 
 }  // extern "C"
+
+// ================================ what the release fence waits for =====================================
+// The GEMM's stage release (mapa + mbarrier.arrive.release.cluster.shared::cluster on the peer CTA) compiles
+// to MEMBAR.ALL.CTA; MEMBAR.ALL.GPU; ERRBAR; CGAERRBAR; SYNCS.ARRIVE.TRANS64.RED (ptxas 13, sm_90a). These
+// kernels time one such operation, or a variant of it, while TMA boxes are in flight on the same SM or on
+// the other SMs. One CTA per SM (1 block/SM through the dynamic shared memory), clusters of 2, 256 threads.
+// Pair 0 = blocks 0 and 1 (one cluster); "other pairs" = every other cluster of the grid.
+//
+// Roles (runtime masks, bit 0: pair 0, bit 1: the other pairs):
+//   releaser (rel_mask; thread 128 = lane 0 of warpgroup 1, as the GEMM's consumer): `iters` timed operations
+//     OP (one kernel per OP, fence_c2_<op>), clock64 around each, each sample kept in shared memory and
+//     copied to `samples` at the end (int per operation, iters per block):
+//       release      (CP_OP_RELEASE): mapa + mbarrier.arrive.release.cluster.shared::cluster on the PEER's
+//                    rel_bar (the GEMM's release: MEMBAR.ALL.GPU in SASS)
+//       arrive       (CP_OP_ARRIVE): mapa + mbarrier.arrive.shared::cluster (default semantics, CUTLASS's
+//                    ClusterBarrier::arrive(cta)): no MEMBAR in SASS
+//       fence_rel    (CP_OP_FENCE_REL): fence.release.gpu alone: the release's MEMBAR.ALL.CTA; MEMBAR.ALL.GPU;
+//                    ERRBAR; CGAERRBAR without the arrive
+//       fence_acqrel (CP_OP_FENCE_ACQREL): fence.acq_rel.gpu alone (the same plus CCTL.IVALL)
+//       local        (CP_OP_LOCAL): mbarrier.arrive.shared::cta on its own rel_bar
+//     rel_bar counts 2^20 - 1 arrivals: it never completes (iters <= CP_FENCE_MAX_ITERS), it only counts.
+//   loader (load_mask; thread 0, as the GEMM's producer), box = b_rows x 64 fp16 (128-byte swizzle, the
+//     GEMM's box), `inflight` private slots each with its own full barrier (expect_tx):
+//       stream (sync 0, and always in CTAs without a releaser): keeps `inflight` boxes in flight, re-issuing
+//         a slot the moment it lands, box i = column i & 63 of row block (block + grid * (i >> 6)) mod b_tiles
+//         (every block its own rows: with a 1 GiB tensor every box comes from HBM); stops when its own
+//         releaser is done (s_stop) or, in a CTA without releaser, when pair 0's releasers are done (*done),
+//         or after CP_WAIT_LIMIT_CYCLES (flag 3); then waits for every box still in flight.
+//       sync (sync 1, CTAs with a releaser): per operation, issues `inflight` boxes, arrives on go_bar, waits
+//         until they landed (load cycles) and for the releaser's ack_bar, so every operation starts with
+//         exactly `inflight` fresh boxes in flight and nothing else.
+//   In sync mode the releaser waits for go_bar (or, issuer_self 1, issues the boxes itself), then either spins
+//   `gap` cycles (gap >= 0) or waits until the boxes landed (gap = CP_FENCE_LANDED), then the timed operation;
+//   then the ack (or, issuer_self, waits for its boxes itself).
+// Stream-mode releasers spin `gap` cycles before each operation; before it they read the loader's boxes in
+// flight (issued - landed) and the ns since its last issue (a and b of the record).
+// Records: rec (CP_REC, write_record): releaser: its loop's cycles, ns, smid, rank, sum of boxes in flight at
+//   each operation, sum of ns since the last issue, start, operations done; loader-only CTAs: the loader's
+//   loop, count 0; idle CTAs: zeros. aux (CP_FENCE_AUX per block): operation cycles summed, boxes landed,
+//   first issue ns, last landing ns, sync: issue -> all landed cycles summed, releaser's wait for landing.
+// flag[block]: 1 an mbarrier wait timed out, 3 a loader ran past its limit without the stop signal, 4 bad
+//   arguments. Every wait is bounded by CP_WAIT_LIMIT_CYCLES; the final cluster_sync keeps every CTA until its
+//   peer stopped arriving on it.
+#define CP_FENCE_SLOTS 6          // boxes in flight at most (6 x 32 KiB)
+#define CP_FENCE_MAX_ITERS 1024   // timed operations per block at most (samples: 4 KiB of shared memory)
+#define CP_FENCE_AUX 6            // longs per block of the fence rows' second record
+#define CP_FENCE_LANDED -1        // gap: wait until the boxes landed, then the operation
+#define CP_OP_RELEASE 0
+#define CP_OP_ARRIVE 1
+#define CP_OP_FENCE_REL 2
+#define CP_OP_FENCE_ACQREL 3
+#define CP_OP_LOCAL 4
+
+template <int OP>
+__device__ __forceinline__ void fence_op(u32 own_bar, u32 peer) {
+    if (OP == CP_OP_RELEASE) {
+        mbar_arrive_cluster(own_bar, peer);
+    } else if (OP == CP_OP_ARRIVE) {
+        asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+                     "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" :: "r"(own_bar), "r"(peer) : "memory");
+    } else if (OP == CP_OP_FENCE_REL) {
+        asm volatile("fence.release.gpu;" ::: "memory");
+    } else if (OP == CP_OP_FENCE_ACQREL) {
+        asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    } else {
+        mbar_arrive_local(own_bar);
+    }
+}
+
+__device__ __forceinline__ void fence_issue(u32 dst, const TmaMap* mb, u32 bar, u32 box, long long i, int b_rows,
+                                            int b_tiles) {
+    mbar_expect_tx(bar, box);
+    const int kx = (int)(i & ((1 << CP_TILES_X_SHIFT) - 1)) * CP_BOX_COLS;
+    const long long rb = ((long long)blockIdx.x + (long long)gridDim.x * (i >> CP_TILES_X_SHIFT)) % b_tiles;
+    tma_load_2d(dst, mb, bar, kx, (int)rb * b_rows);
+}
+
+// wait for the phase `parity` of every one of the first n full barriers; false on a timeout
+__device__ __forceinline__ bool fence_wait_all(const u64* full_bar, int n, u32 parity) {
+    for (int s = 0; s < n; ++s) {
+        if (!mbar_wait<false>(smem_u32(&full_bar[s]), parity)) return false;
+    }
+    return true;
+}
+
+template <int OP>
+__device__ __forceinline__ void fence_body(int iters, int sync, int gap, int inflight, int rel_mask, int load_mask,
+                                           int issuer_self, long long* rec, long long* aux, int* samples, int* flag,
+                                           int* done, const TmaMap* mb, int b_rows, int b_tiles) {
+    __shared__ __align__(8) u64 full_bar[CP_FENCE_SLOTS];
+    __shared__ __align__(8) u64 rel_bar, go_bar, ack_bar;
+    __shared__ unsigned long long s_issue_ns;
+    __shared__ int s_issued, s_landed, s_stop;
+    const u32 rank = cluster_rank();
+    const bool pair0 = blockIdx.x < 2;
+    const int bit = pair0 ? 1 : 2;
+    const bool bad = iters < 1 || iters > CP_FENCE_MAX_ITERS || inflight < 0 || inflight > CP_FENCE_SLOTS
+                     || (sync && inflight < 1) || b_rows < 8 || b_rows > 256 || b_tiles < 1;
+    const bool releases = !bad && (rel_mask & bit) != 0;
+    const bool loads = !bad && inflight > 0 && (load_mask & bit) != 0;
+    const bool in_sync = releases && sync != 0;
+    const u32 base = (smem_u32(cp_dyn) + 1023u) & ~1023u, box = (u32)b_rows * 128u;
+    int* s_samples = reinterpret_cast<int*>(cp_dyn + (base - smem_u32(cp_dyn)) + (u32)CP_FENCE_SLOTS * box);
+    if (threadIdx.x == 0) {
+        if (bad) flag[blockIdx.x] = 4;
+        prefetch_map(mb);
+        for (int s = 0; s < CP_FENCE_SLOTS; ++s) mbar_init(smem_u32(&full_bar[s]), 1u);
+        mbar_init(smem_u32(&rel_bar), (1u << 20) - 1u);
+        mbar_init(smem_u32(&go_bar), 1u);
+        mbar_init(smem_u32(&ack_bar), 1u);
+        s_issue_ns = 0;
+        s_issued = 0;
+        s_landed = 0;
+        s_stop = 0;
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    cluster_sync();
+    __syncthreads();
+    volatile int* v_issued = &s_issued;
+    volatile int* v_landed = &s_landed;
+    volatile int* v_stop = &s_stop;
+    volatile unsigned long long* v_issue_ns = &s_issue_ns;
+    long long* x = aux + CP_FENCE_AUX * blockIdx.x;
+
+    if (threadIdx.x == 0 && loads && !(in_sync && issuer_self)) {  // ----- the loader
+        long long i = 0, landed = 0, load_cycles = 0;
+        const u64 l0 = global_ns();
+        const long long t0 = clock64();
+        if (in_sync) {
+            for (int it = 0; it < iters; ++it) {
+                const u32 p = (u32)it & 1u;
+                for (int s = 0; s < inflight; ++s, ++i) fence_issue(base + s * box, mb, smem_u32(&full_bar[s]), box, i, b_rows, b_tiles);
+                *v_issue_ns = global_ns();
+                const long long w0 = clock64();
+                mbar_arrive_local(smem_u32(&go_bar));
+                if (!fence_wait_all(full_bar, inflight, p)) { flag[blockIdx.x] = 1; break; }
+                load_cycles += clock64() - w0;
+                landed += inflight;
+                if (!mbar_wait<false>(smem_u32(&ack_bar), p)) { flag[blockIdx.x] = 1; break; }
+            }
+        } else {
+            u32 par = 0u, pending = 0u;  // bit s: phase parity / box in flight of slot s
+            for (int s = 0; s < inflight; ++s, ++i) {
+                fence_issue(base + s * box, mb, smem_u32(&full_bar[s]), box, i, b_rows, b_tiles);
+                pending |= 1u << s;
+            }
+            *v_issue_ns = global_ns();
+            *v_issued = inflight;
+            const int need = (rel_mask & 1) ? 2 : 0;  // pair 0's releasers
+            for (int s = 0;;) {
+                if (!mbar_wait<false>(smem_u32(&full_bar[s]), (par >> s) & 1u)) { flag[blockIdx.x] = 1; break; }
+                par ^= 1u << s;
+                pending &= ~(1u << s);
+                *v_landed = (int)++landed;
+                if (releases ? *v_stop != 0 : *(volatile int*)done >= need) break;
+                if (clock64() - t0 > CP_WAIT_LIMIT_CYCLES) { flag[blockIdx.x] = 3; break; }
+                fence_issue(base + s * box, mb, smem_u32(&full_bar[s]), box, i++, b_rows, b_tiles);
+                pending |= 1u << s;
+                *v_issue_ns = global_ns();
+                *v_issued = (int)i;
+                if (++s == inflight) s = 0;
+            }
+            for (int s = 0; s < inflight; ++s) {  // every box still in flight lands before the block leaves
+                if ((pending >> s) & 1u) {
+                    if (!mbar_wait<false>(smem_u32(&full_bar[s]), (par >> s) & 1u)) { flag[blockIdx.x] = 1; break; }
+                    ++landed;
+                }
+            }
+        }
+        const u64 l1 = global_ns();
+        x[1] = landed;
+        x[2] = (long long)l0;
+        x[3] = (long long)l1;
+        x[4] = load_cycles;
+        if (!releases) write_record(rec, clock64() - t0, l0, l1, rank, 0, 0, 0);
+    }
+    if (threadIdx.x == 128 && releases) {  // ----- the releaser
+        const u32 peer = rank ^ 1u, own = smem_u32(&rel_bar);
+        long long sum = 0, sum_out = 0, sum_age = 0, land_wait = 0, self_load = 0, self_boxes = 0, ii = 0;
+        int it = 0;
+        const u64 g0 = global_ns();
+        const long long c_start = clock64();
+        for (; it < iters; ++it) {
+            const u32 p = (u32)it & 1u;
+            long long r0 = clock64();
+            if (in_sync) {
+                if (issuer_self) {
+                    for (int s = 0; s < inflight; ++s, ++ii) fence_issue(base + s * box, mb, smem_u32(&full_bar[s]), box, ii, b_rows, b_tiles);
+                    *v_issue_ns = global_ns();
+                    r0 = clock64();
+                } else {
+                    if (!mbar_wait<false>(smem_u32(&go_bar), p)) { flag[blockIdx.x] = 1; break; }
+                    r0 = clock64();
+                }
+                if (gap == CP_FENCE_LANDED) {
+                    if (!fence_wait_all(full_bar, inflight, p)) { flag[blockIdx.x] = 1; break; }
+                    land_wait += clock64() - r0;
+                }
+            }
+            if (gap > 0) {
+                while (clock64() - r0 < gap) {
+                }
+            }
+            const int out = in_sync ? (gap == CP_FENCE_LANDED ? 0 : inflight) : *v_issued - *v_landed;
+            const u64 last = *v_issue_ns;
+            const u64 age = last != 0 ? global_ns() - last : 0;  // 0: this CTA issued nothing
+            sum_out += out;
+            sum_age += (long long)age;
+            const long long c0 = clock64();
+            fence_op<OP>(own, peer);
+            const long long c1 = clock64();
+            sum += c1 - c0;
+            s_samples[it] = (int)(c1 - c0);
+            if (in_sync) {
+                if (issuer_self) {
+                    if (!fence_wait_all(full_bar, inflight, p)) { flag[blockIdx.x] = 1; break; }
+                    self_load += clock64() - r0;
+                    self_boxes += inflight;
+                } else {
+                    mbar_arrive_local(smem_u32(&ack_bar));
+                }
+            }
+        }
+        const long long c_end = clock64();
+        const u64 g1 = global_ns();
+        *v_stop = 1;
+        if (pair0) atomicAdd(done, 1);
+        for (int k = 0; k < it; ++k) samples[(long long)blockIdx.x * iters + k] = s_samples[k];
+        write_record(rec, c_end - c_start, g0, g1, rank, sum_out, sum_age, it);
+        x[0] = sum;
+        x[5] = land_wait;
+        if (in_sync && issuer_self) {
+            x[1] = self_boxes;
+            x[2] = (long long)g0;
+            x[3] = (long long)g1;
+            x[4] = self_load;
+        }
+    }
+    __syncthreads();
+    // no CTA leaves while its peer may still arrive on its rel_bar
+    cluster_sync();
+}
+
+#define CP_FENCE_KERNEL(NAME, OP)                                                                              \
+    extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)                            \
+    NAME(int iters, int sync, int gap, int inflight, int rel_mask, int load_mask, int issuer_self,            \
+         long long* rec, long long* aux, int* samples, int* flag, int* done, const __grid_constant__ TmaMap mb, \
+         int b_rows, int b_tiles) {                                                                            \
+        fence_body<OP>(iters, sync, gap, inflight, rel_mask, load_mask, issuer_self, rec, aux, samples, flag,  \
+                       done, &mb, b_rows, b_tiles);                                                            \
+    }
+
+CP_FENCE_KERNEL(fence_c2_release, CP_OP_RELEASE)
+CP_FENCE_KERNEL(fence_c2_arrive, CP_OP_ARRIVE)
+CP_FENCE_KERNEL(fence_c2_fence_rel, CP_OP_FENCE_REL)
+CP_FENCE_KERNEL(fence_c2_fence_acqrel, CP_OP_FENCE_ACQREL)
+CP_FENCE_KERNEL(fence_c2_local, CP_OP_LOCAL)

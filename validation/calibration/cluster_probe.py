@@ -4,7 +4,7 @@
 ``cluster_probe.cu`` on the current GPU (CuPy), prints a table and writes ``<DIR>/cluster.json`` (default
 DIR: ``validation/results/<gpu>/calibration``) with every rep's raw per-block records, the summaries and
 the machine's metadata (validation/harness/metadata.py). Without a GPU it says so in one line and exits 2.
-The whole probe is meant to take a few seconds of GPU time (well under 40 s).
+The whole probe is meant to take a few seconds of GPU time (well under 40 s; ``--only fence`` about 10 s).
 
 Why: the validation wgmma GEMM (validation/families/tc_gemm/wgmma.cu) runs 25-35% slower with cluster=2
 (B multicast by rank 0 to the pair, each empty barrier counting the consumers of both CTAs) than with
@@ -62,6 +62,28 @@ issued x WGMMA_CYCLES / the block's timed cycles, median over blocks), ``wait_gr
 consumer warpgroup 1 thread 0 spends in wait_group(1)), ``release_per_step`` (its cycles in the release
 arrive(s)), ``full_wait_wg2_per_step`` (consumer warpgroup 2's full waits) and ``vs_c1`` against the c1 row
 of the same consumers, S and release.
+
+Fence rows (``--only fence``, kernels ``fence_c2_<op>``, written to ``cluster_fence.json``): what the GEMM's
+release (mapa + mbarrier.arrive.release.cluster on the peer CTA: MEMBAR.ALL.CTA; MEMBAR.ALL.GPU; ERRBAR;
+CGAERRBAR; SYNCS.ARRIVE.TRANS64.RED in SASS, 887-1406 cycles in the wgmma rows) waits for. One CTA per SM in
+clusters of 2; thread 128 of a releasing CTA times ``iters`` operations (clock64 around each, every sample
+kept), thread 0 of a loading CTA keeps ``inflight`` TMA boxes (``b_rows`` x 64 fp16, the GEMM's box) in
+flight from the 16 MiB L2-resident tensor (``l2``) or from a 1 GiB one (``hbm``, every block its own rows).
+Operations (``FENCE_OPS``): ``release`` (the GEMM's), ``arrive`` (default-semantics remote arrive, no
+MEMBAR: CUTLASS's form), ``fence_rel`` (fence.release.gpu: the release's MEMBAR sequence without the arrive),
+``fence_acqrel`` (fence.acq_rel.gpu, plus CCTL.IVALL), ``local`` (an arrive on the CTA's own barrier).
+Rows ``fence.stream.<op>.<src>.b<rows>.if<N>.load_<own|others|all|none>.rel_<pair|all>``: pair 0 (or every
+CTA) times back-to-back operations while N boxes stay in flight on its own SMs, only on the other SMs, or
+everywhere; ``fence.sync.<op>.<src>.b256.if<N>.<gap0|gap500|gap1500|landed>.<loader|self>``: pair 0 alone,
+per operation N fresh boxes issued (by the loader thread, or by the timed thread itself), then the
+operation after ``gap`` cycles or once they landed, so that the release's cost can be set against the
+time its SM's loads still needed. Each row: ``value`` (median over reps of the median operation, first
+FENCE_SKIP_OPS left out), ``op_cycles`` (pooled median/p10/p90/mean), boxes in flight at the operation,
+the loads' bytes/s per loading SM and over the GPU, the sync rows' issue-to-landed cycles
+(``load_cycles_per_op``) and the releaser's wait for landing (``land_wait_per_op``), how much of pair 0's
+window the loaders covered, the clock. :func:`fence_fields` turns the rows into model fields (not wired
+into calibrate.py). Every wait is bounded (CP_WAIT_LIMIT_CYCLES, flag[block] reported by the host); the
+group gives up after FENCE_MAX_FAILURES failed rows in a row.
 
 Records (``REC`` longs per block, cluster_probe.cu write_record): cycles, ns, smid, rank, a, b,
 globaltimer start, count; a/b are the ring's empty/full waits, the TMA latency's pair sum.
@@ -126,7 +148,7 @@ QUICK_WGMMA_CONSUMERS = (2,)
 # (dense fp16 peak per SM per clock, reached by the tensor probe: validation/calibration/README.md)
 TENSOR_FLOPS_PER_CLK_PER_SM = 4096
 WGMMA_CYCLES = 64 * WG_N * 16 * 2 // TENSOR_FLOPS_PER_CLK_PER_SM  # 128
-GROUPS = ("ping", "tma_lat", "ring", "wgmma")
+GROUPS = ("ping", "tma_lat", "ring", "wgmma", "fence")
 RING_ITERS = 2048  # k-steps per launch (about 1 ms at spin 1000)
 QUICK_RING_ITERS = 256
 PING_MODES = {"local_cta": 0, "local_cluster_scope": 1, "remote": 2}
@@ -136,6 +158,40 @@ LAT_ITERS = 512
 QUICK_LAT_ITERS = 64
 REPS = 5
 QUICK_REPS = 2
+
+# ----- the fence rows (fence_c2_<op>): what the release's MEMBAR.ALL.GPU waits for ------------------------
+# must match the #defines of cluster_probe.cu
+FENCE_SLOTS = 6  # CP_FENCE_SLOTS: boxes in flight at most
+FENCE_MAX_ITERS = 1024  # CP_FENCE_MAX_ITERS: timed operations per block at most
+FENCE_AUX = 6  # CP_FENCE_AUX: longs per block of the fence rows' second record
+FENCE_LANDED = -1  # CP_FENCE_LANDED: gap value "wait until the boxes landed"
+FENCE_OPS = {  # name -> (kernel, CP_OP_* value)
+    "release": ("fence_c2_release", 0),  # mapa + mbarrier.arrive.release.cluster on the peer: the GEMM's release
+    "arrive": ("fence_c2_arrive", 1),  # mapa + mbarrier.arrive.shared::cluster, default semantics (no MEMBAR)
+    "fence_rel": ("fence_c2_fence_rel", 2),  # fence.release.gpu alone: the release's MEMBAR sequence, no arrive
+    "fence_acqrel": ("fence_c2_fence_acqrel", 3),  # fence.acq_rel.gpu alone (plus CCTL.IVALL)
+    "local": ("fence_c2_local", 4),  # mbarrier.arrive.shared::cta on its own barrier
+}
+FENCE_THREADS = 256  # warp 0 lane 0: loader; thread 128 (warpgroup 1): releaser
+FENCE_B_ROWS = 256  # the GEMM's B box (256 x 64 fp16 = 32 KiB)
+FENCE_SMALL_B_ROWS = 128  # the GEMM's A box: the same bytes in flight as twice as many boxes
+FENCE_INFLIGHT = (1, 2, 4)
+QUICK_FENCE_INFLIGHT = (2,)
+FENCE_LOADS = {"none": 0, "own": 1, "others": 2, "all": 3}  # load_mask: bit 0 pair 0, bit 1 the other pairs
+FENCE_RELS = {"pair": 1, "all": 3}  # rel_mask: which CTAs time operations
+FENCE_SOURCES = ("l2", "hbm")
+FENCE_HBM_BYTES = 1 << 30  # 1 GiB: every block streams its own rows from HBM
+FENCE_GAPS = {"gap0": 0, "gap500": 500, "gap1500": 1500, "landed": FENCE_LANDED}
+FENCE_SYNC_OPS = ("release", "arrive", "fence_rel")
+FENCE_STREAM_ITERS = 512  # timed operations per block and launch (about 0.4 ms at 1400 cycles)
+FENCE_SYNC_ITERS = 256
+QUICK_FENCE_ITERS = 64
+FENCE_SKIP_OPS = 16  # the first operations of a launch are left out of the statistics (the loaders' ramp)
+FENCE_REPS = 3
+FENCE_MAX_FAILURES = 3  # consecutive failed fence rows after which the group gives up (a hang costs ~1 s/wait)
+FENCE_SAMPLES_KEPT_BLOCKS = 2  # rows with at most this many releasers keep their raw samples in the JSON
+FENCE_FLAGS = {1: "an mbarrier wait timed out", 3: "a loader ran past CP_WAIT_LIMIT_CYCLES without its stop signal",
+               4: "bad kernel arguments"}
 
 ONE_BLOCK_SMEM_BYTES = 120 * 1024  # > half of the 228 KiB an SM has (H100 whitepaper): one block per SM
 MAX_BLOCK_SMEM_BYTES = 227 * 1024  # the most shared memory one block may opt in to (CUDA C++ guide, cc 9.0)
@@ -340,6 +396,285 @@ def tma_lat_rep(recs: list[dict], iters: int) -> dict:
     return {"own": by[0]["cycles"] / iters, "pair": by[0]["a"] / iters, "rank1_own": by[1]["cycles"] / iters}
 
 
+# ----- the fence rows: configurations, records, fields (pure) ------------------------------------------
+def fence_configs(quick: bool = False) -> list[dict]:
+    """Every fence configuration (dicts of kind, op, src, b_rows, inflight, loads, rels, gap, issuer):
+
+    * stream, nothing loading (src "none"): every op, releasers on pair 0 or on every CTA;
+    * stream, pair 0 releasing while `inflight` boxes stay in flight on its own SMs, on the other SMs or
+      on all: every op x source x inflight;
+    * stream, every CTA releasing and loading (the GEMM's situation): release x source x inflight;
+    * stream, 128-row boxes on its own SMs (the same bytes as half as many 256-row boxes): release;
+    * sync, pair 0 alone: `inflight` fresh boxes issued by the loader thread, then the operation after a
+      gap or once they landed: release / arrive / fence_rel x source x inflight x gap; and the same with
+      the timed thread issuing its own boxes (issuer self): release, gap0 and landed."""
+    ins = QUICK_FENCE_INFLIGHT if quick else FENCE_INFLIGHT
+    srcs = FENCE_SOURCES
+    ops = ("release", "arrive", "fence_rel") if quick else tuple(FENCE_OPS)
+    base = {"kind": "stream", "b_rows": FENCE_B_ROWS, "rels": "pair", "gap": 0, "issuer": "loader"}
+    out = [{**base, "op": op, "src": "none", "inflight": 0, "loads": "none", "rels": rels}
+           for op in ops for rels in FENCE_RELS]
+    out += [{**base, "op": op, "src": src, "inflight": n, "loads": loads}
+            for op in ops for src in srcs for n in ins for loads in ("own", "others", "all")]
+    out += [{**base, "op": "release", "src": src, "inflight": n, "loads": "all", "rels": "all"}
+            for src in srcs for n in ins]
+    out += [{**base, "op": "release", "src": src, "inflight": n, "loads": "own", "b_rows": FENCE_SMALL_B_ROWS}
+            for src in srcs for n in ins]
+    sync = {**base, "kind": "sync", "loads": "own"}
+    gaps = ("gap0", "landed") if quick else tuple(FENCE_GAPS)
+    out += [{**sync, "op": op, "src": src, "inflight": n, "gap": g}
+            for op in FENCE_SYNC_OPS for src in srcs for n in ins for g in gaps]
+    out += [{**sync, "op": "release", "src": src, "inflight": n, "gap": g, "issuer": "self"}
+            for src in srcs for n in (ins if quick else (1, 4)) for g in ("gap0", "landed")]
+    return out
+
+
+def fence_name(cfg: dict) -> str:
+    """``fence.stream.<op>.<src>.b<rows>.if<N>.load_<who>.rel_<who>`` or
+    ``fence.sync.<op>.<src>.b<rows>.if<N>.<gap>.<issuer>``."""
+    head = f"fence.{cfg['kind']}.{cfg['op']}.{cfg['src']}.b{cfg['b_rows']}.if{cfg['inflight']}"
+    if cfg["kind"] == "sync":
+        return f"{head}.{cfg['gap']}.{cfg['issuer']}"
+    return f"{head}.load_{cfg['loads']}.rel_{cfg['rels']}"
+
+
+def fence_smem_bytes(b_rows: int = FENCE_B_ROWS, iters: int = FENCE_MAX_ITERS) -> int:
+    """Dynamic shared memory of a fence launch: the alignment pad, FENCE_SLOTS boxes, the samples, at least
+    ONE_BLOCK_SMEM_BYTES. ValueError when it does not fit."""
+    need = SMEM_ALIGN_PAD_BYTES + FENCE_SLOTS * b_rows * BOX_ROW_BYTES + 4 * iters
+    if need + STATIC_SMEM_BYTES > MAX_BLOCK_SMEM_BYTES:
+        raise ValueError(f"fence: {FENCE_SLOTS} boxes of {b_rows} rows and {iters} samples need {need} bytes of "
+                         f"shared memory; at most {MAX_BLOCK_SMEM_BYTES - STATIC_SMEM_BYTES}")
+    return max(ONE_BLOCK_SMEM_BYTES, need)
+
+
+def fence_roles(cfg: dict, grid: int) -> tuple[list[int], list[int]]:
+    """(releasing blocks, loading blocks) of a fence configuration on ``grid`` blocks (pair 0 = blocks 0, 1)."""
+    def blocks(mask: int) -> list[int]:
+        return [b for b in range(grid) if mask & (1 if b < CLUSTER else 2)]
+
+    rel = blocks(FENCE_RELS[cfg["rels"]])
+    load = blocks(FENCE_LOADS[cfg["loads"]]) if cfg["inflight"] > 0 else []
+    if cfg["kind"] == "sync" and cfg["issuer"] == "self":
+        load = [b for b in load if b in rel]
+    return rel, load
+
+
+def fence_flag_message(flags: Sequence[int]) -> str | None:
+    """What the per-block flags of a fence launch say (None when every flag is 0)."""
+    bad = {int(f) for f in flags if int(f)}
+    if not bad:
+        return None
+    blocks = [b for b, f in enumerate(flags) if int(f)]
+    return "; ".join(FENCE_FLAGS.get(f, f"flag {f}") for f in sorted(bad)) + f" (blocks {blocks[:8]})"
+
+
+FENCE_AUX_FIELDS = ("op_cycles", "boxes", "load_start_ns", "load_end_ns", "load_cycles", "land_wait")
+
+
+def parse_fence_aux(raw: Sequence[int], blocks: int) -> list[dict]:
+    """The fence rows' second per-block record (``FENCE_AUX`` longs each) -> dicts of FENCE_AUX_FIELDS."""
+    try:
+        cols = record_columns(raw, blocks, FENCE_AUX)
+    except ValueError as exc:
+        raise ValueError(f"fence aux {exc}") from None
+    return [dict(zip(FENCE_AUX_FIELDS, r, strict=True)) for r in zip(*cols, strict=True)]
+
+
+def fence_rep(cfg: dict, recs: list[dict], aux: list[dict], samples: Sequence[int], iters: int, skip: int) -> dict:
+    """One fence launch -> its numbers: the timed operations' cycles pooled over the releasing blocks (the
+    first ``skip`` of each left out): median, p10, p90, mean; per-block medians; boxes in flight and ns since
+    the loader's last issue at each operation (means); the releasers' clock; the loads' bytes/s per loading
+    SM (median) and over the GPU (all boxes over the loaders' span); sync rows: cycles from the issue until
+    the boxes landed and the releaser's wait for them, per operation; how much of pair 0's timed window
+    the loaders covered (the least over loading blocks). ValueError when a releaser did not complete
+    ``iters`` operations or the records disagree in length."""
+    grid = len(recs)
+    if len(aux) != grid or len(samples) != grid * iters:
+        raise ValueError(f"fence: {len(aux)} aux records and {len(samples)} samples for {grid} blocks x {iters}")
+    if not 0 <= skip < iters:
+        raise ValueError(f"fence: skip = {skip}: must be in 0..{iters - 1}")
+    rel, load = fence_roles(cfg, grid)
+    short = [b for b in rel if recs[b]["count"] != iters]
+    if short:
+        raise ValueError(f"fence: releasers of blocks {short[:8]} completed fewer than iters = {iters} operations")
+    pooled, per_block = [], []
+    for b in rel:
+        s = [int(v) for v in samples[b * iters + skip:(b + 1) * iters]]
+        pooled += s
+        per_block.append(_median(s))
+    ops = sorted(pooled)
+    box = cfg["b_rows"] * BOX_ROW_BYTES
+    out = {"op_median": pc.percentile(ops, 50), "op_p10": pc.percentile(ops, 10), "op_p90": pc.percentile(ops, 90),
+           "op_mean": sum(ops) / len(ops), "n_ops": len(ops),
+           "block_median_min": min(per_block), "block_median_max": max(per_block),
+           "inflight_mean": sum(recs[b]["a"] for b in rel) / (iters * len(rel)),
+           "age_ns_mean": sum(recs[b]["b"] for b in rel) / (iters * len(rel)),
+           "clock_hz": _median([recs[b]["cycles"] / (recs[b]["ns"] * 1e-9) for b in rel]),
+           "load_bytes_per_s_per_sm": None, "load_bytes_per_s_gpu": None, "loads_cover_min": None,
+           "load_cycles_per_op": None, "land_wait_per_op": None}
+    spans = [(aux[b]["load_start_ns"], aux[b]["load_end_ns"], aux[b]["boxes"]) for b in load]
+    spans = [s for s in spans if s[1] > s[0]]
+    if spans:
+        out["load_bytes_per_s_per_sm"] = _median([n * box / ((e - s) * 1e-9) for s, e, n in spans])
+        t0, t1 = min(s for s, _, _ in spans), max(e for _, e, _ in spans)
+        out["load_bytes_per_s_gpu"] = sum(n for _, _, n in spans) * box / ((t1 - t0) * 1e-9)
+        w0 = min(recs[b]["start_ns"] for b in rel if b < CLUSTER)
+        w1 = max(recs[b]["start_ns"] + recs[b]["ns"] for b in rel if b < CLUSTER)
+        out["loads_cover_min"] = min(max(0, min(e, w1) - max(s, w0)) / max(w1 - w0, 1) for s, e, _ in spans)
+    if cfg["kind"] == "sync":
+        out["load_cycles_per_op"] = _median([aux[b]["load_cycles"] / iters for b in rel])
+        out["land_wait_per_op"] = _median([aux[b]["land_wait"] / iters for b in rel])
+    return out
+
+
+def fence_row(cfg: dict, reps: list[dict], iters: int, skip: int, grid: int, smem: int) -> dict:
+    """The summary of a fence configuration's reps (fence_rep dicts plus event_s and the raw records):
+    ``value`` etc. = :func:`summarize` over reps of each rep's median operation; ``op_cycles``: the median
+    over reps of the pooled median, p10, p90 and mean; the rest medians over reps."""
+    kernel, op_id = FENCE_OPS[cfg["op"]]
+
+    def med(key: str):
+        vals = [r[key] for r in reps if r.get(key) is not None]
+        return _median(vals) if vals else None
+
+    return {**cfg, "kernel": kernel, "op_id": op_id, "cluster": CLUSTER, "grid": grid, "threads": FENCE_THREADS,
+            "smem_bytes": smem, "iters": iters, "skip_ops": skip, "box_bytes": cfg["b_rows"] * BOX_ROW_BYTES,
+            "inflight_bytes": cfg["inflight"] * cfg["b_rows"] * BOX_ROW_BYTES,
+            "gap_cycles": FENCE_GAPS[cfg["gap"]] if cfg["kind"] == "sync" else cfg["gap"],
+            "unit": "cycles per timed operation (clock64 around it)", **summarize([r["op_median"] for r in reps]),
+            "op_cycles": {"median": med("op_median"), "p10": med("op_p10"), "p90": med("op_p90"),
+                          "mean": med("op_mean"), "n_ops_per_rep": reps[0]["n_ops"]},
+            "block_median_range": [min(r["block_median_min"] for r in reps), max(r["block_median_max"] for r in reps)],
+            "inflight_mean": med("inflight_mean"), "age_ns_mean": med("age_ns_mean"), "clock_hz": med("clock_hz"),
+            "load_bytes_per_s_per_sm": med("load_bytes_per_s_per_sm"), "load_bytes_per_s_gpu": med("load_bytes_per_s_gpu"),
+            "loads_cover_min": min((r["loads_cover_min"] for r in reps if r.get("loads_cover_min") is not None),
+                                   default=None),
+            "load_cycles_per_op": med("load_cycles_per_op"), "land_wait_per_op": med("land_wait_per_op"),
+            "runs": reps}
+
+
+def timed_windows(instrs: Sequence[tuple[int, str, str]]) -> list[list[str]]:
+    """The mnemonics between each two consecutive ``CS2R <r>, SR_CLOCKLO`` reads of a function (clock64
+    pairs: what a timed operation compiled to), in address order."""
+    out, cur = [], None
+    for _, op, operands in instrs:
+        if op.startswith("CS2R") and "SR_CLOCKLO" in operands:
+            if cur is not None:
+                out.append(cur)
+            cur = []
+        elif cur is not None:
+            cur.append(op)
+    return out
+
+
+def _fit(points: Sequence[tuple[float, float]]) -> tuple[float, float, float]:
+    """Least-squares line through (x, y) points: (slope, intercept, rms residual)."""
+    n = len(points)
+    mx, my = sum(p[0] for p in points) / n, sum(p[1] for p in points) / n
+    sxx = sum((p[0] - mx) ** 2 for p in points)
+    slope = sum((p[0] - mx) * (p[1] - my) for p in points) / sxx if sxx else 0.0
+    icpt = my - slope * mx
+    rms = (sum((p[1] - icpt - slope * p[0]) ** 2 for p in points) / n) ** 0.5
+    return slope, icpt, rms
+
+
+def fence_fields(rec: dict, result_path: str = "cluster_fence.json") -> dict:
+    """What a model of the cluster release would take from the fence rows (calibrate.py's field format:
+    value, benchmark, n, p10, p90, how, date; only the fields the record has rows for):
+
+    * ``cluster_release_base_cycles``: the GEMM's release (arrive.release.cluster on the peer) with nothing
+      in flight anywhere, one pair timing; ``cluster_release_all_sms_cycles``: the same with every CTA
+      releasing at once; ``cluster_arrive_default_cycles``, ``cluster_fence_release_gpu_cycles``: the
+      default-semantics remote arrive and fence.release.gpu alone, idle GPU;
+    * per source (l2, hbm), from the stream rows with the pair's own loads in flight:
+      ``cluster_release_cycles_per_inflight_kib_<src>`` (least-squares slope over the 256- and 128-row box
+      rows and the base at 0 KiB) and ``cluster_release_cycles_per_inflight_box_<src>`` (the same against
+      boxes in flight); each says the rms residual of its fit: the smaller one says which explains the rows;
+    * ``cluster_release_cycles_per_gpu_tbps_others_<src>``: the extra cycles over the base per TB/s the
+      OTHER SMs load (pair 0 loading nothing), slope through 0;
+    * ``cluster_release_own_load_wait_fraction_<src>``: sync rows, (release right after the issue - release
+      once the boxes landed) / the cycles the boxes still needed to land: 1 = the release waits for the
+      SM's outstanding bulk loads, 0 = it does not (median over inflight; p10/p90 = min/max)."""
+    rows = rec.get("fence", {})
+    date = rec.get("meta", {}).get("date_utc")
+    out: dict = {}
+
+    def row(cfg: dict) -> dict | None:
+        return rows.get(fence_name(cfg))
+
+    stream = {"kind": "stream", "b_rows": FENCE_B_ROWS, "rels": "pair", "gap": 0, "issuer": "loader"}
+    idle = {**stream, "src": "none", "inflight": 0, "loads": "none"}
+
+    def entry(name: str, r: dict, what: str) -> None:
+        out[name] = {"value": float(r["value"]), "unit": "cycles",
+                     "benchmark": f"cluster_probe {fence_name({**r})} ({result_path}): {what}",
+                     "n": int(r["n"]), "p10": float(r["p10"]), "p90": float(r["p90"]),
+                     "how": f"median over reps of the median over {r['op_cycles']['n_ops_per_rep']} operations "
+                            f"(operations' p10..p90 {r['op_cycles']['p10']:.0f}..{r['op_cycles']['p90']:.0f})",
+                     "date": date}
+
+    base = row({**idle, "op": "release"})
+    for name, cfg, what in (("cluster_release_base_cycles", {**idle, "op": "release"}, "release, idle GPU, one pair"),
+                            ("cluster_release_all_sms_cycles", {**idle, "op": "release", "rels": "all"},
+                             "release, every CTA releasing, no loads"),
+                            ("cluster_arrive_default_cycles", {**idle, "op": "arrive"}, "default-semantics remote arrive"),
+                            ("cluster_fence_release_gpu_cycles", {**idle, "op": "fence_rel"}, "fence.release.gpu alone")):
+        r = row(cfg)
+        if r:
+            entry(name, r, what)
+    if not base:
+        return out
+    b0 = float(base["value"])
+    for src in FENCE_SOURCES:
+        pts = []  # (KiB in flight, boxes in flight, cycles, name)
+        for b_rows in (FENCE_B_ROWS, FENCE_SMALL_B_ROWS):
+            for n in range(1, FENCE_SLOTS + 1):
+                r = row({**stream, "op": "release", "src": src, "inflight": n, "loads": "own", "b_rows": b_rows})
+                if r:
+                    pts.append((n * b_rows * BOX_ROW_BYTES / 1024, n, float(r["value"]), fence_name(r)))
+        if pts:
+            for unit, i in (("kib", 0), ("box", 1)):
+                slope, icpt, rms = _fit([(0.0, b0)] + [(p[i], p[2]) for p in pts])
+                per = [(p[2] - b0) / p[i] for p in pts]
+                out[f"cluster_release_cycles_per_inflight_{unit}_{src}"] = {
+                    "value": slope, "unit": f"cycles per {'KiB' if i == 0 else 'box'} in flight on the SM",
+                    "benchmark": f"cluster_probe fence stream release load_own rows ({result_path}: "
+                                 + ", ".join(f"{p[3]} {p[2]:.0f}" for p in pts) + f"; base {b0:.0f})",
+                    "n": len(pts) + 1, "p10": min(per), "p90": max(per),
+                    "how": f"least-squares line with the base at 0: intercept {icpt:.0f}, rms residual {rms:.0f} "
+                           "cycles (p10/p90: the least and most single-row slope)", "date": date}
+        others = []
+        for n in range(1, FENCE_SLOTS + 1):
+            r = row({**stream, "op": "release", "src": src, "inflight": n, "loads": "others"})
+            if r and r.get("load_bytes_per_s_gpu"):
+                others.append((r["load_bytes_per_s_gpu"] / 1e12, float(r["value"]) - b0, fence_name(r)))
+        if others:
+            sxx = sum(t * t for t, _, _ in others)
+            slope = sum(t * c for t, c, _ in others) / sxx if sxx else 0.0
+            per = [c / t for t, c, _ in others if t > 0] or [slope]
+            out[f"cluster_release_cycles_per_gpu_tbps_others_{src}"] = {
+                "value": slope, "unit": "extra cycles per TB/s loaded by the other SMs",
+                "benchmark": f"cluster_probe fence stream release load_others rows ({result_path}: "
+                             + ", ".join(f"{nm} +{c:.0f} at {t:.2f} TB/s" for t, c, nm in others) + ")",
+                "n": len(others), "p10": min(per), "p90": max(per),
+                "how": "least-squares slope through 0 of (cycles - base) against the others' TB/s", "date": date}
+        fr, used = [], []
+        sync = {**stream, "kind": "sync", "loads": "own", "op": "release", "src": src}
+        for n in range(1, FENCE_SLOTS + 1):
+            now, later = row({**sync, "inflight": n, "gap": "gap0"}), row({**sync, "inflight": n, "gap": "landed"})
+            if now and later and later.get("land_wait_per_op"):
+                fr.append((float(now["value"]) - float(later["value"])) / float(later["land_wait_per_op"]))
+                used.append(f"if{n}: {float(now['value']):.0f} - {float(later['value']):.0f} over "
+                            f"{float(later['land_wait_per_op']):.0f}")
+        if fr:
+            out[f"cluster_release_own_load_wait_fraction_{src}"] = {
+                "value": _median(fr), "unit": "fraction of the outstanding load time",
+                "benchmark": f"cluster_probe fence sync release rows ({result_path}: {'; '.join(used)})",
+                "n": len(fr), "p10": min(fr), "p90": max(fr), "how": "median over inflight", "date": date}
+    return out
+
+
 # ----- compile (no GPU needed) -----------------------------------------------------------------------
 def compile_cubin(workdir: Path, arch: str = ARCH, src: Path = KERNEL_SRC) -> tuple[Path, str]:
     """:func:`probe_common.compile_cubin` of cluster_probe.cu for sm_90a: (cubin, ptxas log)."""
@@ -477,6 +812,97 @@ def run_tma_lat(dev: _Device, b_rows: int, mode: int, iters: int, reps: int) -> 
             "runs": runs}
 
 
+class _FenceBuffers:
+    """The fence rows' sources: a 16 MiB L2-resident tensor and a 1 GiB one (HBM), each with a tensor map
+    per box height (4096 fp16 per row, as the rings')."""
+
+    def __init__(self, dev: _Device):
+        cp, tma = dev.cp, dev.tma
+        self.cp = cp
+        self.tensors, self.maps, self.rows = {}, {}, {}
+        for src, nbytes in (("l2", L2_TENSOR_BYTES), ("hbm", FENCE_HBM_BYTES)):
+            t = cp.zeros(nbytes // ELEM_BYTES, dtype=cp.float16)
+            self.tensors[src], self.rows[src] = t, t.size // TENSOR_COLS
+            for b_rows in (FENCE_B_ROWS, FENCE_SMALL_B_ROWS):
+                args = tma.tiled_args(f"fence_{src}_box{b_rows}", "fp16", t.data.ptr, (TENSOR_COLS, self.rows[src]),
+                                      (TENSOR_COLS * ELEM_BYTES,), (BOX_COLS, b_rows))
+                self.maps[src, b_rows] = tma.as_kernel_arg(tma.encode(args))
+
+    def warm_l2(self) -> None:
+        int(self.tensors["l2"].view(self.cp.uint32).sum())
+
+
+def run_fence(dev: _Device, bufs: _FenceBuffers, cfg: dict, iters: int, reps: int) -> dict:
+    cp = dev.cp
+    kernel, _ = FENCE_OPS[cfg["op"]]
+    grid = dev.sm_count - dev.sm_count % CLUSTER  # one block per SM, whole clusters
+    smem = fence_smem_bytes(cfg["b_rows"], FENCE_MAX_ITERS)
+    skip = min(FENCE_SKIP_OPS, iters // 4)
+    src = cfg["src"] if cfg["src"] != "none" else "l2"
+    rel, _ = fence_roles(cfg, grid)
+    idle = [b for b in range(grid) if b not in rel and b not in fence_roles(cfg, grid)[1]]
+    rec = cp.zeros(REC * grid, dtype=cp.int64)
+    aux = cp.zeros(FENCE_AUX * grid, dtype=cp.int64)
+    samples = cp.zeros(grid * iters, dtype=cp.int32)
+    done = cp.zeros(1, dtype=cp.int32)
+    gap = FENCE_GAPS[cfg["gap"]] if cfg["kind"] == "sync" else int(cfg["gap"])
+    args = (cp.int32(iters), cp.int32(cfg["kind"] == "sync"), cp.int32(gap), cp.int32(cfg["inflight"]),
+            cp.int32(FENCE_RELS[cfg["rels"]]), cp.int32(FENCE_LOADS[cfg["loads"]]),
+            cp.int32(cfg["issuer"] == "self"), rec, aux, samples, dev.flag, done, bufs.maps[src, cfg["b_rows"]],
+            cp.int32(cfg["b_rows"]), cp.int32(bufs.rows[src] // cfg["b_rows"]))
+    f = pc.get_kernel(dev.mod, kernel, smem)
+
+    def launch() -> float:
+        dev.flag.fill(0)
+        done.fill(0)
+        rec.fill(0)
+        aux.fill(0)
+        if src == "l2":
+            bufs.warm_l2()
+        seconds = dev._timer.seconds(lambda: f((grid,), (FENCE_THREADS,), args, shared_mem=smem))
+        msg = fence_flag_message(dev.flag.get().tolist())
+        if msg:
+            raise RuntimeError(f"{kernel}: {msg}")
+        return seconds
+
+    launch()  # warm-up
+    runs = []
+    for _ in range(reps):
+        event_s = launch()
+        recs = parse_records(rec.get(), grid, idle_blocks=idle)
+        auxs = parse_fence_aux(aux.get(), grid)
+        smp = samples.get().tolist()
+        rep = fence_rep(cfg, recs, auxs, smp, iters, skip)
+        # the releasers' raw records only (the loaders' are summed up in the rep): the JSON stays a few MB
+        run = {**rep, "event_s": event_s, "record_blocks": rel, "records": compact([recs[b] for b in rel]),
+               "aux": [[auxs[b][k] for k in FENCE_AUX_FIELDS] for b in rel]}
+        if len(rel) <= FENCE_SAMPLES_KEPT_BLOCKS:
+            run["samples"] = {str(b): smp[b * iters:(b + 1) * iters] for b in rel}
+        runs.append(run)
+    return fence_row(cfg, runs, iters, skip, grid, smem)
+
+
+def run_fence_group(dev: _Device, quick: bool, reps: int) -> tuple[dict, dict]:
+    """Every fence configuration: (rows, errors). Gives up after FENCE_MAX_FAILURES failed rows in a row
+    (each failure may have waited CP_WAIT_LIMIT_CYCLES several times)."""
+    rows, errors, failed = {}, {}, 0
+    bufs = _FenceBuffers(dev)
+    for cfg in fence_configs(quick):
+        key = fence_name(cfg)
+        if failed >= FENCE_MAX_FAILURES:
+            errors[key] = f"skipped: the previous {FENCE_MAX_FAILURES} fence rows failed"
+            continue
+        iters = QUICK_FENCE_ITERS if quick else FENCE_SYNC_ITERS if cfg["kind"] == "sync" else FENCE_STREAM_ITERS
+        try:
+            rows[key] = run_fence(dev, bufs, cfg, iters, reps)
+            failed = 0
+        except Exception as exc:  # noqa: BLE001  (recorded; the others still run)
+            errors[key] = f"{type(exc).__name__}: {exc}"
+            failed += 1
+    del bufs
+    return rows, errors
+
+
 def run_probes(quick: bool = False, only: Sequence[str] = GROUPS, tensor_bytes: int = L2_TENSOR_BYTES) -> dict:
     """The groups ``only`` (default: every group) on the current GPU (JSON-ready): meta, compile, ring, ping,
     tma_lat, wgmma, errors. ValueError naming an unknown group."""
@@ -488,7 +914,7 @@ def run_probes(quick: bool = False, only: Sequence[str] = GROUPS, tensor_bytes: 
     dev = _Device(tensor_bytes)
     reps = QUICK_REPS if quick else REPS
     res: dict = {"meta": meta, "compile": dev.compile, "ring": {}, "ping": {}, "tma_lat": {}, "wgmma": {},
-                 "errors": {}}
+                 "fence": {}, "errors": {}}
     dev.warm_l2()
     for name, mode in PING_MODES.items() if "ping" in only else ():
         try:
@@ -520,10 +946,14 @@ def run_probes(quick: bool = False, only: Sequence[str] = GROUPS, tensor_bytes: 
             except Exception as exc:  # noqa: BLE001
                 res["errors"][key] = f"{type(exc).__name__}: {exc}"
         add_wgmma_ratios(res["wgmma"])
+    if "fence" in only:
+        res["fence"], errors = run_fence_group(dev, quick, QUICK_REPS if quick else FENCE_REPS)
+        res["errors"].update(errors)
     res["meta"].update({"probe_wall_s": time.perf_counter() - t0, "reps": reps, "quick": quick,
                         "sm_count": dev.sm_count, "tensor_bytes": tensor_bytes, "tensor_cols": TENSOR_COLS,
                         "a_rows": A_ROWS, "consumers": CONSUMERS, "record_fields": list(RECORD_FIELDS),
-                        "aux_fields": list(AUX_FIELDS), "groups": list(only),
+                        "aux_fields": list(AUX_FIELDS), "fence_aux_fields": list(FENCE_AUX_FIELDS),
+                        "fence_hbm_bytes": FENCE_HBM_BYTES if "fence" in only else None, "groups": list(only),
                         "wgmma_tensor_data": "uniform random fp16 in [-1, 1]" if "wgmma" in only else None})
     return res
 
@@ -554,14 +984,25 @@ def format_table(results: dict) -> str:
     for k, r in results.get("tma_lat", {}).items():
         lines.append(f"{k:38s} {r['value']:9.1f} cycles issue->own  pair {r['pair_cycles']['value']:.1f}  "
                      f"rank1 {r['rank1_cycles']['value']:.1f}")
+    if results.get("fence"):
+        lines.append(f"{'fence row':60s} {'cyc/op':>7s} {'p10':>6s} {'p90':>6s} {'inflt':>5s} {'GB/s SM':>8s} "
+                     f"{'TB/s GPU':>8s} {'land':>6s} {'cover':>5s} {'GHz':>5s}")
+    for k, r in results.get("fence", {}).items():
+        def num(v, scale=1.0, fmt="8.1f"):
+            return format(v / scale, fmt) if v is not None else "-"
+        lines.append(f"{k:60s} {r['value']:7.0f} {r['op_cycles']['p10']:6.0f} {r['op_cycles']['p90']:6.0f} "
+                     f"{r['inflight_mean']:5.2f} {num(r['load_bytes_per_s_per_sm'], 1e9):>8s} "
+                     f"{num(r['load_bytes_per_s_gpu'], 1e12, '8.2f'):>8s} {num(r['land_wait_per_op'], 1, '6.0f'):>6s} "
+                     f"{num(r['loads_cover_min'], 1, '5.2f'):>5s} {r['clock_hz'] / 1e9:5.2f}")
     for k, e in results.get("errors", {}).items():
         lines.append(f"{k:38s} FAILED: {e}")
     return "\n".join(lines)
 
 
 def result_file(only: Sequence[str] = GROUPS, tensor_mib: int | None = None) -> str:
-    """cluster.json for every group; cluster_<g1>_<g2>.json for a subset (the full file is not overwritten);
-    ``_<N>mib`` added with a tensor other than the L2-resident default."""
+    """cluster.json for every group; cluster_<g1>_<g2>.json for a subset (the full file is not overwritten;
+    ``--only fence``: cluster_fence.json); ``_<N>mib`` added with a tensor other than the L2-resident default
+    (the fence rows bring their own 16 MiB and 1 GiB tensors)."""
     tail = f"_{tensor_mib}mib" if tensor_mib else ""
     if set(only) == set(GROUPS):
         return f"{Path(RESULT_FILE).stem}{tail}.json"
