@@ -44,7 +44,7 @@ def built(tmp_path_factory):
     assert p.returncode == 0, p.stderr[-3000:]
     sass = None
     if shutil.which("nvdisasm"):
-        d = subprocess.run(["nvdisasm", "-c", str(cubin)], capture_output=True, text=True, check=True)
+        d = subprocess.run(["nvdisasm", "-hex", "-c", str(cubin)], capture_output=True, text=True, check=True)
         sass = mf.nvdisasm_as_cuobjdump(d.stdout)
     return p.stderr, sass
 
@@ -62,7 +62,7 @@ def test_compiles_for_sm90a_without_spills(built):
     assert "warning" not in log.lower()
     for c in mf.sweep():
         assert f"'{c.name}'" in log, c.name
-    for tc in GT_ALL:
+    for tc in GT_ALL + mf.GP_CONFIGS:
         assert f"'{tc.kernel}'" in log, tc.kernel
         regs = _registers(log, tc.kernel)
         assert regs <= 255 and tc.blocks_per_sm * tc.threads * regs <= mf.REGS_PER_SM, (tc.kernel, regs)
@@ -419,3 +419,171 @@ def test_quick_run_on_the_gpu(tmp_path):
     for row in res["gemm_traffic"].values():
         assert row["blocks_per_sm_seen"] == row["blocks_per_sm"] and row["distinct_sms"] == res["meta"]["sm_count"]
         assert 0 < row["fraction_of_peak"]["value"] < 1.2
+
+
+# ----- group gemm_path ----------------------------------------------------------------------------------
+def test_path_defines_and_kernels_match_the_configs():
+    for py, cu in (("GP_REC", "MF_GP_REC"), ("GP_EVERY", "MF_GP_EVERY"), ("GP_MAXREC", "MF_GP_MAXREC")):
+        m = re.search(rf"#define {cu} (\d+)", CU)
+        assert m and int(m.group(1)) == getattr(mf, py), py
+    for i, o in enumerate(mf.GP_ORDERS):
+        assert re.search(rf"#define MF_GP_{o.upper()}_FIRST {i}\b", CU), o
+    built = {f"mfgp_{o}_w{w}_b{b}_c{c}_{bn}": (order, bcol) for o, order, w, b, c, bn, bcol in
+             re.findall(r"^MF_GP_KERNEL\((\w+), MF_GP_(\w+)_FIRST, (\d+), (\d+), (\d+), (\w+), (\w+)\)", CU, re.M)}
+    assert set(built) == {r.kernel for r in mf.GP_CONFIGS}
+    for r in mf.GP_CONFIGS:
+        assert built[r.kernel] == (r.order.upper(), "true" if r.bcol else "false"), r.key
+    assert len({r.key for r in mf.GP_CONFIGS}) == len(mf.GP_CONFIGS)
+    assert {mf._error_group(r.key) for r in mf.GP_CONFIGS} == {"gemm_path"}
+    assert mf.parse_only("gemm_path") == ("gemm_path",)
+
+
+def test_path_rows_geometry_and_sectors():
+    by = {r.key: r for r in mf.GP_CONFIGS}
+    a = by["gp_w8b1_l2_copy_r6"]
+    assert a.copies_per_thread_ab == (2, 4) and a.warp_copies_per_sm == 48 and a.block_tile == (128, 256)
+    assert mf.smem_blocks_per_sm(a.smem_bytes) == 1
+    w4 = by["gp_w4b2_l2_copy_r8"]
+    assert w4.copies_per_thread_ab == (4, 4) and w4.warp_copies_per_sm == 64 and mf.smem_blocks_per_sm(w4.smem_bytes) == 2
+    assert by["gp_w4b1_l2_copy_r8"].kernel == "mfgp_copy_w4_b1_c3_brow" and by["gp_w4b1_l2_copy_r8"].blocks_per_sm == 1
+    assert [by[f"gp_w8b1_l2_copy_r{r}"].copy_sectors_per_kstep()["sectors"] for r in (0, 2, 4, 6)] == [0, 256, 512, 768]
+    # A at K = 2008: 320 sectors for 128 rows of 64 bytes (the ragged group's count), B aligned
+    assert by["gp_w4b2_K2008a_copy_r8"].copy_sectors_per_kstep()["extra"] == 64
+    assert by["gp_w8b1_K2008ab_copy_r6"].copy_sectors_per_kstep() == {"sectors": 960, "aligned": 768, "extra": 192,
+                                                                      "lines": 528}
+    assert by["gp_w8b1_N4000_copy_r6"].copy_sectors_per_kstep()["extra"] == 0  # 8000 B: sector-aligned rows
+    pr = mf.gp_problem(by["gp_w8b1_N4000_copy_r6"], 132)
+    assert (pr["n"], pr["k"]) == (4000, 2048) and max(pr["n0"]) + 256 <= 4000
+    assert mf.gp_problem(by["gp_w8b1_hbm_copy_r6"], 132)["bytes"] <= mf.GT_HBM_BYTES
+    with pytest.raises(ValueError, match="real"):
+        mf.PathConfig("x", "w8b1", "copy", 7)
+    with pytest.raises(ValueError, match="k_elems"):
+        mf.PathConfig("x", "w8b1", "copy", 6, "hbm", k_elems=2008)
+    with pytest.raises(ValueError, match="order"):
+        mf.PathConfig("x", "w8b1", "both", 6)
+
+
+def _stamps(warps: int, nrec: int, spans: tuple) -> list[int]:
+    raw = [-1] * (warps * mf.GP_MAXREC * mf.GP_REC)
+    for w in range(warps):
+        for r in range(nrec):
+            o = (w * mf.GP_MAXREC + r) * mf.GP_REC
+            raw[o:o + mf.GP_REC] = [*spans, 1000 * r, 16 * r + 15]
+    return raw
+
+
+def _path_row(key: str, copies_to_hmma: float, kstep: float, reps: int = 3) -> dict:
+    r = next(c for c in mf.GP_CONFIGS if c.key == key)
+    raw_blocks = []
+    for smid in range(2):
+        for _ in range(r.blocks_per_sm):
+            raw_blocks += [int(kstep * 100), int(kstep * 50), smid, 0]
+    rec = mf.parse_records(raw_blocks, 2 * r.blocks_per_sm)
+    st = mf.parse_stamps(_stamps(2 * r.warps, 4, (10, 50, 120, copies_to_hmma, 400, kstep)), 2 * r.warps, 4)
+    return mf.summarize_path(r, [mf.path_metrics(r, rec, st, 100) for _ in range(reps)])
+
+
+def test_parse_stamps_and_summary():
+    st = mf.parse_stamps(_stamps(2, 3, (1, 2, 3, 4, 5, 6)), 2, 3)
+    assert st["copies_issued_to_first_hmma"] == [4] * 6 and st["kstep"] == [6] * 6
+    with pytest.raises(ValueError, match="negative"):
+        mf.parse_stamps(_stamps(1, 2, (1, -2, 3, 4, 5, 6)), 1, 2)
+    with pytest.raises(ValueError, match="values"):
+        mf.parse_stamps([0] * 5, 1, 1)
+    row = _path_row("gp_w8b1_l2_copy_r6", 300, 1500)
+    assert row["spans"]["copies_issued_to_first_hmma"]["value"] == 300 and row["cycles_per_kstep"]["value"] == 1500
+    assert row["clock_hz"] == pytest.approx(2e9) and row["warp_copies_per_sm_per_kstep"] == 48
+    text = mf.format_table({"gemm_path": {"gp_w8b1_l2_copy_r6": row}, "errors": {}})
+    assert "gp_w8b1_l2_copy_r6" in text and "1500" in text
+
+
+def test_gemm_path_fields_on_synthetic_rows():
+    rows = {"gp_w8b1_l2_copy_r0": _path_row("gp_w8b1_l2_copy_r0", 100, 1300),
+            "gp_w8b1_l2_copy_r6": _path_row("gp_w8b1_l2_copy_r6", 244, 1450),
+            "gp_w8b1_hbm_copy_r6": _path_row("gp_w8b1_hbm_copy_r6", 340, 1550),
+            "gp_w8b1_K2008a_copy_r6": _path_row("gp_w8b1_K2008a_copy_r6", 308, 1500),
+            "gp_w4b2_l2_copy_r0": _path_row("gp_w4b2_l2_copy_r0", 80, 1200),
+            "gp_w4b2_l2_copy_r8": _path_row("gp_w4b2_l2_copy_r8", 200, 1300),
+            "gp_w4b1_l2_copy_r0": _path_row("gp_w4b1_l2_copy_r0", 80, 700),
+            "gp_w4b1_l2_copy_r8": _path_row("gp_w4b1_l2_copy_r8", 200, 800)}
+    f = mf.gemm_path_fields({"meta": {"date_utc": "d"}, "gemm_path": rows}, "x.json")
+    assert f["ldgsts_path_cycles_zfill"]["value"] == pytest.approx(100 / 48)
+    assert f["ldgsts_path_cycles_l2"]["value"] == pytest.approx(144 / 48)
+    assert f["ldgsts_path_cycles_hbm"]["value"] == pytest.approx(240 / 48)
+    assert f["ldgsts_path_cycles_per_extra_sector"]["value"] == pytest.approx(64 / 64)
+    assert f["ldgsts_path_hidden_share"]["value"] == pytest.approx(0.5)  # 100 / 2 per SM against 100
+    assert f["ldgsts_path_hidden_share_2x4_vs_1x8"]["value"] == pytest.approx(1 - 100 / 150)  # both blocks: 100 cycles of SM time per 128x256 against 150
+    for v in f.values():
+        assert set(v) >= {"value", "benchmark", "n", "p10", "p90", "how", "date"} and v["date"] == "d"
+        assert "x.json" in v["benchmark"]
+    assert mf.gemm_path_fields({"gemm_path": {}}) == {}
+
+
+def test_merge_of_the_path_group():
+    old = {"meta": {"date_utc": "old"}, "configs": {"mf_a": 1}, "errors": {"gp_x": "old", "gt_y": "old"},
+           "gemm_traffic": {"gt_none_k2": 1}, "gemm_path": {"gp_old": 1}}
+    new = {"meta": {"date_utc": "new", "groups_run": ["gemm_path"]}, "errors": {}, "gemm_path": {"gp_new": 2},
+           "fields_gemm_path": {"f": 1}}
+    out = mf.merge_results(old, new)
+    assert out["gemm_path"] == {"gp_new": 2} and out["gemm_traffic"] == {"gt_none_k2": 1}
+    assert out["errors"] == {"gt_y": "old"} and out["fields_gemm_path"] == {"f": 1}
+    assert out["group_runs"]["gemm_path"]["date_utc"] == "new"
+
+
+SASS_GATE = """
+        Function : k
+        /*0000*/                   CS2R R2, SR_CLOCKLO ;                 /* 0x0000000000027805 */
+                                                                          /* 0x000fe20000015000 */
+        /*0010*/                   DEPBAR.LE SB0, 0x2 ;                  /* 0x000080000000791a */
+                                                                          /* 0x000fe20000000000 */
+        /*0020*/                   LDGSTS.E.BYPASS.128 [R3], desc[UR4][R4.64] ;  /* 0x0000000004037fae */
+                                                                          /* 0x0003e2000b901c44 */
+        /*0030*/                   LDGDEPBAR ;                           /* 0x00000000000079af */
+                                                                          /* 0x000fe20000000000 */
+        /*0040*/                   IMAD.IADD R4, R5, 0x1, R6 ;            /* 0x0000000105047824 */
+                                                                          /* 0x002fe200078e0206 */
+        /*0050*/                   HMMA.16816.F32 R8, R12, R16, R8 ;      /* 0x000000100c08723c */
+                                                                          /* 0x000fe20000001808 */
+"""
+
+
+def test_control_codes_and_gate():
+    ins = mf.control_codes(SASS_GATE, "k")
+    assert [x[1].split()[0] for x in ins] == ["CS2R", "DEPBAR.LE", "LDGSTS.E.BYPASS.128", "LDGDEPBAR", "IMAD.IADD",
+                                             "HMMA.16816.F32"]
+    ldgsts, imad = ins[2], ins[4]
+    assert ldgsts[2] == 1 and ldgsts[3] == 7  # read barrier SB1, no write barrier
+    assert imad[4] == 0b10  # waits on SB1
+    r = mf.GP_CONFIGS[0]
+    c = mf.check_path_sass(r, SASS_GATE.replace("Function : k", f"Function : {r.kernel}"))
+    assert c["gate_before_first_hmma"] and c["copies_before_first_hmma"] and not c["ok"]  # counts too small
+
+
+@pytest.mark.slow  # the probe's nvcc build (~30 s): python -m pytest -m slow
+def test_path_kernels_sass(built):
+    """Every gemm_path kernel: 6 clock reads, its copies, 64 HMMA, 16 LDSM and one BAR a k-step; copy-first:
+    an instruction after LDGDEPBAR waits on the copies' read barrier before the first HMMA (the WAR of reused
+    copy registers); fragments-first: no copy before the first HMMA."""
+    _, sass = built
+    if sass is None:
+        pytest.skip("nvdisasm not on PATH")
+    for r in mf.GP_CONFIGS:
+        c = mf.check_path_sass(r, sass)
+        assert c["ok"], (r.key, c)
+        assert c["gate_before_first_hmma"] == (r.order == "copy") or r.order == "ldsm", r.key
+        assert c["copies_before_first_hmma"] == (r.order == "copy"), r.key
+
+
+@pytest.mark.gpu
+def test_path_group_on_the_gpu(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "validation.calibration.mma_feed_probe", "--only", "gemm_path", "--out",
+                        str(tmp_path)], capture_output=True, text=True, cwd=mf.REPO_ROOT, timeout=600)
+    if p.returncode == 2:
+        pytest.skip(p.stderr.strip())
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    res = json.loads((tmp_path / "mma_feed.json").read_text())
+    assert set(res["gemm_path"]) == {r.key for r in mf.GP_CONFIGS}, res["errors"]
+    for row in res["gemm_path"].values():
+        assert row["blocks_per_sm_seen"] == row["blocks_per_sm"] and row["distinct_sms"] == res["meta"]["sm_count"]
+        assert row["spans"]["kstep"]["n"] > 0 and row["sass"]["ok"]
+    assert res["meta"]["gemm_path_wall_s"] < 60

@@ -504,3 +504,224 @@ MF_GT_KERNEL_G(gemm, 2, MF_GT_GEMM, 4, 1, 3)
 // group gemm_traffic_ragged: tc_gemm's load_tile into its padded layout (pitch 5 chunks for A, 17 for B;
 // 3 x 18.5 KiB copy ring), 2 blocks per SM as the suite's mma_fp16_*_pad_s3 kernels run
 MF_GT_KERNEL_G(gemm_pad, 2, MF_GT_GEMM_PAD, 4, 2, 3)
+
+// ======================================================================================================
+// GEMM k-step critical path (mma_feed_probe.py GP_CONFIGS, group "gemm_path", kernels
+// mfgp_<order>_w<warps>_b<min blocks per SM>_c<copy stages>_<bcol|brow>): the gemm_traffic loop with
+// tc_gemm's load_tile, every warp stamping clock64 (CS2R) at six points of each k-step: the loop top (t0),
+// after cp.async.wait_group (t1, DEPBAR), after __syncthreads (t2, BAR), after the k-step's copies and
+// commit_group (t3, LDGDEPBAR), after the first mma.sync (t4, the first HMMA issued) and after the last
+// (t5). Every MF_GP_EVERY-th k-step, lane 0 of each warp writes MF_GP_REC longs (below) for at most
+// MF_GP_MAXREC such k-steps. The question: after the barrier, how long until a warp's first HMMA, as a
+// function of the copies it issued just before (nvcc reuses the LDGSTS address registers for the first
+// ldmatrix, whose address then waits for the L1 to accept all of the warp's copies), where their data
+// comes from and how many sectors they touch. Knobs: ORDER (MF_GP_COPY_FIRST: tc_gemm's order, copies,
+// then slice 0's fragments and MMAs, then slice 1's; MF_GP_LDSM_FIRST: slice 0's fragments and MMAs before
+// the copies, then slice 1's, so that no copy stands between the barrier and the first HMMA; t3/t4 are
+// then the copies and the first HMMA of slice 1. A plain "slice 0's ldmatrix before the copies" does not
+// do it: ptxas (nvcc 13) still puts a slice-1 address instruction that waits for the copies' register
+// reads before the first HMMA), BCOL (B stored N x K, K-contiguous: B tile rows of bk halves, as the
+// suite's Bcol kernels; K = 2008 then makes A and B rows start mid-sector), the kernel argument `real`
+// (copies per thread that read data: the first `real` of the thread's A_IT + B_IT copies, A first; the
+// others zero-fill, src-size 0, so the instruction stream is the same for every `real`), the geometry
+// (8 warps x 1 block: block tile 128 x 256, 4 stages; 4 warps x 1 or 2 blocks: 128 x 128, 3 stages).
+// The ldmatrix reads keep reading the fixed compute ring, as in mf_gt_body.
+// Stamp record (longs): t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t0 - (the previous k-step's t0),
+// t0, the k-step index.
+
+#define MF_GP_REC 8         // longs per stamped k-step and warp (mma_feed_probe.py GP_REC)
+#define MF_GP_EVERY 16      // stamp every 16th k-step (GP_EVERY; a power of two)
+#define MF_GP_MAXREC 128    // stamped k-steps kept per warp (GP_MAXREC)
+#define MF_GP_COPY_FIRST 0  // ORDER: copies, then slice 0's fragments (tc_gemm's shared_gemm)
+#define MF_GP_LDSM_FIRST 1  // ORDER: slice 0's fragments, then the copies
+
+__device__ __forceinline__ long long mf_clk() {  // CS2R Rx, SR_CLOCKLO; volatile + memory: kept in order
+    long long c;
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(c)::"memory");
+    return c;
+}
+
+// tc_gemm's load_tile (STAGES >= 2, SWIZZLED) for tile BM_ x BN_ x 32 with THREADS_ threads, B row-major
+// (BCOL false) or N x K (true), and the copy index `real` from which every copy zero-fills
+template <int THREADS_, int BN_, bool BCOL>
+__device__ __forceinline__ void mf_gp_load_tile(const unsigned short* __restrict__ A,
+                                                const unsigned short* __restrict__ B, unsigned short* sA,
+                                                unsigned short* sB, int m0, int n0, int k0, int M, int N, int K,
+                                                int real) {
+    constexpr int CE = 8, A_ROWS = 128, A_LC = 4;
+    constexpr int B_ROWS = BCOL ? BN_ : 32, B_LC = BCOL ? 4 : BN_ / 8;
+    constexpr int A_CHUNKS = A_ROWS * A_LC, B_CHUNKS = B_ROWS * B_LC;
+    constexpr int A_IT = A_CHUNKS / THREADS_, B_IT = B_CHUNKS / THREADS_;
+    static_assert(A_CHUNKS % THREADS_ == 0 && B_CHUNKS % THREADS_ == 0, "whole copies per thread");
+    const int tid = threadIdx.x;
+#pragma unroll
+    for (int it = 0; it < A_IT; ++it) {
+        const int i = tid + it * THREADS_;
+        const int r = i / A_LC, c = i % A_LC;
+        const int gm = m0 + r, gk = k0 + c * CE;
+        const bool ok = gm < M && gk < K && it < real;
+        mf_gt_cp_async16(mf_gt_smem_addr(sA + mfgt::chunk_off<mfgt::SWIZZLED, A_LC, CE>(r, c)),
+                         ok ? A + (mf_idx_t)gm * K + gk : A, ok ? 16u : 0u);
+    }
+#pragma unroll
+    for (int it = 0; it < B_IT; ++it) {
+        const int i = tid + it * THREADS_;
+        const int r = i / B_LC, c = i % B_LC;
+        bool ok;
+        const unsigned short* src;
+        if constexpr (BCOL) {
+            const int gn = n0 + r, gk = k0 + c * CE;
+            ok = gn < N && gk < K;
+            src = B + (mf_idx_t)gn * K + gk;
+        } else {
+            const int gk = k0 + r, gn = n0 + c * CE;
+            ok = gk < K && gn < N;
+            src = B + (mf_idx_t)gk * N + gn;
+        }
+        ok = ok && A_IT + it < real;
+        mf_gt_cp_async16(mf_gt_smem_addr(sB + mfgt::chunk_off<mfgt::SWIZZLED, B_LC, CE>(r, c)), ok ? src : B,
+                         ok ? 16u : 0u);
+    }
+}
+
+// mf_mmas less its first mma.sync (mi 0, ni 0)
+__device__ __forceinline__ void mf_gp_mmas_rest(float (&acc)[4][8][4], const unsigned (&af)[4][4],
+                                                const unsigned (&bf)[8][2]) {
+#pragma unroll
+    for (int mi = 0; mi < 4; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < 8; ++ni) {
+            if (mi == 0 && ni == 0) continue;
+            const int nj = (mi & 1) ? 7 - ni : ni;
+            mf_mma(acc[mi][nj], af[mi], bf[nj]);
+        }
+}
+
+template <int WARPS, int CSTAGES, int ORDER, bool BCOL>
+__device__ __forceinline__ void mf_gp_body(int iters, int stage_mask, long long* clk, long long* stamps, float* out,
+                                           const unsigned short* __restrict__ A,
+                                           const unsigned short* __restrict__ B, const int* __restrict__ tile_m0,
+                                           const int* __restrict__ tile_n0, int M, int N, int K, int real) {
+    typedef MfGeom<64, 64, WARPS> G;
+    constexpr int THREADS = 32 * WARPS, BKE = 32;
+    constexpr int CSLOT = (G::BM + G::BN) * BKE;  // elements of one copy-ring slot (A tile, then B tile)
+    static_assert(CSTAGES >= 2, "a cp.async ring: wait_group(CSTAGES - 2)");
+    extern __shared__ __align__(128) unsigned char mf_dyn[];
+    const int ring_bytes = (stage_mask + 1) * G::STAGE_BYTES;  // the compute ring; the copy ring follows
+    for (int i = threadIdx.x * 16; i < ring_bytes; i += blockDim.x * 16)
+        *reinterpret_cast<uint4*>(mf_dyn + i) = make_uint4(0u, 0u, 0u, 0u);
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wm0 = (warp % MF_WARPS_M) * 64, wn0 = (warp / MF_WARPS_M) * 64;
+    const unsigned sbase = mf_smem_u32(mf_dyn), mask = (unsigned)stage_mask;
+    const int m0 = tile_m0[blockIdx.x], n0 = tile_n0[blockIdx.x];
+    unsigned short* cring = reinterpret_cast<unsigned short*>(mf_dyn + ring_bytes);
+    float acc[4][8][4];
+#pragma unroll
+    for (int mi = 0; mi < 4; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < 8; ++ni)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) acc[mi][ni][i] = 0.f;
+    unsigned af[4][4], bf[8][2];
+    int kn = 0;
+    auto issue = [&](int slot, int nk) {
+        mf_gp_load_tile<THREADS, G::BN, BCOL>(A, B, cring + slot * CSLOT, cring + slot * CSLOT + G::BM * BKE, m0,
+                                              n0, kn, M, N, K, real);
+        kn += BKE;
+        if (kn + BKE > K) kn = 0;
+        mf_gt_commit();
+    };
+#pragma unroll
+    for (int s = 0; s < CSTAGES - 1; ++s) issue(s, s);
+    __syncthreads();  // the fill is done
+    const long long c0 = clock64();
+    const unsigned long long g0 = mf_global_ns();
+    long long* my = stamps + (size_t)(blockIdx.x * WARPS + warp) * MF_GP_MAXREC * MF_GP_REC;
+    int next = CSTAGES - 1, rec = 0;
+    long long prev = mf_clk();
+    for (int it = 0; it < iters; ++it) {
+        const long long t0 = mf_clk();
+        mf_gt_wait<CSTAGES - 2>();
+        const long long t1 = mf_clk();
+        __syncthreads();
+        const long long t2 = mf_clk();
+        const unsigned st0 = ((unsigned)it & mask) * (unsigned)G::STAGE_BYTES;
+        long long t3, t4;
+        if constexpr (ORDER == MF_GP_COPY_FIRST) {  // tc_gemm: copies, slice 0, slice 1
+            issue(next, it + CSTAGES - 1);
+            t3 = mf_clk();
+            mf_load<64, 64, WARPS>(af, bf, sbase, st0, 0, wm0, wn0, lane);
+            mf_mma(acc[0][0], af[0], bf[0]);  // mf_mmas' first (mi 0, ni 0)
+            t4 = mf_clk();
+            mf_gp_mmas_rest(acc, af, bf);
+            mf_load<64, 64, WARPS>(af, bf, sbase, st0, 1, wm0, wn0, lane);
+            mf_mmas<64, 64>(acc, af, bf);
+        } else {  // fragments first: slice 0, the copies, slice 1
+            mf_load<64, 64, WARPS>(af, bf, sbase, st0, 0, wm0, wn0, lane);
+            mf_mmas<64, 64>(acc, af, bf);
+            issue(next, it + CSTAGES - 1);
+            t3 = mf_clk();
+            mf_load<64, 64, WARPS>(af, bf, sbase, st0, 1, wm0, wn0, lane);
+            mf_mma(acc[0][0], af[0], bf[0]);
+            t4 = mf_clk();
+            mf_gp_mmas_rest(acc, af, bf);
+        }
+        const long long t5 = mf_clk();
+        if ((it & (MF_GP_EVERY - 1)) == MF_GP_EVERY - 1 && rec < MF_GP_MAXREC) {
+            if (lane == 0) {
+                long long* r = my + rec * MF_GP_REC;
+                r[0] = t1 - t0;
+                r[1] = t2 - t1;
+                r[2] = t3 - t2;
+                r[3] = t4 - t3;
+                r[4] = t5 - t4;
+                r[5] = t0 - prev;
+                r[6] = t0;
+                r[7] = it;
+            }
+            ++rec;
+        }
+        prev = t0;
+        next = (next + 1 == CSTAGES) ? 0 : next + 1;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const long long c1 = clock64();
+        const unsigned long long g1 = mf_global_ns();
+        long long* r = clk + MF_REC * blockIdx.x;
+        r[0] = c1 - c0;
+        r[1] = (long long)(g1 - g0);
+        r[2] = mf_smid();
+        r[3] = (long long)g0;
+    }
+    mf_gt_wait<0>();  // drain (after the timed part)
+    unsigned bits = 0u;
+#pragma unroll
+    for (int mi = 0; mi < 4; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < 8; ++ni)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) bits ^= __float_as_uint(acc[mi][ni][i]);
+    if (bits == 0x9E3779B9u + (unsigned)stage_mask + (unsigned)real)  // never at run time
+        out[blockIdx.x * blockDim.x + threadIdx.x] = (float)bits;
+}
+
+// mfgp_<copy|ldsm>_w<warps>_b<min blocks per SM>_c<copy stages>_<brow|bcol>
+#define MF_GP_KERNEL(ONAME, ORDER, W, MINB, C, BNAME, BCOL)                                                   \
+extern "C" __global__ void __launch_bounds__(W * 32, MINB)                                                    \
+mfgp_##ONAME##_w##W##_b##MINB##_c##C##_##BNAME(int iters, int stage_mask, long long* clk, long long* stamps,  \
+                                               float* out, const unsigned short* A, const unsigned short* B,  \
+                                               const int* tile_m0, const int* tile_n0, int M, int N, int K,   \
+                                               int real) {                                                    \
+    mf_gp_body<W, C, ORDER, BCOL>(iters, stage_mask, clk, stamps, out, A, B, tile_m0, tile_n0, M, N, K, real); \
+}
+
+// mma_feed_probe.py GP_CONFIGS lists these (group gemm_path)
+MF_GP_KERNEL(copy, MF_GP_COPY_FIRST, 8, 1, 4, brow, false)
+MF_GP_KERNEL(ldsm, MF_GP_LDSM_FIRST, 8, 1, 4, brow, false)
+MF_GP_KERNEL(copy, MF_GP_COPY_FIRST, 8, 1, 4, bcol, true)
+MF_GP_KERNEL(ldsm, MF_GP_LDSM_FIRST, 8, 1, 4, bcol, true)
+MF_GP_KERNEL(copy, MF_GP_COPY_FIRST, 4, 2, 3, brow, false)
+MF_GP_KERNEL(ldsm, MF_GP_LDSM_FIRST, 4, 2, 3, brow, false)
+MF_GP_KERNEL(copy, MF_GP_COPY_FIRST, 4, 2, 3, bcol, true)
+MF_GP_KERNEL(copy, MF_GP_COPY_FIRST, 4, 1, 3, brow, false)

@@ -1,7 +1,7 @@
 """The mma.sync GEMM inner loop in isolation: how fast ldmatrix-fed mma.sync m16n8k16 runs (H200, sm_90a).
 
 ``python -m validation.calibration.mma_feed_probe [--out DIR] [--quick] [--only GROUP[,GROUP]]`` runs the
-groups (``sweep``, ``gemm_traffic``, ``gemm_traffic_w4``, ``gemm_traffic_ragged``; default all) on the current GPU (CuPy), prints a table and writes
+groups (``sweep``, ``gemm_traffic``, ``gemm_traffic_w4``, ``gemm_traffic_ragged``, ``gemm_path``; default all) on the current GPU (CuPy), prints a table and writes
 ``<DIR>/mma_feed.json`` (default DIR: ``validation/results/<gpu>/calibration``). With ``--only`` the groups
 run replace theirs in an existing mma_feed.json of DIR, the others stay (:func:`merge_results`). Without a
 GPU it says so in one line and exits 2. About 5 s of GPU time for ``sweep`` (``--quick``: about 1 s), well
@@ -50,6 +50,18 @@ sectors and 1.375 lines a row on average) and K = 2032 (4064 bytes: sector-align
 straddle a 128-byte line), against K = 2048; modes copy and gemm, and ``gemm_pad``: tc_gemm's load_tile into
 its padded layout (A rows of 5 chunks, B rows of 17) from aligned data. Per row also the distinct sectors
 and lines its copies touch per k-step (:meth:`TrafficConfig.copy_sectors_lines_per_kstep`, computed).
+
+Group ``gemm_path`` (:data:`GP_CONFIGS`, section ``gemm_path``, kernels ``mfgp_*``): the post-barrier
+critical path of the k-step, per warp. tc_gemm's load_tile loop (8 warps x 1 block, 128x256, 4 stages; 4
+warps x 2 or 1 blocks, 128x128, 3 stages) where every warp reads clock64 at the loop top, after the
+DEPBAR, after the BAR, after its copies (LDGDEPBAR), after its first HMMA and after its last, and writes
+the spans every 16th k-step (:data:`GP_SPANS`; medians, p10, p90 over warps and stamped k-steps per rep).
+Rows vary the copies a thread that read data (0/2/4/6 of 6, 0/4/8 of 8; the others zero-fill), the data
+(L2-resident aligned, 1 GiB HBM, A rows at K = 2008, A and B (N x K) at 2008, B pitch 8000 B), the order
+(copies first, as tc_gemm; fragments first: slice 0's ldmatrix and MMAs before the copies) and the
+geometry. :func:`check_path_sass` reads the control codes: in the copy-first kernels an instruction after
+LDGDEPBAR waits on the copies' read barrier before the first HMMA. :func:`gemm_path_fields` gives the
+constants (not merged by calibrate). About 28 rows, a few seconds of GPU time.
 """
 
 from __future__ import annotations
@@ -162,7 +174,7 @@ SWEEP_GROUP = "sweep"
 GT_GROUP = "gemm_traffic"
 GT_W4_GROUP = "gemm_traffic_w4"  # rows in the gemm_traffic section too, beside GT_GROUP's
 GT_RAGGED_GROUP = "gemm_traffic_ragged"  # ditto
-GROUPS = (SWEEP_GROUP, GT_GROUP, GT_W4_GROUP, GT_RAGGED_GROUP)
+GROUPS = (SWEEP_GROUP, GT_GROUP, GT_W4_GROUP, GT_RAGGED_GROUP, "gemm_path")
 GT_CSTAGES = 4  # MF_GT_CSTAGES: copy ring stages of the 8-warp kernels (tc_gemm's 4-stage configuration)
 GT_MODES = ("none", "commit", "zfill", "copy", "gemm", "gemm_pad")  # MF_GT_NONE .. MF_GT_GEMM_PAD
 GT_LOAD_TILE_MODES = ("gemm", "gemm_pad")  # tc_gemm's load_tile (bk 32 only)
@@ -418,6 +430,376 @@ def gt_problem(data: str, blocks: int, bk: int = BK, block_tile: tuple[int, int]
     else:
         raise ValueError(f"data = {data!r}: must be '', 'l2' or 'hbm'")
     return {"m": m, "n": n, "k": k, "m0": m0, "n0": n0, "bytes": (m * k + k * n) * 2}
+
+
+# ----- group gemm_path: the k-step's post-barrier critical path, per warp (must match MF_GP_* of the .cu) --
+GP_GROUP = "gemm_path"
+GP_REC = 8  # MF_GP_REC: longs per stamped k-step and warp
+GP_EVERY = 16  # MF_GP_EVERY: every 16th k-step is stamped
+GP_MAXREC = 128  # MF_GP_MAXREC: stamped k-steps kept per warp
+GP_ORDERS = ("copy", "ldsm")  # MF_GP_COPY_FIRST 0, MF_GP_LDSM_FIRST 1: the kernel name's <order>
+#: the stamp record's spans (cycles) in order, then t0 and the k-step index
+GP_SPANS = ("depbar_wait", "barrier", "barrier_to_copies_issued", "copies_issued_to_first_hmma",
+            "first_to_last_hmma", "kstep")
+GP_GEOMETRIES = {"w8b1": (8, 1, 4), "w4b2": (4, 2, 3), "w4b1": (4, 1, 3)}  # warps, blocks/SM, copy stages
+
+
+@dataclass(frozen=True)
+class PathConfig:
+    """One gemm_path row: ``geometry`` (GP_GEOMETRIES: 8 warps x 1 block, 128x256 tiles, 4-stage ring; 4
+    warps x 2 or 1 blocks, 128x128, 3 stages), ``order`` ("copy": tc_gemm's copies, then slice 0; "ldsm":
+    slice 0's fragments and MMAs before the copies), ``real`` copies per thread that read data (the first
+    ``real`` of A_IT + B_IT, A first; the rest zero-fill), ``data`` ("l2": 2048 x ``n_elems`` x ``k_elems``,
+    L2-resident; "hbm": 1 GiB, every block its own tiles), ``bcol`` (B stored N x K), ``k_elems`` (A's
+    pitch, and B's when ``bcol``), ``n_elems`` (B's pitch when row-major). ValueError naming the field."""
+
+    key: str
+    geometry: str
+    order: str
+    real: int
+    data: str = "l2"
+    bcol: bool = False
+    k_elems: int = GT_L2_MNK
+    n_elems: int = GT_L2_MNK
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        def need(ok: bool, name: str, why: str) -> None:
+            if not ok:
+                raise ValueError(f"PathConfig {self.key}: {name} = {getattr(self, name)!r} {why}")
+
+        need(self.geometry in GP_GEOMETRIES, "geometry", f"must be one of {tuple(GP_GEOMETRIES)}")
+        need(self.order in GP_ORDERS, "order", f"must be one of {GP_ORDERS}")
+        need(self.data in ("l2", "hbm"), "data", "must be 'l2' or 'hbm'")
+        need(0 <= self.real <= self.copies_per_thread, "real", f"must be 0..{self.copies_per_thread}")
+        need(self.k_elems % 8 == 0 and self.k_elems >= BK * self.copy_stages
+             and (self.data == "l2" or self.k_elems == GT_L2_MNK), "k_elems",
+             "must be a multiple of 8, hold the ring, and stay 2048 for HBM data")
+        need(self.n_elems % 8 == 0 and self.n_elems >= self.block_tile[1]
+             and (self.data == "l2" or self.n_elems == GT_L2_MNK), "n_elems",
+             "must be a multiple of 8, hold a tile, and stay 2048 for HBM data")
+        need(smem_blocks_per_sm(self.smem_bytes) == self.blocks_per_sm, "geometry",
+             f"but {smem_blocks_per_sm(self.smem_bytes)} blocks of {self.smem_bytes} bytes fit an SM")
+
+    @property
+    def warps(self) -> int:
+        return GP_GEOMETRIES[self.geometry][0]
+
+    @property
+    def blocks_per_sm(self) -> int:
+        return GP_GEOMETRIES[self.geometry][1]
+
+    @property
+    def copy_stages(self) -> int:
+        return GP_GEOMETRIES[self.geometry][2]
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps
+
+    @property
+    def block_tile(self) -> tuple[int, int]:
+        return WARPS_M * GT_WM, (self.warps // WARPS_M) * GT_WN
+
+    @property
+    def kernel(self) -> str:
+        return (f"mfgp_{self.order}_w{self.warps}_b{self.blocks_per_sm}_c{self.copy_stages}_"
+                f"{'bcol' if self.bcol else 'brow'}")
+
+    @property
+    def copies_per_thread_ab(self) -> tuple[int, int]:
+        bm, bn = self.block_tile
+        per = CHUNK_BYTES * self.threads
+        return bm * BK * 2 // per, BK * bn * 2 // per
+
+    @property
+    def copies_per_thread(self) -> int:
+        return sum(self.copies_per_thread_ab)
+
+    @property
+    def warp_copies_per_sm(self) -> int:
+        """Warp cp.async instructions with data per SM per k-step (all blocks of the SM)."""
+        return self.real * self.warps * self.blocks_per_sm
+
+    @property
+    def stage_bytes(self) -> int:
+        return sum(self.block_tile) * BK * 2
+
+    @property
+    def smem_bytes(self) -> int:
+        """A 4-stage compute ring and the copy ring, at least SMEM_FLOOR_BYTES[blocks per SM]."""
+        return max(STAGES * self.stage_bytes + self.copy_stages * self.stage_bytes,
+                   SMEM_FLOOR_BYTES[self.blocks_per_sm])
+
+    def copy_sectors_per_kstep(self) -> dict:
+        """Per block and k-step, over the k-steps before k wraps (computed from the addresses): ``sectors``
+        (distinct 32-byte sectors per warp instruction, summed; what the L1 requests), ``aligned`` (the
+        sectors of the same bytes from sector-aligned rows: bytes / 32) and ``extra`` (their difference),
+        counting only the ``real`` copies; ``lines`` likewise for 128-byte lines."""
+        bm, bn = self.block_tile
+        a_it, _ = self.copies_per_thread_ab
+        hbm = self.data == "hbm"
+        k, n = self.k_elems, self.n_elems
+        steps = (GT_L2_MNK if hbm else k) // BK
+        b_lc = BK // 8 if self.bcol else bn // 8
+        sectors = lines = nbytes = 0
+        for ks in range(min(steps, 64)):
+            k0 = ks * BK
+            for j in range(self.real):
+                for w in range(self.warps):
+                    addrs = []
+                    for t in range(32 * w, 32 * w + 32):
+                        i = t + j * self.threads
+                        if j < a_it:
+                            r, c = divmod(i, 4)
+                            addrs.append((r * k + k0 + c * 8) * 2)
+                        else:
+                            r, c = divmod(i - a_it * self.threads, b_lc)
+                            addrs.append(((r * k + k0 + c * 8) if self.bcol else ((k0 + r) * n + c * 8)) * 2)
+                    sectors += len({(a + o) // SECTOR_BYTES for a in addrs for o in (0, CHUNK_BYTES - 1)})
+                    lines += len({(a + o) // LINE_BYTES for a in addrs for o in (0, CHUNK_BYTES - 1)})
+                    nbytes += 32 * CHUNK_BYTES
+        nsteps = min(steps, 64)
+        s, ln, al = sectors / nsteps, lines / nsteps, nbytes / nsteps / SECTOR_BYTES
+        return {"sectors": s, "aligned": al, "extra": s - al, "lines": ln}
+
+
+def _gp_rows() -> tuple[PathConfig, ...]:
+    """The gemm_path rows (see the module docstring)."""
+    rows = []
+    for g, full in (("w8b1", 6), ("w4b2", 8)):
+        for real in range(0, full + 1, 2 if g == "w8b1" else 4):
+            rows.append(PathConfig(f"gp_{g}_l2_copy_r{real}", g, "copy", real,
+                                   note=f"{real} of {full} copies a thread with data (rest zero-fill), aligned L2"))
+        rows += [PathConfig(f"gp_{g}_l2_ldsm_r0", g, "ldsm", 0, note="fragments first, zero-fill copies"),
+                 PathConfig(f"gp_{g}_l2_ldsm_r{full}", g, "ldsm", full, note="fragments first, aligned L2"),
+                 PathConfig(f"gp_{g}_hbm_copy_r{full}", g, "copy", full, "hbm", note="1 GiB streamed (HBM)"),
+                 PathConfig(f"gp_{g}_hbm_ldsm_r{full}", g, "ldsm", full, "hbm", note="fragments first, HBM"),
+                 PathConfig(f"gp_{g}_K2008a_copy_r{full}", g, "copy", full, k_elems=2008,
+                            note="A rows of 4016 B (every other one from mid-sector)"),
+                 PathConfig(f"gp_{g}_bcolK2048_copy_r{full}", g, "copy", full, bcol=True,
+                            note="B stored N x K, aligned rows (control for K2008ab)"),
+                 PathConfig(f"gp_{g}_K2008ab_copy_r{full}", g, "copy", full, bcol=True, k_elems=2008,
+                            note="A and B (N x K) rows of 4016 B: the suite's Bcol shape")]
+    rows += [PathConfig("gp_w8b1_K2008ab_ldsm_r6", "w8b1", "ldsm", 6, bcol=True, k_elems=2008,
+                        note="fragments first, A and B rows mid-sector"),
+             PathConfig("gp_w8b1_N4000_copy_r6", "w8b1", "copy", 6, n_elems=4000,
+                        note="B pitch 8000 B (sector-, not line-aligned): the suite's Brow shape"),
+             PathConfig("gp_w4b2_N4000_copy_r8", "w4b2", "copy", 8, n_elems=4000, note="B pitch 8000 B")]
+    # 1 block of 4 warps per SM: the same code as w4b2 without a co-resident block
+    rows += [PathConfig("gp_w4b1_l2_copy_r0", "w4b1", "copy", 0, note="zero-fill, no co-resident block"),
+             PathConfig("gp_w4b1_l2_copy_r8", "w4b1", "copy", 8, note="aligned L2, no co-resident block"),
+             PathConfig("gp_w4b1_hbm_copy_r8", "w4b1", "copy", 8, "hbm", note="HBM, no co-resident block"),
+             PathConfig("gp_w4b1_K2008a_copy_r8", "w4b1", "copy", 8, k_elems=2008,
+                        note="A mid-sector, no co-resident block")]
+    return tuple(rows)
+
+
+GP_CONFIGS = _gp_rows()
+
+
+def gp_problem(pc_: PathConfig, blocks: int) -> dict:
+    """The matrices a gemm_path row copies from: as :func:`gt_problem` ("l2": 2048 x ``n_elems`` x
+    ``k_elems``, blocks on the tile grid; "hbm": 1 GiB, every block its own tiles)."""
+    if pc_.data == "hbm":
+        return gt_problem("hbm", blocks, BK, pc_.block_tile)
+    bm, bn = pc_.block_tile
+    m, n, k = GT_L2_MNK, pc_.n_elems, pc_.k_elems
+    tiles_m, tiles_n = m // bm, n // bn
+    return {"m": m, "n": n, "k": k, "m0": [((b // tiles_n) % tiles_m) * bm for b in range(blocks)],
+            "n0": [(b % tiles_n) * bn for b in range(blocks)], "bytes": (m * k + k * n) * 2}
+
+
+def parse_stamps(raw: Sequence[int], warps_total: int, nrec: int) -> dict:
+    """The per-warp stamp records (GP_MAXREC slots of GP_REC longs per warp, the first ``nrec`` of each
+    written) -> {span: [cycles, ...]} for GP_SPANS, one value per warp and stamped k-step; ValueError when
+    the count is wrong or a written record holds a negative span."""
+    vals = [int(v) for v in raw]
+    if len(vals) != warps_total * GP_MAXREC * GP_REC or not 0 <= nrec <= GP_MAXREC:
+        raise ValueError(f"stamps: {len(vals)} values for {warps_total} warps, nrec = {nrec}")
+    out: dict[str, list[int]] = {s: [] for s in GP_SPANS}
+    for w in range(warps_total):
+        for r in range(nrec):
+            rec = vals[(w * GP_MAXREC + r) * GP_REC:(w * GP_MAXREC + r + 1) * GP_REC]
+            if min(rec[:6]) < 0:
+                raise ValueError(f"stamps: warp {w} record {r} has a negative span {rec[:6]}")
+            for s, v in zip(GP_SPANS, rec[:6], strict=True):
+                out[s].append(v)
+    return out
+
+
+def path_metrics(pc_: PathConfig, rec: dict, stamps: dict, iters: int) -> dict:
+    """One rep of a gemm_path row: the block-level cycles per k-step (median block) and, per span of
+    GP_SPANS, the median / p10 / p90 over warps and stamped k-steps."""
+    if iters < 1:
+        raise ValueError(f"iters = {iters}: must be >= 1")
+    return {"cycles_per_kstep": rec["cycles_median"] / iters, "clock_hz": rec["clock_hz"],
+            "max_coresident": rec["max_coresident"], "distinct_sms": rec["distinct_sms"],
+            "spans": {s: summarize(v) for s, v in stamps.items() if v}}
+
+
+def summarize_path(pc_: PathConfig, runs: list[dict]) -> dict:
+    """The JSON row of one gemm_path configuration: per span the median over reps of the reps' median,
+    p10 and p90 (``value``/``p10``/``p90``, cycles) and the reps' medians (``rep_medians``); the block
+    k-step (``cycles_per_kstep``) and the clock; the row's geometry and computed sectors."""
+    spans = {}
+    for s in GP_SPANS:
+        reps = [r["spans"][s] for r in runs if s in r["spans"]]
+        if reps:
+            spans[s] = {"value": pc.median([x["value"] for x in reps]), "p10": pc.median([x["p10"] for x in reps]),
+                        "p90": pc.median([x["p90"] for x in reps]), "n": sum(x["n"] for x in reps),
+                        "rep_medians": [x["value"] for x in reps]}
+    return {"kernel": pc_.kernel, "geometry": pc_.geometry, "order": pc_.order, "note": pc_.note,
+            "warps_per_block": pc_.warps, "blocks_per_sm": pc_.blocks_per_sm, "copy_ring_stages": pc_.copy_stages,
+            "block_tile": list(pc_.block_tile), "data": pc_.data, "b_layout": "n_x_k" if pc_.bcol else "k_x_n",
+            "k_elems": pc_.k_elems, "n_elems": pc_.n_elems, "copies_per_thread": pc_.copies_per_thread,
+            "real_copies_per_thread": pc_.real, "warp_copies_per_sm_per_kstep": pc_.warp_copies_per_sm,
+            "copy_sectors_per_kstep_computed": pc_.copy_sectors_per_kstep(), "smem_bytes": pc_.smem_bytes,
+            "spans": spans, "cycles_per_kstep": summarize([r["cycles_per_kstep"] for r in runs]),
+            "clock_hz": summarize([r["clock_hz"] for r in runs])["value"],
+            "blocks_per_sm_seen": max(r["max_coresident"] for r in runs),
+            "distinct_sms": min(r["distinct_sms"] for r in runs), "runs": runs}
+
+
+def control_codes(sass: str, kernel: str) -> list[tuple[int, str, int, int, int]]:
+    """(address, instruction text, read barrier, write barrier, wait mask) of every instruction of
+    ``kernel`` in a listing with the encodings (``cuobjdump -sass`` or ``nvdisasm -hex``): the control bits
+    of the second 64-bit word (bits 41+: stall 4, yield 1, write barrier 3, read barrier 3, wait mask 6;
+    barrier 7 is none)."""
+    lines = sass.splitlines()
+    out, cur = [], None
+    for i, line in enumerate(lines):
+        f = re.match(r"^\s*Function : (\S+)", line) or re.match(r"^\.text\.(\S+):\s*$", line)
+        if f:
+            cur = f.group(1)
+            continue
+        if cur != kernel:
+            continue
+        m = re.search(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;\s*/\* 0x[0-9a-f]+ \*/", line)
+        if m and i + 1 < len(lines):
+            hi = re.search(r"/\* (0x[0-9a-f]+) \*/", lines[i + 1])
+            if hi:
+                c = int(hi.group(1), 16) >> 41
+                out.append((int(m.group(1), 16), m.group(2), (c >> 8) & 7, (c >> 5) & 7, (c >> 11) & 0x3F))
+    return out
+
+
+def check_path_sass(pc_: PathConfig, sass: str) -> dict:
+    """The hot loop (from the k-step's DEPBAR.LE to the BAR after its last HMMA) of the row's kernel: CS2R clock reads (6), LDGSTS
+    (copies per thread), HMMA (64), LDSM (16); ``gate_before_first_hmma``: an instruction between the
+    k-step's LDGDEPBAR and the first HMMA after it waits on a read barrier the k-step's LDGSTS set (the
+    WAR of reused copy registers); ``copies_before_first_hmma``: an LDGSTS precedes the k-step's first
+    HMMA. ``ok``: the counts hold, and for order "copy" the gate is there, for "ldsm" no copy precedes the
+    first HMMA (its gate, if any, sits before slice 1's first HMMA)."""
+    ins = control_codes(sass, pc_.kernel)
+    if not ins:
+        return {"ok": False, "problem": "no encodings in the listing"}
+    dep = [k for k, x in enumerate(ins) if x[1].startswith("DEPBAR.LE")]
+    if not dep:
+        return {"ok": False, "problem": "no DEPBAR.LE"}
+    # from the k-step's t0 (the clock read just before the DEPBAR.LE) on
+    starts = [next((k for k in range(max(d - 3, 0), d) if "SR_CLOCKLO" in ins[k][1]), d) for d in dep]
+    bodies = [ins[d:e] for d, e in zip(starts, dep[1:] + [len(ins)], strict=True)]
+    body = max(bodies, key=lambda b: (sum(x[1].startswith("HMMA") for x in b), -len(b)))
+    last_h = max((k for k, x in enumerate(body) if x[1].startswith("HMMA")), default=len(body) - 1)
+    body = body[:next((k for k in range(last_h, len(body)) if body[k][1].startswith("BAR")), len(body))]
+    ops = [re.sub(r"^@!?U?P\w+\s+", "", x[1]).split()[0] for x in body]
+    clocks = sum("SR_CLOCKLO" in x[1] for x in body)
+    first_h = next((k for k, o in enumerate(ops) if o.startswith("HMMA")), None)
+    ldg = [k for k, o in enumerate(ops) if o.startswith("LDGSTS")]
+    depbar = next((k for k, o in enumerate(ops) if o == "LDGDEPBAR"), None)
+    gate = False
+    if depbar is not None:
+        rbs = {body[k][2] for k in ldg if k < depbar and body[k][2] != 7}
+        h_after = next((k for k in range(depbar, len(ops)) if ops[k].startswith("HMMA")), len(ops))
+        gate = any(body[k][4] >> b & 1 for k in range(depbar + 1, h_after + 1) for b in rbs)
+    counts = {"clock": clocks, "ldgsts": len(ldg), "hmma": sum(o.startswith("HMMA") for o in ops),
+              "ldsm": sum(o.startswith("LDSM") for o in ops), "bar": sum(o.startswith("BAR") for o in ops)}
+    want = {"clock": 6, "ldgsts": pc_.copies_per_thread, "hmma": 2 * GT_MMA_PER_SLICE, "ldsm": 2 * GT_LDSM_PER_SLICE,
+            "bar": 1}
+    copies_first = bool(ldg) and first_h is not None and min(ldg) < first_h
+    bad = [f"{k} {counts[k]} != {want[k]}" for k in want if counts[k] != want[k]]
+    if pc_.order == "copy" and not gate:
+        bad.append("no wait on the copies' read barrier before the first HMMA")
+    if pc_.order == "ldsm" and copies_first:
+        bad.append("a copy precedes the first HMMA")
+    return {"ok": not bad, "problem": "; ".join(bad), **counts, "gate_before_first_hmma": gate,
+            "copies_before_first_hmma": copies_first, "instructions": len(body)}
+
+
+def _span(row: dict, name: str, rep: int | None = None) -> float:
+    s = row["spans"][name]
+    return float(s["rep_medians"][rep] if rep is not None else s["value"])
+
+
+def gemm_path_fields(rec: dict, result_path: str = "mma_feed.json") -> dict:
+    """What a model of the mma.sync k-step would use from the gemm_path rows (calibrate.py's field format;
+    not merged by calibrate): ``ldgsts_path_cycles_<l2|hbm>``: the copies-issued -> first-HMMA span
+    (copy-first, 8 warps x 1 block) with ``real`` = 6 copies a thread from that source less the same
+    span with zero-fill copies, per warp copy with data on the SM; ``ldgsts_path_cycles_zfill``: the
+    zero-fill span itself per warp copy; ``ldgsts_path_cycles_per_extra_sector``: the span's growth per
+    extra (mid-sector) sector per SM and k-step, K2008a against aligned L2 and K2008ab against bcolK2048;
+    ``ldgsts_path_hidden_share``: the share of the k-step's copy cost (real-data k-step less zero-fill
+    k-step, per SM time) that a co-resident block hides: 1 - (w4b2's / 2) / w4b1's, on L2 data (and
+    ``ldgsts_path_hidden_share_2x4_vs_1x8``: w4b2 against w8b1, per 128x256 of work). Each value is the
+    median over reps of the per-rep value (medians of warps x stamped k-steps); p10/p90: min/max over
+    reps (or over the estimates)."""
+    gp = rec.get(GP_GROUP) or {}
+    date = rec.get("meta", {}).get("date_utc")
+    out: dict = {}
+
+    def reps(*rows: dict) -> range:
+        return range(min(len(r["spans"]["copies_issued_to_first_hmma"]["rep_medians"]) for r in rows))
+
+    def field(name: str, vals: list[float], bench: str, how: str) -> None:
+        if vals:
+            out[name] = {"value": pc.median(vals), "benchmark": f"mma_feed_probe gemm_path ({result_path}: {bench})",
+                         "n": len(vals), "p10": min(vals), "p90": max(vals), "how": how, "date": date}
+
+    span = "copies_issued_to_first_hmma"
+    zero = gp.get("gp_w8b1_l2_copy_r0")
+    if zero:
+        z = [_span(zero, span, i) / (zero["copies_per_thread"] * zero["warps_per_block"]) for i in reps(zero)]
+        field("ldgsts_path_cycles_zfill", z, f"gp_w8b1_l2_copy_r0 {_span(zero, span):.1f} cycles",
+              "per-rep median span over the warp copies on the SM, median over reps")
+        for src, key in (("l2", "gp_w8b1_l2_copy_r6"), ("hbm", "gp_w8b1_hbm_copy_r6")):
+            row = gp.get(key)
+            if not row:
+                continue
+            n = row["warp_copies_per_sm_per_kstep"]
+            v = [(_span(row, span, i) - _span(zero, span, i)) / n for i in reps(row, zero)]
+            field(f"ldgsts_path_cycles_{src}", v, f"{key} {_span(row, span):.1f} - gp_w8b1_l2_copy_r0 "
+                  f"{_span(zero, span):.1f} cycles over {n} warp copies", "per-rep difference of medians, median over reps")
+    est, used = [], []
+    for rag, ali in (("gp_w8b1_K2008a_copy_r6", "gp_w8b1_l2_copy_r6"), ("gp_w8b1_K2008ab_copy_r6", "gp_w8b1_bcolK2048_copy_r6")):
+        a, b = gp.get(rag), gp.get(ali)
+        if not a or not b:
+            continue
+        ds = a["copy_sectors_per_kstep_computed"]["sectors"] - b["copy_sectors_per_kstep_computed"]["sectors"]
+        if ds <= 0:
+            continue
+        est.append((_span(a, span) - _span(b, span)) / ds)
+        used.append(f"{rag} - {ali}: {_span(a, span) - _span(b, span):.1f} cycles over {ds:.0f} sectors")
+    field("ldgsts_path_cycles_per_extra_sector", est, "; ".join(used), "median of the estimates (difference of medians)")
+
+    def cost(real: str, zero_key: str, per: float) -> list[float]:
+        a, b = gp.get(real), gp.get(zero_key)
+        if not a or not b:
+            return []
+        n = min(len(a["runs"]), len(b["runs"]))
+        return [(a["runs"][i]["cycles_per_kstep"] - b["runs"][i]["cycles_per_kstep"]) / per for i in range(n)]
+
+    c2, c1 = cost("gp_w4b2_l2_copy_r8", "gp_w4b2_l2_copy_r0", 2), cost("gp_w4b1_l2_copy_r8", "gp_w4b1_l2_copy_r0", 1)
+    c8 = cost("gp_w8b1_l2_copy_r6", "gp_w8b1_l2_copy_r0", 1)
+    if c2 and c1:
+        v = [1 - a / b for a, b in zip(c2, c1, strict=False) if b > 0]
+        field("ldgsts_path_hidden_share", v, "k-step of gp_w4b2_l2_copy_r8 - _r0 (per SM: / 2) against "
+              "gp_w4b1_l2_copy_r8 - _r0", "1 - ratio per rep, median over reps")
+    if c2 and c8:
+        v = [1 - a * 2 / b for a, b in zip(c2, c8, strict=False) if b > 0]
+        field("ldgsts_path_hidden_share_2x4_vs_1x8", v, "k-step of gp_w4b2_l2_copy_r8 - _r0 (two blocks' "
+              "128x128 = one 128x256) against gp_w8b1_l2_copy_r6 - _r0", "1 - ratio per rep, median over reps")
+    return out
 
 
 # ----- pure: records, rates ---------------------------------------------------------------------------
@@ -698,6 +1080,35 @@ class _Device:
                                "ksteps_before_k_wraps": d["k"] // tc.bk}
         return runs, iters, info
 
+    def run_path(self, row: PathConfig) -> tuple[list[dict], int, dict]:
+        cp = self.cp
+        f = pc.get_kernel(self.mod, row.kernel, row.smem_bytes)
+        grid = row.blocks_per_sm * self.sm_count
+        pr = gp_problem(row, grid)
+        self._gt = {}  # one data set at a time (the 1 GiB one included)
+        a = cp.arange(pr["m"] * pr["k"], dtype=cp.uint16)
+        b = cp.arange(pr["k"] * pr["n"], dtype=cp.uint16)
+        m0, n0 = cp.asarray(pr["m0"], dtype=cp.int32), cp.asarray(pr["n0"], dtype=cp.int32)
+        clk = cp.zeros(REC * grid, dtype=cp.int64)
+        warps_total = grid * row.warps
+        stamps = cp.full(warps_total * GP_MAXREC * GP_REC, -1, dtype=cp.int64)
+
+        def args(iters):
+            return (cp.int32(iters), cp.int32(STAGES - 1), clk, stamps, self.out, a, b, m0, n0, cp.int32(pr["m"]),
+                    cp.int32(pr["n"]), cp.int32(pr["k"]), cp.int32(row.real))
+
+        iters = self.size_iters(f, grid, row.threads, args, row.smem_bytes)
+        nrec = min(GP_MAXREC, iters // GP_EVERY)
+        runs = []
+        for _ in range(self.reps):
+            s = self.launch_timed(f, grid, row.threads, args(iters), row.smem_bytes)
+            rec = parse_records(clk.get(), grid)
+            st = parse_stamps(stamps.get(), warps_total, nrec)
+            runs.append({**path_metrics(row, rec, st, iters), "event_s": s})
+        info = {**pc.kernel_attributes(f), "grid": grid, "threads": row.threads, "stamped_ksteps_per_warp": nrec,
+                "problem": {"m": pr["m"], "n": pr["n"], "k": pr["k"], "bytes": pr["bytes"]}}
+        return runs, iters, info
+
     def run_config(self, cfg: Config, noise: int = 0) -> tuple[list[dict], int, dict]:
         cp = self.cp
         smem = SMEM_ONE_BLOCK_BYTES if cfg.blocks == 1 else SMEM_TWO_BLOCKS_BYTES
@@ -765,6 +1176,21 @@ def run_probe(quick: bool = False, tensor_json: Path | None = None, only: Sequen
             except Exception as exc:  # noqa: BLE001  (recorded, the others still run)
                 res["errors"][tc.key] = f"{type(exc).__name__}: {exc}"
         res["meta"][f"{group}_wall_s"] = time.perf_counter() - t1
+    if GP_GROUP in only:
+        res.setdefault(GP_GROUP, {})
+        t1 = time.perf_counter()
+        for row in GP_CONFIGS:
+            try:
+                runs, iters, info = dev.run_path(row)
+                out = summarize_path(row, runs)
+                out.update(iters=iters, reps=dev.reps, **info)
+                if dev.sass:
+                    out["sass"] = check_path_sass(row, dev.sass)
+                res[GP_GROUP][row.key] = out
+            except Exception as exc:  # noqa: BLE001  (recorded, the others still run)
+                res["errors"][row.key] = f"{type(exc).__name__}: {exc}"
+        res["meta"][f"{GP_GROUP}_wall_s"] = time.perf_counter() - t1
+        res["fields_gemm_path"] = gemm_path_fields(res)
     res["meta"].update(probe_wall_s=time.perf_counter() - t0, quick=quick, sm_count=dev.sm_count,
                        target_kernel_s=dev.target_s, reps=dev.reps, groups_run=list(only))
     return res
@@ -773,7 +1199,7 @@ def run_probe(quick: bool = False, tensor_json: Path | None = None, only: Sequen
 _W4_KEYS = frozenset(tc.key for tc in GT_W4_CONFIGS)
 _RAGGED_KEYS = frozenset(tc.key for tc in GT_RAGGED_CONFIGS)
 SECTIONS = {SWEEP_GROUP: "configs", GT_GROUP: "gemm_traffic", GT_W4_GROUP: "gemm_traffic",
-            GT_RAGGED_GROUP: "gemm_traffic"}
+            GT_RAGGED_GROUP: "gemm_traffic", GP_GROUP: GP_GROUP}
 
 
 def _error_group(key: str) -> str:
@@ -782,12 +1208,16 @@ def _error_group(key: str) -> str:
         return GT_W4_GROUP
     if key in _RAGGED_KEYS:
         return GT_RAGGED_GROUP
+    if key.startswith("gp_") or key == "fields_gemm_path":
+        return GP_GROUP
     return GT_GROUP if key.startswith("gt_") else SWEEP_GROUP
 
 
 def _has_rows(rec: dict, group: str) -> bool:
     if group == SWEEP_GROUP:
         return "configs" in rec
+    if group == GP_GROUP:
+        return bool(rec.get(GP_GROUP))
     return any(_error_group(k) == group for k in rec.get("gemm_traffic", {}))
 
 
@@ -807,6 +1237,8 @@ def merge_results(old: dict | None, new: dict) -> dict:
     for sec in sorted({SECTIONS[g] for g in ran}):
         kept = {k: r for k, r in old.get(sec, {}).items() if sec == "gemm_traffic" and _error_group(k) not in ran}
         out[sec] = {**kept, **new.get(sec, {})}
+    if GP_GROUP in ran and "fields_gemm_path" in new:
+        out["fields_gemm_path"] = new["fields_gemm_path"]
     for g in ran:
         runs[g] = stamp
     out["group_runs"] = runs
@@ -842,6 +1274,27 @@ def format_table(res: dict) -> str:
                          f"{r['cycles_per_kstep']['value']:13.1f} {r['global_bytes_per_s']['value'] / 1e9:7.0f} "
                          f"{r['smem_wavefronts_per_kstep_computed']['total']:12d} "
                          f"{r['smem_wavefronts_per_clk_computed']:6.3f}  {order}")
+    gp = res.get(GP_GROUP) or {}
+    if gp:
+        lines.append("")
+        lines.append(f"{'gemm_path':26s} {'real':>4s} {'seen':>4s} {'sectors':>7s} {'depbar':>6s} {'bar':>6s} "
+                     f"{'->copies':>8s} {'->HMMA1':>8s} (p10..p90) {'HMMAs':>6s} {'kstep/w':>7s} {'kstep/blk':>9s} "
+                     f"{'GHz':>5s}  SASS")
+        for k, r in gp.items():
+            sp = r["spans"]
+            s = r.get("sass") or {}
+            sass = ("ok" if s.get("ok") else f"! {s.get('problem', '')}") if s else "-"
+            gate = " gate" if s.get("gate_before_first_hmma") else ""
+            c = sp.get("copies_issued_to_first_hmma", {})
+            lines.append(f"{k:26s} {r['real_copies_per_thread']:4d} {r['blocks_per_sm_seen']:4d} "
+                         f"{r['copy_sectors_per_kstep_computed']['sectors']:7.0f} "
+                         + " ".join(f"{sp[n]['value']:{w}.0f}" for n, w in (("depbar_wait", 6), ("barrier", 6),
+                                                                           ("barrier_to_copies_issued", 8)) if n in sp)
+                         + f" {c.get('value', float('nan')):8.0f} ({c.get('p10', 0):.0f}..{c.get('p90', 0):.0f})"
+                         + f" {sp['first_to_last_hmma']['value']:6.0f} {sp['kstep']['value']:7.0f}"
+                         + f" {r['cycles_per_kstep']['value']:9.1f} {r['clock_hz'] / 1e9:5.3f}  {sass}{gate}")
+        for name, f in (res.get("fields_gemm_path") or {}).items():
+            lines.append(f"  {name} = {f['value']:.4g} ({f['p10']:.4g}..{f['p90']:.4g})")
     for k, e in res.get("errors", {}).items():
         lines.append(f"{k:34s} FAILED: {e}")
     return "\n".join(lines)
