@@ -66,3 +66,57 @@ def test_the_traced_kernel_compiles_for_sm_90a(tmp_path):
     r = subprocess.run([nvcc, "-cubin", *src.options, "-o", str(tmp_path / "k.cubin"), str(tmp_path / "k.cu")],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_traced_runs_times_both_kernels_and_reads_every_blocks_stamps():
+    """schedule_trace.traced_runs (shared by the GEMM and wgmma traces), on a stand-in for CuPy: the traced
+    and plain kernels alternate after two warm-up pairs, each traced run's stamps are read relative to its
+    first stamp, and a block that left a stamp unwritten makes the run an error."""
+    import numpy as np
+
+    from validation.studies.schedule_trace import traced_runs
+
+    class FakeEvent:
+        def record(self):
+            pass
+
+        def synchronize(self):
+            pass
+
+    class Buf:
+        def __init__(self):
+            self.data = np.zeros(2 * 4, dtype=np.uint64)
+
+        def fill(self, v):
+            self.data[:] = v
+
+    buf, calls = Buf(), []
+
+    class Cuda:
+        Event = FakeEvent
+
+        @staticmethod
+        def get_elapsed_time(a, b):
+            return 2.0  # ms
+
+    class Cp:
+        cuda = Cuda
+
+        @staticmethod
+        def asnumpy(b):
+            return b.data.copy()
+
+    def traced():
+        calls.append("t")
+        buf.data[:] = [3, 100, 150, 170, 5, 110, 140, 200]  # two blocks: SM, three stamps
+
+    got = traced_runs(Cp, lambda: calls.append("f"), traced, lambda: calls.append("p"), buf, 2, 4, reps=3)
+    assert got["status"] == "ok" and got["traced_s"] == [0.002] * 3 and got["plain_s"] == [0.002] * 3
+    assert calls[:8] == ["f", "t", "f", "p", "f", "t", "f", "p"] and calls.count("t") == 5
+    assert got["smid"].tolist() == [3, 5]
+    assert got["stamps_ns"].shape == (3, 2, 3) and got["stamps_ns"][0].tolist() == [[0, 50, 70], [10, 40, 100]]
+
+    def lazy():
+        buf.data[:] = [3, 100, 0, 170, 5, 110, 140, 200]
+
+    assert traced_runs(Cp, lambda: None, lazy, lambda: None, buf, 2, 4, reps=1)["status"] == "error"

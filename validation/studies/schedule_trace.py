@@ -62,32 +62,46 @@ def trace_config(cfg, reps: int = REPS, flusher=None) -> dict:
         return {"status": "wrong", "message": res.message}
     a, b, c = gemm_cuda.random_inputs(cfg, seed=0)
 
-    def timed(compiled) -> float:
+    got = traced_runs(cp, flusher, lambda: traced.launch(a, b, c), lambda: plain.launch(a, b, c), buf, blocks,
+                      MARKS + 2, reps)
+    if got["status"] == "ok":
+        got.update(message="", grid=list(cfg.grid))
+    return got
+
+
+def traced_runs(cp, flusher, launch_traced, launch_plain, buf, blocks: int, width: int, reps: int) -> dict:
+    """Time the traced and the plain kernel in turn (the L2 flushed before each, two warm-up pairs), ``reps``
+    times, reading after each traced run the stamp buffer ``buf`` of ``blocks`` rows of ``width`` words (word
+    0 the block's SM, the rest its stamps, none left 0): {"status", "smid", "stamps_ns" (reps x blocks x
+    width - 1, from the run's first stamp), "traced_s", "plain_s", "blocks"}, or {"status": "error", ...}."""
+    import numpy as np
+
+    def timed(launch) -> float:
         flusher()
         start, stop = cp.cuda.Event(), cp.cuda.Event()
         start.record()
-        compiled.launch(a, b, c)
+        launch()
         stop.record()
         stop.synchronize()
         return cp.cuda.get_elapsed_time(start, stop) * 1e-3
 
     for _ in range(2):
-        timed(traced)
-        timed(plain)
+        timed(launch_traced)
+        timed(launch_plain)
     stamps, traced_s, plain_s = [], [], []
     smid = None
     for _ in range(reps):
         buf.fill(0)
-        traced_s.append(timed(traced))
-        host = cp.asnumpy(buf).reshape(blocks, MARKS + 2)
+        traced_s.append(timed(launch_traced))
+        host = cp.asnumpy(buf).reshape(blocks, width)
         if (host[:, 1:] == 0).any():
             return {"status": "error", "message": "some blocks left stamps unwritten"}
         smid = host[:, 0].astype(np.uint16)
         t = host[:, 1:]
         stamps.append((t - t.min()).astype(np.uint32))
-        plain_s.append(timed(plain))
-    return {"status": "ok", "message": "", "smid": smid, "stamps_ns": np.stack(stamps),
-            "traced_s": traced_s, "plain_s": plain_s, "blocks": blocks, "grid": list(cfg.grid)}
+        plain_s.append(timed(launch_plain))
+    return {"status": "ok", "smid": smid, "stamps_ns": np.stack(stamps), "traced_s": traced_s,
+            "plain_s": plain_s, "blocks": blocks}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -116,6 +116,7 @@ def trace_config(cfg, reps: int = REPS, flusher=None) -> dict:
 
     from validation.families.tc_gemm import runner, wgmma
     from validation.harness.timing import L2Flusher
+    from validation.studies.schedule_trace import traced_runs
 
     flusher = flusher or L2Flusher(cp)
     try:
@@ -133,32 +134,10 @@ def trace_config(cfg, reps: int = REPS, flusher=None) -> dict:
     if not ok:
         return {"status": "wrong", "message": msg}
 
-    def timed(case) -> float:
-        flusher()
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        case.launch()
-        stop.record()
-        stop.synchronize()
-        return cp.cuda.get_elapsed_time(start, stop) * 1e-3
-
-    for _ in range(2):
-        timed(traced)
-        timed(plain)
-    stamps, traced_s, plain_s = [], [], []
-    smid = None
-    for _ in range(reps):
-        buf.fill(0)
-        traced_s.append(timed(traced))
-        host = cp.asnumpy(buf).reshape(blocks, ktiles + 2)
-        if (host[:, 1:] == 0).any():
-            return {"status": "error", "message": "some blocks left stamps unwritten"}
-        smid = host[:, 0].astype(np.uint16)
-        t = host[:, 1:]
-        stamps.append((t - t.min()).astype(np.uint32))
-        plain_s.append(timed(plain))
-    return {"status": "ok", "message": f"check: {msg}", "smid": smid, "stamps_ns": np.stack(stamps),
-            "traced_s": traced_s, "plain_s": plain_s, "blocks": blocks, "ktiles": ktiles}
+    got = traced_runs(cp, flusher, traced.launch, plain.launch, buf, blocks, ktiles + 2, reps)
+    if got["status"] == "ok":
+        got.update(message=f"check: {msg}", ktiles=ktiles)
+    return got
 
 
 def summarize_file(npz_path: Path) -> dict:
