@@ -92,8 +92,7 @@ class L2Cache:
         if oldest is not None and now_c - oldest + size_bytes <= cap:
             # every tile a hit on its own last touch (the test below is monotonic in ``last``: the
             # earliest passing it, every one does): each is touched now, and nothing else changes
-            for prefix in prefixes:
-                last_of[prefix] = now_c
+            last_of.update(dict.fromkeys(prefixes, now_c))
             return []
         broke = False
         misses = []

@@ -60,7 +60,7 @@ from collections import Counter, deque
 from heapq import heappop, heappush
 
 import simpy
-from simpy.events import NORMAL, PENDING, URGENT, Event, Initialize, Process, Timeout
+from simpy.events import NORMAL, PENDING, URGENT, Event, Timeout
 
 from tilesim.analytic.bounds import roofline_time_s
 from tilesim.analytic.checks import check_not_faster_than_roofline, check_program
@@ -127,8 +127,13 @@ class _Tally:
 
     def add(self, other: _Tally, scale: float = 1.0) -> None:
         v = self.v
+        if scale == 1.0:  # x * 1.0 is x: the same sums without the products
+            for k, x in other.v.items():
+                if x:  # adding nothing changes nothing
+                    v[k] += x
+            return
         for k, x in other.v.items():
-            if x:  # adding nothing changes nothing
+            if x:
                 v[k] += x * scale
 
 
@@ -1276,22 +1281,68 @@ def _timeout(env: simpy.Environment, delay_s: float) -> Timeout:
 _new_event = object.__new__
 
 
-def _process(env: simpy.Environment, generator) -> Process:
-    """``env.process(generator)``: the same process, started alike (its Initialize event scheduled now,
-    urgent, with the environment's next id), without the calls of the constructors (simpy 4's
-    Process.__init__ and Initialize.__init__, inlined; the engine's generators are generators)."""
-    proc = _new_event(Process)
-    proc.env = env
-    proc.callbacks = []
-    proc._generator = generator
-    init = _new_event(Initialize)
-    init.env = env
-    init.callbacks = [proc._resume]
-    init._value = None
-    init._ok = True
-    heappush(env._queue, (env._now, URGENT, next(env._eid), init))
-    proc._target = init
+def _process(env: simpy.Environment, generator) -> _Sub:
+    """``env.process(generator)`` for the engine's sub-processes (warp groups, math groups): started
+    alike (a start event scheduled now, urgent, with the environment's next id, as simpy's Initialize
+    is) and, when the generator ends, scheduled alike as the event others wait on (now, normal
+    priority, the next id, as simpy's Process is); a :class:`_Sub`, with what simpy's run loop and
+    :class:`_AllDone` read of an event, in slots."""
+    proc = _Sub(env, generator)
+    heappush(env._queue, (env._now, URGENT, next(env._eid), _Start(proc._resume)))
     return proc
+
+
+class _Start:
+    """The event that starts a :class:`_Sub` (simpy's Initialize, in a slot: only the process waits on it)."""
+
+    __slots__ = ("callbacks",)
+    _ok = True
+    _value = None
+
+    def __init__(self, resume) -> None:
+        self.callbacks = [resume]
+
+
+class _Sub:
+    """A process of the engine's own (:func:`_process`): simpy 4's ``Process._resume`` without the
+    environment's active-process bookkeeping (nothing here reads it), and an event in slots. What it
+    sends its generator, when it is scheduled, and at which priority and place, are simpy's."""
+
+    __slots__ = ("env", "callbacks", "_generator", "_ok", "_value", "_defused")
+
+    def __init__(self, env: simpy.Environment, generator) -> None:
+        self.env = env
+        self.callbacks = []
+        self._generator = generator
+        self._ok = True
+        self._value = PENDING
+
+    def _resume(self, event) -> None:
+        gen = self._generator
+        while True:
+            try:
+                if event._ok:
+                    event = gen.send(event._value)
+                else:
+                    event._defused = True
+                    exc = type(event._value)(*event._value.args)
+                    exc.__cause__ = event._value
+                    event = gen.throw(exc)
+            except StopIteration as e:
+                self._value = e.args[0] if e.args else None
+                env = self.env
+                heappush(env._queue, (env._now, NORMAL, next(env._eid), self))
+                return
+            except BaseException as e:
+                self._ok = False
+                self._value = e
+                env = self.env
+                heappush(env._queue, (env._now, NORMAL, next(env._eid), self))
+                return
+            callbacks = event.callbacks
+            if callbacks is not None:
+                callbacks.append(self._resume)
+                return
 
 
 class _AllDone(Event):
