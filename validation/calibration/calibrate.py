@@ -1370,25 +1370,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                    **wgmma_latency_field(rec, rel), **tma_pitch_field(rec, rel),
                                                    **tma_share_field(rec, rel)},
                   "mma_feed.json": mma_feed_fields, "cluster_wgmma.json": cluster_fields,
-                  "clock_load.json": clock_load_fields, "uncoalesced.json": uncoalesced_with_bursts}
+                  "clock_load.json": clock_load_fields, "uncoalesced.json": uncoalesced_with_bursts,
+                  # clock_load_probe's memory-stream, tf32 and TMA-stream loads, each run in its own folder beside
+                  "clock_load_mem/clock_load.json": clock_memory_fields,
+                  "clock_load_dtype/clock_load.json": clock_tf32_fields,
+                  "clock_load_tma/clock_load.json": clock_tma_fields}
         for name, fields_of in beside.items():
-            path = Path(args.from_json).with_name(name)
+            path = Path(args.from_json).parent / name
             if path.exists():
                 rel = path.resolve().relative_to(REPO_ROOT) if path.resolve().is_relative_to(REPO_ROOT) else path
                 results["fields"].update(fields_of(json.loads(path.read_text()), str(rel)))
-        # clock_load_probe's memory-stream loads, recorded in their own folder beside
-        mem = Path(args.from_json).with_name("clock_load_mem") / "clock_load.json"
-        if mem.exists():
-            rel = mem.resolve().relative_to(REPO_ROOT) if mem.resolve().is_relative_to(REPO_ROOT) else mem
-            results["fields"].update(clock_memory_fields(json.loads(mem.read_text()), str(rel)))
-        tf32 = Path(args.from_json).with_name("clock_load_dtype") / "clock_load.json"
-        if tf32.exists():
-            rel = tf32.resolve().relative_to(REPO_ROOT) if tf32.resolve().is_relative_to(REPO_ROOT) else tf32
-            results["fields"].update(clock_tf32_fields(json.loads(tf32.read_text()), str(rel)))
-        tma = Path(args.from_json).with_name("clock_load_tma") / "clock_load.json"
-        if tma.exists():
-            rel = tma.resolve().relative_to(REPO_ROOT) if tma.resolve().is_relative_to(REPO_ROOT) else tma
-            results["fields"].update(clock_tma_fields(json.loads(tma.read_text()), str(rel)))
         # tc_feed_probe's copy rows under Nsight Compute (raw CSV beside the probe's --profile record)
         split = Path(args.from_json).with_name("tc_feed_ncu_split")
         if (split / "ncu.csv").exists() and (split / "tc_feed.json").exists():
