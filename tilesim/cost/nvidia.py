@@ -159,6 +159,9 @@ class StepCost:
     store_l2_bytes: float = 0.0
     store_useful_bytes: float = 0.0
     critical_path_cycles: float = 0.0
+    # the step's releases last until the block's bulk copies issued before them have landed (the engine
+    # holds the step's end until then: release_waits_for_bulk_loads)
+    release_waits_bulk_loads: bool = False
 
     @property
     def issue(self) -> float:
@@ -233,12 +236,28 @@ def mma_chain_cycles(hw, op: Mma) -> float:
 
 def cluster_arrive_cycles(hw) -> float:
     """Clocks one thread spends in an mbarrier arrive with cluster-scope release on another block of
-    its cluster (``cluster_release_arrive_cycles``, cluster_probe's wgmma ring: 1059 against 67 for a
-    local arrive); a GPU without clusters or the measurement cannot run such a step."""
+    its cluster. Where the release's fence was measured apart (``cluster_release_fence_cycles``,
+    cluster_probe's fence rows: 685-700 cycles once bulk loads have passed through the SM, whether they
+    landed or not), that, and the engine holds the release until the block's bulk loads issued before
+    it have landed (:func:`release_waits_for_bulk_loads`); otherwise the GEMM-shaped ring's whole release
+    (``cluster_release_arrive_cycles``, cluster_probe's wgmma ring: 1059 against 67 for a local arrive).
+    A GPU without clusters or the measurement cannot run such a step."""
+    if hw.has("cluster_release_fence_cycles"):
+        return hw.get("cluster_release_fence_cycles")
     if not hw.has("cluster_release_arrive_cycles"):
         raise MissingHardwareValue(f"{hw.name}: no measured cluster_release_arrive_cycles (cluster_probe) for a "
                                    "step with cluster_arrives")
     return hw.get("cluster_release_arrive_cycles")
+
+
+def release_waits_for_bulk_loads(hw) -> bool:
+    """Whether an arrive with cluster-scope release lasts until the block's bulk tensor copies issued
+    before it have landed: cluster_probe's fence stream rows, where one thread keeps the SM's own boxes
+    in flight and another releases back to back, end each release where a box lands (one box streaming:
+    0 boxes in flight read right after every release, one box landing per release; 753 cycles from L2,
+    998 from HBM, against 280 with no loads and 280 with only the other SMs loading). Taken with the
+    fence's own cost (``cluster_release_fence_cycles``), which comes from the same record."""
+    return hw.has("cluster_release_fence_cycles")
 
 
 def barrier_latency_cycles(hw, warps_per_block: int) -> float:
@@ -403,6 +422,7 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
                 c.store_l2_bytes += s * sector * at.repeat
     if step.cluster_arrives:
         crit += step.cluster_arrives * cluster_arrive_cycles(hw)
+        c.release_waits_bulk_loads = release_waits_for_bulk_loads(hw)
     c.barriers = float(step.barriers * warps_per_block)
     if step.barriers:
         crit += step.barriers * barrier_latency_cycles(hw, warps_per_block)

@@ -233,6 +233,9 @@ class _Plan:
         self.l1_miss_all = sum(self.l1_miss_each)
         self.in_loop = phase.trips > 1
         self.bulk = bool(self.loads) and all(ld.dest == "bulk" for ld in self.loads)
+        # a step whose arrives with cluster-scope release last until the block's bulk copies issued before
+        # them have landed (StepCost.release_waits_bulk_loads): the step ends no earlier
+        self.release_waits_loads = self.bulk and getattr(cost, "release_waits_bulk_loads", False)
         self.math_issue = cost.math_instructions
         # the tensor time of the step's warp-issued MMAs, which co-resident blocks run in phase
         # (StepCost.lockstep_tensor_cycles)
@@ -830,6 +833,14 @@ class Engine:
                 yield wait
             t1 = env._now
             parts = yield from self._compute(pl, i, first, count, share, tally)
+            if pl.release_waits_loads and lane.pending:
+                # the step's release (at its end) waits for the copies issued before it (later steps' stages)
+                landed = max(lane.pending)
+                if landed > env._now and (wait := _wait(env, landed - env._now)) is not None:
+                    t2 = env._now
+                    yield wait
+                    if self.want_timeline:
+                        parts = (*parts, ("release", env._now - t2))
             if self.want_timeline:
                 self._record(slot, "load_wait", t0, t1, pl.phase.name, warp_group=lane.group)
                 self._record(slot, "compute", t1, env._now, pl.phase.name, warp_group=lane.group, parts=parts)

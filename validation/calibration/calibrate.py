@@ -81,7 +81,7 @@ CLOCK_TMA_LOADS = ("tma_only", ("wgmma_rand_tma1x16k", "wgmma_rand_tma2x16k", "w
                                 "wgmma_rand_tma5x32k", "wgmma_rand_tma5x32k_shared"))
 FEED_FIELDS = ("ldgsts16_pipe_cycles",)
 SCHEDULERS_PER_SM = 4  # warp schedulers per SM, one instruction each per clock (H100 whitepaper; h200.toml)
-CLUSTER_FIELDS = ("cluster_release_arrive_cycles", "wgmma_consumer_step_cycles")
+CLUSTER_FIELDS = ("cluster_release_arrive_cycles", "wgmma_consumer_step_cycles", "cluster_release_fence_cycles")
 #: the cluster_probe wgmma ring row like the H200's cluster GEMMs: 2 consumers, 4 stages, B loaded by
 #: each block, one thread per warpgroup arriving with cluster-scope release on the other block
 CLUSTER_RELEASE_ROW = "wgmma.c2.s4.c2_own_remote.rel_one"
@@ -1247,6 +1247,14 @@ def cluster_fields(rec: dict, result_path: str = "cluster_wgmma.json") -> dict:
     return out
 
 
+def cluster_fence_fields(rec: dict, result_path: str = "cluster_fence.json") -> dict:
+    """``cluster_release_fence_cycles`` from cluster_probe's fence rows
+    (:func:`validation.calibration.cluster_probe.release_model_fields`)."""
+    from validation.calibration.cluster_probe import release_model_fields  # noqa: PLC0415
+
+    return release_model_fields(rec, result_path)
+
+
 def source_text(entry: dict, date: str) -> str:
     """``calibration: <benchmark>, <date>, median of N runs (p10..p90)``."""
     how = entry.get("how") or f"median of {entry['n']} runs"
@@ -1370,6 +1378,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                    **wgmma_latency_field(rec, rel), **tma_pitch_field(rec, rel),
                                                    **tma_share_field(rec, rel)},
                   "mma_feed.json": mma_feed_fields, "cluster_wgmma.json": cluster_fields,
+                  "cluster_fence.json": cluster_fence_fields,
                   "clock_load.json": clock_load_fields, "uncoalesced.json": uncoalesced_with_bursts,
                   # clock_load_probe's memory-stream, tf32 and TMA-stream loads, each run in its own folder beside
                   "clock_load_mem/clock_load.json": clock_memory_fields,

@@ -579,6 +579,32 @@ def _fit(points: Sequence[tuple[float, float]]) -> tuple[float, float, float]:
     return slope, icpt, rms
 
 
+def release_model_fields(rec: dict, result_path: str = "cluster_fence.json") -> dict:
+    """The fields of the engine's cluster-release rule (calibrate.py merges them; field format as
+    :func:`fence_fields`):
+
+    * ``cluster_release_fence_cycles``: what the GEMM's release (arrive.release.cluster on the peer) costs
+      when bulk loads have passed through its SM since the previous release but it is not held by one still
+      arriving: the median over the sync release rows issued by the loader thread (every source, boxes in
+      flight, gap; 685-700 cycles whether the boxes landed or not). The stream rows with the SM's own boxes
+      in flight end where one of those boxes lands (boxes in flight read 0 right after a release with one
+      box streaming), which the engine models by holding the release until the block's bulk loads issued
+      before it have landed (tilesim/engine/sim.py); the release with no load at all (280 cycles,
+      ``cluster_release_base_cycles``) is not what a GEMM's release sees."""
+    rows = rec.get("fence", {})
+    date = rec.get("meta", {}).get("date_utc")
+    sync = [(name, r) for name, r in sorted(rows.items())
+            if r.get("kind") == "sync" and r.get("op") == "release" and r.get("issuer") == "loader"]
+    if not sync:
+        return {}
+    vals = [float(r["value"]) for _, r in sync]
+    raw = ", ".join(f"{name.removeprefix('fence.sync.release.')} {float(r['value']):.0f}" for name, r in sync)
+    return {"cluster_release_fence_cycles": {
+        "value": _median(vals), "unit": "cycles", "n": len(vals), "p10": min(vals), "p90": max(vals),
+        "how": f"median over {len(vals)} rows (p10/p90: the least and most)", "date": date,
+        "benchmark": f"cluster_probe fence.sync.release.*.loader rows ({result_path}: {raw})"}}
+
+
 def fence_fields(rec: dict, result_path: str = "cluster_fence.json") -> dict:
     """What a model of the cluster release would take from the fence rows (calibrate.py's field format:
     value, benchmark, n, p10, p90, how, date; only the fields the record has rows for):
