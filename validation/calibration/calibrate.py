@@ -79,7 +79,7 @@ CLOCK_MEMORY_LOADS = {"l2": ("l2_only", "wgmma_rand_l2"), "hbm": ("hbm_only", "w
 #: several rates (one point: the median activity and the median slope of these loads)
 CLOCK_TMA_LOADS = ("tma_only", ("wgmma_rand_tma1x16k", "wgmma_rand_tma2x16k", "wgmma_rand_tma2x32k",
                                 "wgmma_rand_tma5x32k", "wgmma_rand_tma5x32k_shared"))
-FEED_FIELDS = ("ldgsts16_pipe_cycles",)
+FEED_FIELDS = ("ldgsts16_pipe_cycles", "ldgsts16_straddle_cycles_per_sector")
 SCHEDULERS_PER_SM = 4  # warp schedulers per SM, one instruction each per clock (H100 whitepaper; h200.toml)
 CLUSTER_FIELDS = ("cluster_release_arrive_cycles", "wgmma_consumer_step_cycles")
 #: the cluster_probe wgmma ring row like the H200's cluster GEMMs: 2 consumers, 4 stages, B loaded by
@@ -1389,6 +1389,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             results["fields"].update(sector_group_fields((split / "ncu.csv").read_text(),
                                                          json.loads((split / "tc_feed.json").read_text()),
                                                          f"{rel}/ncu.csv"))
+        # mma_feed_probe's gemm_path rows: what 16-byte cp.async copies whose lane groups straddle sector
+        # boundaries add to the k-step's path, per sector counted in the lane groups measured just above
+        feed = Path(args.from_json).with_name("mma_feed.json")
+        group = results["fields"].get("ldgsts16_sector_group_lanes")
+        if feed.exists() and group:
+            from validation.calibration.mma_feed_probe import copy_straddle_fields  # noqa: PLC0415
+
+            rel = feed.resolve().relative_to(REPO_ROOT) if feed.resolve().is_relative_to(REPO_ROOT) else feed
+            results["fields"].update(copy_straddle_fields(json.loads(feed.read_text()), int(group["value"]),
+                                                          "ldgsts16_sector_group_lanes, tc_feed_ncu_split", str(rel)))
         # hbm_tiles_probe's _4w_f512 cases under Nsight Compute (raw CSV in hbm_tiles_ncu/, the record beside)
         tiles_ncu = Path(args.from_json).with_name("hbm_tiles_ncu") / "ncu_raw.csv"
         tiles = Path(args.from_json).with_name("hbm_tiles.json")
