@@ -49,7 +49,7 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("softmax", "hbm_bytes"): "DRAM bytes: 11 configurations beyond 15%, all output write-back on shapes that "
                               "nearly fit in L2 (the GPU keeps dirty lines, evicts clean input first)",
     ("layernorm", "hbm_bytes"): "DRAM bytes: 29 configurations beyond 15%, the same write-back effect",
-    ("tc_gemm", "mape"): "MAPE 13.8%, predicted fast (bias -7.6%): mma.sync GEMMs up to 41% fast; fp16 rows starting mid-sector at K = 2008 fetch their middle sector once per lane pair (modelled: ldgsts16_sector_group_lanes, tc_feed_ncu_split/) but the L2 slices' request rate is not, and the padded copy layout reads 59% more L2 sectors (mma_feed_ncu/ncu_ragged_*.csv, not modelled); (the engine "
+    ("tc_gemm", "mape"): "MAPE 14.2%, predicted fast (bias -11.9%): mma.sync GEMMs up to 37% fast (all 80: mean -11.1%); fp16 rows starting mid-sector at K = 2008 fetch their middle sector once per lane pair (modelled: ldgsts16_sector_group_lanes, tc_feed_ncu_split/) and those copies hold the path to the fragment loads (modelled: ldgsts16_straddle_cycles_per_sector, gemm_path), but the L2 slices' request rate is not, and the padded copy layout reads 59% more L2 sectors (mma_feed_ncu/ncu_ragged_*.csv, not modelled: the 3001 padded rows still -22%); the aligned 4096/8192 swizzled rows -7..-9% (gemm_path shows no data-source or zero-fill dependence there to model); (the engine "
                          "predicts their k-step loop within 15%, validation/studies/tensor_engine_check.py, 2 "
                          "blocks per SM in phase included, but 128x128 tiles with 2 blocks per SM still run 4-41% "
                          "slower, the padded ones the most); wgmma "

@@ -64,6 +64,16 @@ def test_fence_configurations():
     assert cp.result_file(("fence",)) == "cluster_fence.json"
 
 
+def test_fence_gap_rows_space_the_releases_out_and_keep_the_old_names():
+    gap_rows = cp.fence_gap_configs(False)
+    names = [cp.fence_name(c) for c in gap_rows]
+    assert len(names) == len(set(names)) == 60 and len(cp.fence_gap_configs(True)) < 20
+    assert "fence.stream.release.hbm.b256.if4.load_all.rel_all.gap1500" in names
+    assert all(c["kind"] == "stream" and c["gap"] in cp.FENCE_STREAM_GAPS for c in gap_rows)
+    assert not set(names) & {cp.fence_name(c) for c in cp.fence_configs(False)}
+    assert cp.result_file(("fence_gap",)) == "cluster_fence_gap.json"
+
+
 def test_flags_say_what_went_wrong():
     assert cp.fence_flag_message([0, 0, 0]) is None
     msg = cp.fence_flag_message([0, 1, 3, 0])

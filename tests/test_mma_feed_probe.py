@@ -587,3 +587,31 @@ def test_path_group_on_the_gpu(tmp_path):
         assert row["blocks_per_sm_seen"] == row["blocks_per_sm"] and row["distinct_sms"] == res["meta"]["sm_count"]
         assert row["spans"]["kstep"]["n"] > 0 and row["sass"]["ok"]
     assert res["meta"]["gemm_path_wall_s"] < 60
+
+
+def test_received_sectors_of_the_path_rows():
+    """Lane pairs of 16-byte copies from rows 4016 B apart straddle a sector boundary on every other row:
+    8 sectors more a warp copy (24 against 16), 384 a 128x256 k-step when A and B (N x K) are such rows."""
+    by = {c.key: c for c in mf.GP_CONFIGS}
+    assert by["gp_w8b1_l2_copy_r6"].received_sectors_per_kstep(2) == {"received": 768, "aligned": 768, "extra": 0}
+    assert by["gp_w8b1_bcolK2048_copy_r6"].received_sectors_per_kstep(2)["extra"] == 0
+    assert by["gp_w8b1_K2008ab_copy_r6"].received_sectors_per_kstep(2)["extra"] == 384
+    assert by["gp_w8b1_K2008a_copy_r6"].received_sectors_per_kstep(2)["extra"] == 128
+    assert by["gp_w4b2_K2008ab_copy_r8"].received_sectors_per_kstep(2)["extra"] == 256
+    # one group of 32 lanes: the distinct sectors
+    k = by["gp_w8b1_K2008ab_copy_r6"]
+    assert k.received_sectors_per_kstep(32)["received"] == k.copy_sectors_per_kstep()["sectors"]
+
+
+def test_copy_straddle_fields_on_synthetic_and_recorded_rows():
+    rows = {"gp_w8b1_K2008ab_copy_r6": _path_row("gp_w8b1_K2008ab_copy_r6", 500, 1800),
+            "gp_w8b1_bcolK2048_copy_r6": _path_row("gp_w8b1_bcolK2048_copy_r6", 116, 1500)}
+    f = mf.copy_straddle_fields({"meta": {"date_utc": "d"}, "gemm_path": rows}, 2, "src", "x.json")
+    v = f["ldgsts16_straddle_cycles_per_sector"]
+    assert v["value"] == pytest.approx(384 / 384)
+    assert set(v) >= {"value", "benchmark", "n", "p10", "p90", "how", "date"} and "x.json" in v["benchmark"]
+    assert "src" in v["benchmark"] and v["date"] == "d"
+    assert mf.copy_straddle_fields({"gemm_path": {}}, 2, "src") == {}
+    rec = json.loads((mf.RESULTS_ROOT / "h200" / "calibration" / mf.RESULT_FILE).read_text())
+    got = mf.copy_straddle_fields(rec, 2, "src")["ldgsts16_straddle_cycles_per_sector"]
+    assert 0.8 < got["value"] < 1.0 and got["p90"] - got["p10"] < 0.1  # 1077 - 722 cycles over 384 sectors

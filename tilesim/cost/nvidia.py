@@ -14,6 +14,16 @@ program (never in the engine's event loop):
   k-step of a 128x32 + 32x128 fp16 tile pair from aligned rows and 640, not the 576 distinct ones, from
   rows 4016 B apart whose odd rows start mid-sector), and at 2 blocks per SM on every SM both copies
   run at the same 9.5-10.0 TB/s of received sectors (863 and 1089 cycles a k-step);
+* the first fragment load after a step's barrier waits until the L1 has taken the block's 16-byte
+  cp.async copies (the compiler reuses the copies' address registers for the ldmatrix addresses: in
+  mma_feed_probe's gemm_path kernels an instruction after LDGDEPBAR waits on the copies' read barrier).
+  Sector-aligned copies are taken within the time their code takes to issue (gemm_path, 8 warps x 1
+  block, 128x256, 48 warp copies a k-step: from the barrier to the copies issued 570-590 cycles and on
+  to the first HMMA 125, whether 0 or all of them read data, from L2 or HBM); copies whose lane groups
+  straddle sector boundaries (rows that start mid-sector) lengthen that path by
+  ``ldgsts16_straddle_cycles_per_sector`` for each sector the straddling adds
+  (``StepCost.copy_straddle_cycles``, on the block's own path: A and B rows 4016 B apart, +384 sectors a
+  k-step, add 355 cycles; A's alone, +128, add 53 there and 129 in gemm_traffic_ragged's 1-block loop);
 * register-staged loads (``dest="shared"``) are followed by shared stores at their
   ``shared_offsets`` (a lane whose entry is a tuple scatters 4-byte pieces: one store instruction
   per piece); asynchronous copies (``dest="async"``) write shared memory on arrival, costing
@@ -162,6 +172,10 @@ class StepCost:
     # the step's releases last until the block's bulk copies issued before them have landed (the engine
     # holds the step's end until then: release_waits_for_bulk_loads)
     release_waits_bulk_loads: bool = False
+    # cycles the block's 16-byte cp.async copies whose lane groups straddle sector boundaries add to its path
+    # from the step's barrier to its fragment loads (ldgsts16_straddle_cycles_per_sector for each sector the
+    # straddling adds; see the module docstring); 0 without the measurement
+    copy_straddle_cycles: float = 0.0
 
     @property
     def issue(self) -> float:
@@ -279,6 +293,10 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
     group = int(hw.get("ldgsts16_sector_group_lanes")) if hw.has("ldgsts16_sector_group_lanes") else None
     # DRAM's read unit for a lone sector's L2 miss (measured; None: the sector)
     dram_unit = int(hw.get("hbm_read_granularity_bytes")) if hw.has("hbm_read_granularity_bytes") else None
+    # the path a sector adds that the lane groups of a 16-byte cp.async fetch by straddling a sector boundary
+    # (measured; None: not charged)
+    straddle = (hw.get("ldgsts16_straddle_cycles_per_sector")
+                if group is not None and hw.has("ldgsts16_straddle_cycles_per_sector") else None)
     # a bulk copy's row that starts mid-sector, against an aligned one (measured; None: no extra)
     mid_sector_cost = hw.get("tma_mid_sector_row_cost") if hw.has("tma_mid_sector_row_cost") else None
     for ld in step.loads:
@@ -309,7 +327,10 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
                     ga = [a for a in g if a is not None]
                     instr += 1
                     if width >= 16 and group is not None:
-                        grouped += grouped_sectors(g, width, group, sector)
+                        got = grouped_sectors(g, width, group, sector)
+                        grouped += got
+                        if straddle is not None and ga:
+                            c.copy_straddle_cycles += straddle * max(0.0, got - len(ga) * width / sector) * r
                     else:
                         all_grouped = False
                     hit = l1_cycles(ga, width, hw)

@@ -186,6 +186,9 @@ class _Plan:
         v["ffma"] = cost.ffma
         self.tally = t
         self.crit_s = cost.critical_path_cycles / clk
+        # what copies straddling sector boundaries add to the path to the step's fragment loads
+        # (StepCost.copy_straddle_cycles)
+        self.straddle_s = getattr(cost, "copy_straddle_cycles", 0.0) / clk
         self.groups = min(phase.warp_groups, MAX_WARP_GROUPS)
         self.rounds = min(phase.step.rounds, MAX_ROUNDS)
         # barrier-free loops already run independent warp groups (``warp_groups``)
@@ -648,7 +651,8 @@ class Engine:
             # (GlobalLoad.address_instructions), then the copies reach the shared-memory pipe
             issue, smem, address, staging, staged_issue = got
             start = issue(t0, address)
-            done = max(smem(start, staging), issue(t0, staged_issue))
+            # copies straddling sector boundaries hold the fragment loads longer (StepCost.copy_straddle_cycles)
+            done = max(smem(start, staging), issue(t0, staged_issue)) + pl.straddle_s * share
             if done > env._now and (wait := _wait(env, done - env._now)) is not None:
                 yield wait
         staged = env._now

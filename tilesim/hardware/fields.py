@@ -66,6 +66,7 @@ MEASURED_FIELDS = (
     "sfu_rsq_latency_cycles", "lop3_latency_cycles", "reduce_step_latency_cycles",
     "block_launch_per_clk_per_sm_by_threads", "hbm_read_bytes_per_s", "hbm_write_bytes_per_s",
     "tma_latency_cycles", "tma_hbm_latency_cycles", "sm_clock_hz_by_tensor_activity", "ldgsts16_pipe_cycles",
+    "ldgsts16_straddle_cycles_per_sector",
     "wgmma_latency_cycles_by_n", "cluster_release_arrive_cycles", "wgmma_consumer_step_cycles",
     "cluster_release_fence_cycles",
     "l1_miss_lines_per_clk_per_sm", "ldgsts16_sector_group_lanes", "hbm_read_granularity_bytes",

@@ -79,7 +79,7 @@ CLOCK_MEMORY_LOADS = {"l2": ("l2_only", "wgmma_rand_l2"), "hbm": ("hbm_only", "w
 #: several rates (one point: the median activity and the median slope of these loads)
 CLOCK_TMA_LOADS = ("tma_only", ("wgmma_rand_tma1x16k", "wgmma_rand_tma2x16k", "wgmma_rand_tma2x32k",
                                 "wgmma_rand_tma5x32k", "wgmma_rand_tma5x32k_shared"))
-FEED_FIELDS = ("ldgsts16_pipe_cycles",)
+FEED_FIELDS = ("ldgsts16_pipe_cycles", "ldgsts16_straddle_cycles_per_sector")
 SCHEDULERS_PER_SM = 4  # warp schedulers per SM, one instruction each per clock (H100 whitepaper; h200.toml)
 CLUSTER_FIELDS = ("cluster_release_arrive_cycles", "wgmma_consumer_step_cycles", "cluster_release_fence_cycles")
 #: the cluster_probe wgmma ring row like the H200's cluster GEMMs: 2 consumers, 4 stages, B loaded by
@@ -133,6 +133,15 @@ def build_cubin(src: Path, arch: str, workdir: Path) -> tuple[Path, str] | None:
         return None
     d = subprocess.run([objdump, "-sass", str(cubin)], capture_output=True, text=True)
     return (cubin, d.stdout) if d.returncode == 0 else None
+
+
+def num_regs(kernel) -> int | None:
+    """Registers per thread of a loaded kernel (CuPy's ``attributes["num_regs"]``; None where it does not
+    say): with the shared memory they decide how many blocks share an SM, which a benchmark's blocks per SM
+    assume (validation/studies/engine_check.py reads it)."""
+    attrs = getattr(kernel, "attributes", None) or {}
+    n = attrs.get("num_regs")
+    return int(n) if n is not None else None
 
 
 def per_iteration(counts: dict[str, int] | None, key: str, key_per_iter: int,
@@ -582,7 +591,8 @@ def bench_lds_outer(b: _Bench, warps_list: Sequence[int] = (4, 8, 16)) -> dict:
             ffmas = [float(warps) * iters * ffma / c for c in cycles]
             out_rows[f"{'rm_' if rm else ''}{tm}x{tn}_{warps}w"] = {
                 **_field(name, "warp instr/clk/SM", issued, warps_per_sm=warps, iters=iters, tm=tm, tn=tn,
-                         instr_per_iter=instr, lds_per_iter=lds, ffma_per_iter=ffma, sass_loop_body=body),
+                         instr_per_iter=instr, lds_per_iter=lds, ffma_per_iter=ffma, sass_loop_body=body,
+                         num_regs=num_regs(k)),
                 "ffma_per_clk_per_sm": summarize(ffmas)["median"]}
     return {"rows": out_rows}
 
@@ -600,28 +610,47 @@ STAGED_VARIANTS = {
     "dgstaged_outer": {"global_tiles": True, "stream": True},
     "pdgstaged_outer": {"global_tiles": True, "stream": True, "prefetch": True},
     "xdgstaged_outer": {"global_tiles": True, "stream": True, "padded": True},
+    "ldgstaged_outer": {"global_tiles": True, "stream": True, "bounded": True},
 }
 GSTAGED_OUTER_CASES = ((8, 8, 4, 1), (8, 8, 4, 2), (8, 8, 4, 4), (8, 8, 8, 2), (4, 4, 4, 2), (4, 4, 4, 4),
                        (4, 4, 4, 7))
+# ldgstaged_outer: dgstaged_outer_8x8 compiled under __launch_bounds__ for 4 blocks of 4 warps or 2 of 8
+# (125 registers, no spills, against dgstaged's 143, which hold only 3 or 1): the HBM-streaming loop at the
+# residency its shared memory asks for, and at 1 block (the same binary) for reference
+BOUNDED_OUTER_CASES = ((8, 8, 4, 1), (8, 8, 4, 2), (8, 8, 4, 4), (8, 8, 8, 1), (8, 8, 8, 2))
+
+
+def staged_kernel_name(tm: int, tn: int, warps: int, global_tiles: bool = False, scalar: bool = False,
+                       stream: bool = False, prefetch: bool = False, padded: bool = False,
+                       bounded: bool = False) -> str:
+    """The microbench.cu kernel of a staged_outer variant (:data:`STAGED_VARIANTS`) and case; the
+    launch-bounded kernels are one per warp count (``ldgstaged_outer_8x8_4w``)."""
+    if bounded:
+        return f"ldgstaged_outer_{tm}x{tn}_{warps}w"
+    prefix = ("pd" if prefetch else "xd" if padded else "d") if stream else "s" if scalar else ""
+    return f"{prefix}{'g' if global_tiles else ''}staged_outer_{tm}x{tn}"
 
 
 def bench_staged_outer(b: _Bench, global_tiles: bool = False, scalar: bool = False, stream: bool = False,
-                       prefetch: bool = False, padded: bool = False) -> dict:
+                       prefetch: bool = False, padded: bool = False, bounded: bool = False) -> dict:
     """The shared-memory-fed outer products with a non-pipelined GEMM's staging per k-step (barrier,
     the block's next tiles stored, barrier; no global loads), ``R`` blocks of ``warps`` warps per SM
-    (shared memory sized so that exactly R fit): warp instructions per clock per SM. A check of how
+    (shared memory sized so that no more than R fit; the kernel's registers, ``num_regs``, can allow
+    fewer: dgstaged_outer_8x8's 143 hold 3 of 4 warps, or 1 of 8, and the grid then runs in more than
+    one wave): warp instructions per clock per SM. A check of how
     the engine treats barriers and staging between blocks that share an SM. ``global_tiles``: the
     tiles are first loaded from global memory (the block's own lines, L2 hits), as a GEMM's;
     ``scalar``: A by 4-byte loads and stores, as the non-vectorized GEMMs; ``stream``: a new tile every
     k-step, read from HBM (1000 iterations); ``prefetch``: that tile loaded into registers a k-step
-    ahead (register double buffering); ``padded``: the blocks' regions 528 bytes further apart each."""
+    ahead (register double buffering); ``padded``: the blocks' regions 528 bytes further apart each;
+    ``bounded``: the streaming 8x8 loop under ``__launch_bounds__`` (:data:`BOUNDED_OUTER_CASES`)."""
     cp = b.cp
     smem_sm = 227 * 1024
     iters = 1000 if stream else 2000
     rows: dict = {}
-    for tm, tn, warps, per_sm in (GSTAGED_OUTER_CASES if global_tiles else STAGED_OUTER_CASES):
-        prefix = ("pd" if prefetch else "xd" if padded else "d") if stream else "s" if scalar else ""
-        name = f"{prefix}{'g' if global_tiles else ''}staged_outer_{tm}x{tn}"
+    plan = BOUNDED_OUTER_CASES if bounded else GSTAGED_OUTER_CASES if global_tiles else STAGED_OUTER_CASES
+    for tm, tn, warps, per_sm in plan:
+        name = staged_kernel_name(tm, tn, warps, global_tiles, scalar, stream, prefetch, padded, bounded)
         k = b.fn(name)
         smem = smem_sm // per_sm - 2048  # leaves room for the per-block reservation, not for one more block
         k.max_dynamic_shared_size_bytes = smem
@@ -645,7 +674,8 @@ def bench_staged_outer(b: _Bench, global_tiles: bool = False, scalar: bool = Fal
         issued = [float(warps) * per_sm * iters * instr / c for c in _clocked_cycles(b, launch, clk)]
         rows[f"{tm}x{tn}_{warps}w_R{per_sm}"] = _field(
             name, "warp instr/clk/SM", issued, tm=tm, tn=tn, warps_per_block=warps, blocks_per_sm=per_sm,
-            iters=iters, instr_per_iter=instr, smem_per_block_bytes=smem, sass_loop_body=body)
+            iters=iters, instr_per_iter=instr, smem_per_block_bytes=smem, sass_loop_body=body,
+            num_regs=num_regs(k))
     return {"rows": rows}
 
 
@@ -1398,6 +1428,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             results["fields"].update(sector_group_fields((split / "ncu.csv").read_text(),
                                                          json.loads((split / "tc_feed.json").read_text()),
                                                          f"{rel}/ncu.csv"))
+        # mma_feed_probe's gemm_path rows: what 16-byte cp.async copies whose lane groups straddle sector
+        # boundaries add to the k-step's path, per sector counted in the lane groups measured just above
+        feed = Path(args.from_json).with_name("mma_feed.json")
+        group = results["fields"].get("ldgsts16_sector_group_lanes")
+        if feed.exists() and group:
+            from validation.calibration.mma_feed_probe import copy_straddle_fields  # noqa: PLC0415
+
+            rel = feed.resolve().relative_to(REPO_ROOT) if feed.resolve().is_relative_to(REPO_ROOT) else feed
+            results["fields"].update(copy_straddle_fields(json.loads(feed.read_text()), int(group["value"]),
+                                                          "ldgsts16_sector_group_lanes, tc_feed_ncu_split", str(rel)))
         # hbm_tiles_probe's _4w_f512 cases under Nsight Compute (raw CSV in hbm_tiles_ncu/, the record beside)
         tiles_ncu = Path(args.from_json).with_name("hbm_tiles_ncu") / "ncu_raw.csv"
         tiles = Path(args.from_json).with_name("hbm_tiles.json")

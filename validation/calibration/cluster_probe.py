@@ -148,7 +148,7 @@ QUICK_WGMMA_CONSUMERS = (2,)
 # (dense fp16 peak per SM per clock, reached by the tensor probe: validation/calibration/README.md)
 TENSOR_FLOPS_PER_CLK_PER_SM = 4096
 WGMMA_CYCLES = 64 * WG_N * 16 * 2 // TENSOR_FLOPS_PER_CLK_PER_SM  # 128
-GROUPS = ("ping", "tma_lat", "ring", "wgmma", "fence")
+GROUPS = ("ping", "tma_lat", "ring", "wgmma", "fence", "fence_gap")
 RING_ITERS = 2048  # k-steps per launch (about 1 ms at spin 1000)
 QUICK_RING_ITERS = 256
 PING_MODES = {"local_cta": 0, "local_cluster_scope": 1, "remote": 2}
@@ -183,6 +183,8 @@ FENCE_SOURCES = ("l2", "hbm")
 FENCE_HBM_BYTES = 1 << 30  # 1 GiB: every block streams its own rows from HBM
 FENCE_GAPS = {"gap0": 0, "gap500": 500, "gap1500": 1500, "landed": FENCE_LANDED}
 FENCE_SYNC_OPS = ("release", "arrive", "fence_rel")
+FENCE_STREAM_GAPS = (500, 1500, 3000)  # fence_gap rows: cycles the releaser spins between operations (a k-step's work)
+QUICK_FENCE_STREAM_GAPS = (1500,)
 FENCE_STREAM_ITERS = 512  # timed operations per block and launch (about 0.4 ms at 1400 cycles)
 FENCE_SYNC_ITERS = 256
 QUICK_FENCE_ITERS = 64
@@ -429,13 +431,30 @@ def fence_configs(quick: bool = False) -> list[dict]:
     return out
 
 
+def fence_gap_configs(quick: bool = False) -> list[dict]:
+    """The ``fence_gap`` group: stream rows (the loaders keep ``inflight`` boxes in flight without pause) whose
+    releaser spins ``gap`` cycles before each operation, as a GEMM's consumer does a k-step's work between two
+    releases: release and fence_rel x source x inflight (2, 4) x own / all loading x FENCE_STREAM_GAPS, and
+    every CTA releasing and loading (the GEMM's situation) for the release."""
+    gaps = QUICK_FENCE_STREAM_GAPS if quick else FENCE_STREAM_GAPS
+    ins = QUICK_FENCE_INFLIGHT if quick else (2, 4)
+    base = {"kind": "stream", "b_rows": FENCE_B_ROWS, "rels": "pair", "issuer": "loader"}
+    out = [{**base, "op": op, "src": src, "inflight": n, "loads": loads, "gap": g}
+           for op in ("release", "fence_rel") for src in FENCE_SOURCES for n in ins for loads in ("own", "all")
+           for g in gaps]
+    out += [{**base, "op": "release", "src": src, "inflight": n, "loads": "all", "rels": "all", "gap": g}
+            for src in FENCE_SOURCES for n in ins for g in gaps]
+    return out
+
+
 def fence_name(cfg: dict) -> str:
-    """``fence.stream.<op>.<src>.b<rows>.if<N>.load_<who>.rel_<who>`` or
-    ``fence.sync.<op>.<src>.b<rows>.if<N>.<gap>.<issuer>``."""
+    """``fence.stream.<op>.<src>.b<rows>.if<N>.load_<who>.rel_<who>`` (``.gap<cycles>`` appended when the
+    releaser spins between operations) or ``fence.sync.<op>.<src>.b<rows>.if<N>.<gap>.<issuer>``."""
     head = f"fence.{cfg['kind']}.{cfg['op']}.{cfg['src']}.b{cfg['b_rows']}.if{cfg['inflight']}"
     if cfg["kind"] == "sync":
         return f"{head}.{cfg['gap']}.{cfg['issuer']}"
-    return f"{head}.load_{cfg['loads']}.rel_{cfg['rels']}"
+    tail = f".gap{cfg['gap']}" if cfg.get("gap") else ""
+    return f"{head}.load_{cfg['loads']}.rel_{cfg['rels']}{tail}"
 
 
 def fence_smem_bytes(b_rows: int = FENCE_B_ROWS, iters: int = FENCE_MAX_ITERS) -> int:
@@ -908,12 +927,12 @@ def run_fence(dev: _Device, bufs: _FenceBuffers, cfg: dict, iters: int, reps: in
     return fence_row(cfg, runs, iters, skip, grid, smem)
 
 
-def run_fence_group(dev: _Device, quick: bool, reps: int) -> tuple[dict, dict]:
-    """Every fence configuration: (rows, errors). Gives up after FENCE_MAX_FAILURES failed rows in a row
+def run_fence_group(dev: _Device, quick: bool, reps: int, configs: Sequence[dict] | None = None) -> tuple[dict, dict]:
+    """Every fence configuration (``configs``, default :func:`fence_configs`): (rows, errors). Gives up after FENCE_MAX_FAILURES failed rows in a row
     (each failure may have waited CP_WAIT_LIMIT_CYCLES several times)."""
     rows, errors, failed = {}, {}, 0
     bufs = _FenceBuffers(dev)
-    for cfg in fence_configs(quick):
+    for cfg in fence_configs(quick) if configs is None else configs:
         key = fence_name(cfg)
         if failed >= FENCE_MAX_FAILURES:
             errors[key] = f"skipped: the previous {FENCE_MAX_FAILURES} fence rows failed"
@@ -975,11 +994,15 @@ def run_probes(quick: bool = False, only: Sequence[str] = GROUPS, tensor_bytes: 
     if "fence" in only:
         res["fence"], errors = run_fence_group(dev, quick, QUICK_REPS if quick else FENCE_REPS)
         res["errors"].update(errors)
+    if "fence_gap" in only:
+        rows, errors = run_fence_group(dev, quick, QUICK_REPS if quick else FENCE_REPS, fence_gap_configs(quick))
+        res["fence"].update(rows)
+        res["errors"].update(errors)
     res["meta"].update({"probe_wall_s": time.perf_counter() - t0, "reps": reps, "quick": quick,
                         "sm_count": dev.sm_count, "tensor_bytes": tensor_bytes, "tensor_cols": TENSOR_COLS,
                         "a_rows": A_ROWS, "consumers": CONSUMERS, "record_fields": list(RECORD_FIELDS),
                         "aux_fields": list(AUX_FIELDS), "fence_aux_fields": list(FENCE_AUX_FIELDS),
-                        "fence_hbm_bytes": FENCE_HBM_BYTES if "fence" in only else None, "groups": list(only),
+                        "fence_hbm_bytes": FENCE_HBM_BYTES if {"fence", "fence_gap"} & set(only) else None, "groups": list(only),
                         "wgmma_tensor_data": "uniform random fp16 in [-1, 1]" if "wgmma" in only else None})
     return res
 

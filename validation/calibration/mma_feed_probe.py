@@ -61,7 +61,8 @@ Rows vary the copies a thread that read data (0/2/4/6 of 6, 0/4/8 of 8; the othe
 (copies first, as tc_gemm; fragments first: slice 0's ldmatrix and MMAs before the copies) and the
 geometry. :func:`check_path_sass` reads the control codes: in the copy-first kernels an instruction after
 LDGDEPBAR waits on the copies' read barrier before the first HMMA. :func:`gemm_path_fields` gives the
-constants (not merged by calibrate). About 28 rows, a few seconds of GPU time.
+per-copy constants it was written for (not merged by calibrate: the rows do not show a per-copy wait);
+:func:`copy_straddle_fields` gives ``ldgsts16_straddle_cycles_per_sector`` (merged by calibrate). About 28 rows, a few seconds of GPU time.
 """
 
 from __future__ import annotations
@@ -563,6 +564,39 @@ class PathConfig:
         s, ln, al = sectors / nsteps, lines / nsteps, nbytes / nsteps / SECTOR_BYTES
         return {"sectors": s, "aligned": al, "extra": s - al, "lines": ln}
 
+    def received_sectors_per_kstep(self, group_lanes: int) -> dict:
+        """Per block and k-step, over the k-steps before k wraps (computed from the addresses, as
+        :meth:`copy_sectors_per_kstep`): ``received``, the sectors the SM receives for the ``real`` copies
+        when the L1 fetches each group of ``group_lanes`` consecutive lanes' sectors on its own
+        (tilesim.cost.access.grouped_sectors; the H200's group is a lane pair, ldgsts16_sector_group_lanes),
+        ``aligned`` (bytes / 32) and ``extra`` (their difference: the sectors that lane groups straddling
+        a sector boundary add)."""
+        from tilesim.cost.access import grouped_sectors  # noqa: PLC0415
+
+        a_it, _ = self.copies_per_thread_ab
+        hbm = self.data == "hbm"
+        k, n = self.k_elems, self.n_elems
+        steps = min((GT_L2_MNK if hbm else k) // BK, 64)
+        b_lc = BK // 8 if self.bcol else self.block_tile[1] // 8
+        received = 0
+        for ks in range(steps):
+            k0 = ks * BK
+            for j in range(self.real):
+                for w in range(self.warps):
+                    addrs = []
+                    for t in range(32 * w, 32 * w + 32):
+                        i = t + j * self.threads
+                        if j < a_it:
+                            r, c = divmod(i, 4)
+                            addrs.append((r * k + k0 + c * 8) * 2)
+                        else:
+                            r, c = divmod(i - a_it * self.threads, b_lc)
+                            addrs.append(((r * k + k0 + c * 8) if self.bcol else ((k0 + r) * n + c * 8)) * 2)
+                    received += grouped_sectors(addrs, CHUNK_BYTES, group_lanes, SECTOR_BYTES)
+        rec_ = received / steps
+        aligned = self.real * self.warps * 32 * CHUNK_BYTES / SECTOR_BYTES
+        return {"received": rec_, "aligned": aligned, "extra": rec_ - aligned}
+
 
 def _gp_rows() -> tuple[PathConfig, ...]:
     """The gemm_path rows (see the module docstring)."""
@@ -800,6 +834,50 @@ def gemm_path_fields(rec: dict, result_path: str = "mma_feed.json") -> dict:
         field("ldgsts_path_hidden_share_2x4_vs_1x8", v, "k-step of gp_w4b2_l2_copy_r8 - _r0 (two blocks' "
               "128x128 = one 128x256) against gp_w8b1_l2_copy_r6 - _r0", "1 - ratio per rep, median over reps")
     return out
+
+
+#: the gemm_path row whose A and B copies straddle sector boundaries, and its aligned control (same kernel,
+#: 8 warps x 1 block, copies first, every copy with data): copy_straddle_fields
+STRADDLE_PAIR = ("gp_w8b1_K2008ab_copy_r6", "gp_w8b1_bcolK2048_copy_r6")
+
+
+def copy_straddle_fields(rec: dict, group_lanes: int, group_source: str, result_path: str = "mma_feed.json") -> dict:
+    """``ldgsts16_straddle_cycles_per_sector`` (calibrate.py's field format): how much longer the path from a
+    k-step's barrier to its first HMMA gets per sector that the lane groups of its 16-byte cp.async copies
+    add by straddling sector boundaries (PathConfig.received_sectors_per_kstep with ``group_lanes``, named
+    by ``group_source``): STRADDLE_PAIR's (b2c + c2h of the row) - (the same of the control), over the
+    row's extra sectors per block and k-step (b2c: barrier_to_copies_issued, c2h:
+    copies_issued_to_first_hmma), per rep (the reps' medians of warps x stamped k-steps), median over reps.
+
+    Reading of the rows: from the barrier to the copies issued takes the same 570-590 cycles (8 warps x 1
+    block) whether 0, 2, 4 or 6 of a thread's copies read data, from L2 or HBM, and the span to the first
+    HMMA stays 125 cycles: sector-aligned copies cost the same whatever they fetch. Copies of rows that
+    start mid-sector (every other row of 4016 B) lengthen the path to the first HMMA, and the first
+    ldmatrix waits on the copies' read barrier (check_path_sass), so the wait is for the L1 taking the
+    copies, not for their data (HBM data, a 4-stage ring, leaves the path as it is)."""
+    gp = rec.get(GP_GROUP) or {}
+    key, ctl_key = STRADDLE_PAIR
+    row, ctl = gp.get(key), gp.get(ctl_key)
+    cfg = {c.key: c for c in GP_CONFIGS}
+    if not row or not ctl:
+        return {}
+    extra = cfg[key].received_sectors_per_kstep(group_lanes)["extra"] - cfg[ctl_key].received_sectors_per_kstep(
+        group_lanes)["extra"]
+    if extra <= 0:
+        return {}
+
+    def b2h(r: dict, i: int | None = None) -> float:
+        return _span(r, "barrier_to_copies_issued", i) + _span(r, "copies_issued_to_first_hmma", i)
+
+    n = min(len(r["spans"]["copies_issued_to_first_hmma"]["rep_medians"]) for r in (row, ctl))
+    vals = [(b2h(row, i) - b2h(ctl, i)) / extra for i in range(n)]
+    return {"ldgsts16_straddle_cycles_per_sector": {
+        "value": pc.median(vals), "n": len(vals), "p10": min(vals), "p90": max(vals),
+        "benchmark": f"mma_feed_probe gemm_path ({result_path}: {key} barrier -> first HMMA {b2h(row):.0f} - "
+                     f"{ctl_key} {b2h(ctl):.0f} cycles over {extra:.0f} extra sectors a block and k-step, lane "
+                     f"groups of {group_lanes}: {group_source})",
+        "how": "per-rep difference of the spans' medians over the extra sectors, median over reps",
+        "date": rec.get("meta", {}).get("date_utc")}}
 
 
 # ----- pure: records, rates ---------------------------------------------------------------------------

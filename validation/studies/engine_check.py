@@ -8,7 +8,11 @@ loaded from global memory, the block's own lines, L2 hits (``gstaged_outer_*``),
 GEMM's k-step, with A by 16-byte or by 4-byte loads and stores (``sgstaged_outer_*``, as the
 non-vectorized GEMMs), and with a new tile from HBM every k-step (``dgstaged_outer_*``; loaded a
 k-step ahead in the source, ``pdgstaged_outer_*``, though not in the binary: :data:`AS_COMPILED`;
-block regions padded, ``xdgstaged_outer_*``).
+block regions padded, ``xdgstaged_outer_*``; the 8x8 one under ``__launch_bounds__``, so that it holds
+the blocks its shared memory allows, ``ldgstaged_outer_8x8_<w>w``). Each program carries its kernel's
+compiled register count (:data:`REGS_AS_COMPILED`, or the row's recorded ``num_regs``): the 8x8
+HBM-streaming kernels' 143 (130) registers hold 3 blocks of 4 warps, or 1 of 8, not the 4 or 2 their
+shared memory allows, and the engine runs their grids in as many waves as the GPU did.
 ``python -m validation.calibration.calibrate --lds-outer`` and ``--staged-outer`` recorded their issue
 rates. Here each is written as a :class:`~tilesim.program.TileProgram` (tile program v2: one phase
 whose step is one loop iteration, a k-step of 8 rounds, with the benchmark's lane offsets; the
@@ -57,6 +61,24 @@ F4 = 16  # bytes of a float4
 # ahead (the load latency is exposed as in dgstaged_outer; tests/test_loop_invariant_tiles.py reads
 # it from the SASS): its rows are simulated as the binary runs
 AS_COMPILED = {"pdgstaged_outer": {"prefetch": False}}
+# registers per thread of each benchmark kernel as nvcc 13.0 -arch=sm_90 -O3 compiles microbench.cu (the
+# recorded runs' compiler, flags and source: ptxas's "Used N registers", tests/test_engine_check_groups.py
+# recompiles and compares). They decide how many blocks an SM holds: dgstaged_outer_8x8 and
+# xdgstaged_outer_8x8 use 143 (144 a thread once allocated by warp: 3 warps per SM sub-partition of 16384
+# registers, so 3 blocks of 4 warps or 1 of 8 share an SM, not the 4 or 2 the shared memory allows; the
+# grid of 4 (2) blocks per SM runs as 1.33 (2) waves), pdgstaged_outer_8x8 130 (the same 3 / 1);
+# gstaged_outer_8x8 uses 128, exactly 4 blocks of 4 warps
+REGS_AS_COMPILED = {
+    "lds_outer_8x8": 111, "lds_outer_8x4": 71, "lds_outer_4x4": 47, "lds_outer_rm_8x8": 128,
+    "staged_outer_8x8": 121, "staged_outer_4x4": 56,
+    "gstaged_outer_8x8": 128, "gstaged_outer_4x4": 56,
+    "sgstaged_outer_8x8": 128, "sgstaged_outer_4x4": 56,
+    "dgstaged_outer_8x8": 143, "dgstaged_outer_4x4": 56,
+    "pdgstaged_outer_8x8": 130, "pdgstaged_outer_4x4": 64,
+    "xdgstaged_outer_8x8": 143, "xdgstaged_outer_4x4": 56,
+    "ldgstaged_outer_8x8_4w": 125, "ldgstaged_outer_8x8_8w": 125,  # under __launch_bounds__ (4 x 4, 2 x 8 warps)
+}
+DEFAULT_REGS = 64  # a program written without a kernel's count (tests)
 
 
 def _warp(offsets, width: int, shared: bool = False) -> WarpAccess:
@@ -68,7 +90,8 @@ def _warp(offsets, width: int, shared: bool = False) -> WarpAccess:
 
 def outer_program(hw, tm: int, tn: int, warps: int, blocks_per_sm: int, instr_per_iter: float,
                   staged: bool, global_tiles: bool = False, scalar: bool = False,
-                  stream: bool = False, iters: int = ITERS, prefetch: bool = False) -> TileProgram:
+                  stream: bool = False, iters: int = ITERS, prefetch: bool = False,
+                  regs_per_thread: int = DEFAULT_REGS) -> TileProgram:
     """The tile program of ``lds_outer_<tm>x<tn>`` (``staged=False``, one block per SM) or
     ``staged_outer_<tm>x<tn>`` with ``blocks_per_sm`` blocks of ``warps`` warps; ``global_tiles``:
     ``gstaged_outer``, whose tiles are loaded each k-step from the block's own lines (L2 hits: the
@@ -76,7 +99,9 @@ def outer_program(hw, tm: int, tn: int, warps: int, blocks_per_sm: int, instr_pe
     ``__ldcg`` do);
     ``scalar``: ``sgstaged_outer``, A by 4-byte loads and stores; ``stream``: ``dgstaged_outer``, a new
     tile every k-step (HBM reads); ``prefetch``: that tile loaded a k-step ahead (register prefetch,
-    as ``pdgstaged_outer``'s source asks; its binary does not, see :data:`AS_COMPILED`).
+    as ``pdgstaged_outer``'s source asks; its binary does not, see :data:`AS_COMPILED`);
+    ``regs_per_thread``: the compiled kernel's (:data:`REGS_AS_COMPILED`), which with the shared memory
+    decides how many blocks share an SM.
 
     One step is one loop iteration (a k-step of 8 rounds), written with the lane offsets of
     ``microbench.cu``; the engine's cost model derives wavefronts, sectors and the critical path
@@ -132,7 +157,7 @@ def outer_program(hw, tm: int, tn: int, warps: int, blocks_per_sm: int, instr_pe
     name = f"{'d' if stream else ''}{'g' if global_tiles else ''}{'staged' if staged else 'lds'}_outer_{tm}x{tn}"
     return TileProgram(name=name,
                        launch=Launch(grid=(hw.sm_count * blocks_per_sm, 1, 1), threads_per_block=threads,
-                                     regs_per_thread=64, smem_bytes_per_block=smem),
+                                     regs_per_thread=regs_per_thread, smem_bytes_per_block=smem),
                        phases=(Phase("k-loop", iters, step, pipeline_depth=2 if prefetch else 1,
                                      warp_groups=1 if staged else warps),),
                        flops=2.0 * LANES * ffma * iters)
@@ -154,12 +179,15 @@ def check(results: Path = DEFAULT_DIR, hw=None, on_progress=None) -> list[dict]:
     if staged.exists():
         rec = json.loads(staged.read_text())
         for part, kw in STAGED_VARIANTS.items():
-            # padding the blocks' regions changes addresses only, which the tile program does not see
-            flags = {"staged": True, **{k: v for k, v in kw.items() if k != "padded"}, **AS_COMPILED.get(part, {})}
+            # padding the blocks' regions changes addresses only, which the tile program does not see; the
+            # launch bounds change the registers (REGS_AS_COMPILED), not the loop's work
+            flags = {"staged": True, **{k: v for k, v in kw.items() if k not in ("padded", "bounded")},
+                     **AS_COMPILED.get(part, {})}
             for key, r in rec.get(part, {}).get("rows", {}).items():
                 cases.append((f"{part} {key}", r, r["tm"], r["tn"], r["warps_per_block"], r["blocks_per_sm"], flags))
     for i, (name, r, tm, tn, warps, per_sm, flags) in enumerate(cases, 1):
-        prog = outer_program(hw, tm, tn, warps, per_sm, r["instr_per_iter"], iters=r.get("iters", ITERS), **flags)
+        prog = outer_program(hw, tm, tn, warps, per_sm, r["instr_per_iter"], iters=r.get("iters", ITERS),
+                             regs_per_thread=r.get("num_regs") or REGS_AS_COMPILED[r["benchmark"]], **flags)
         res = simulate_program(prog, hw)
         engine = warps * per_sm * prog.phases[0].trips * r["instr_per_iter"] / (res.time_s * hw.sm_clock_hz)
         rows.append({"case": name, "blocks_per_sm": res.blocks_per_sm, "warps_per_block": warps,

@@ -17,6 +17,10 @@ HMMA per clock per SM and the error, and the MAPE per group:
   unless the row says otherwise: the gemm_traffic_ragged rows take 2008 and 2032), into tc_gemm's padded
   layout for mode gemm_pad; B is copied as in the other rows.
 
+``gemm_path`` (printed after them): the gemm_path rows whose copies straddle sector boundaries (A, or A
+and B, rows 4016 B apart) against their aligned controls, as the same loop (:func:`path_check`): what the
+straddling adds to the k-step, measured and predicted.
+
 Both groups take the k-step's fragment loads in one round ahead of its MMAs, as the compiler
 schedules them (the SASS order of each row).
 
@@ -37,7 +41,7 @@ from tilesim.engine.sim import simulate_program
 from tilesim.hardware import load
 from tilesim.kernels.tc_gemm.config import TcGemmConfig
 from tilesim.kernels.tc_gemm.lower import _fragment_reads, _operand_loads
-from tilesim.program import Launch, Mma, Phase, SharedAccess, Step, TileProgram, TileRef
+from tilesim.program import Compute, Launch, Mma, Phase, SharedAccess, Step, TileProgram, TileRef
 
 FEED = Path(__file__).resolve().parents[1] / "results" / "h200" / "calibration" / "mma_feed.json"
 SLICES = 512  # k16 slices each block runs (the probe's loop length does not matter in the steady state)
@@ -112,6 +116,68 @@ def _traffic_program(row: dict, control: dict | None = None) -> tuple[TileProgra
     return prog, mma.count * (SLICES // slices) * blocks
 
 
+#: gemm_path rows whose copies straddle sector boundaries (rows 4016 B apart), each with its aligned control
+#: (same kernel): path_check
+PATH_PAIRS = (("gp_w8b1_K2008ab_copy_r6", "gp_w8b1_bcolK2048_copy_r6"), ("gp_w8b1_K2008a_copy_r6", "gp_w8b1_l2_copy_r6"),
+              ("gp_w4b2_K2008ab_copy_r8", "gp_w4b2_bcolK2048_copy_r8"), ("gp_w4b2_K2008a_copy_r8", "gp_w4b2_l2_copy_r8"),
+              ("gp_w4b1_K2008a_copy_r8", "gp_w4b1_l2_copy_r8"))
+#: the gemm_traffic gemm-mode row (tc_gemm's load_tile loop without the clock stamps) of each gemm_path geometry
+PATH_LOOP = {"w8b1": "gt_gemm_l2_k2", "w4b2": "gt_w4b2_gemm_l2_k2", "w4b1": "gt_w4b1_gemm_l2_k2"}
+
+
+def _path_program(row: dict, traffic: dict) -> tuple[TileProgram, int]:
+    """A gemm_path row (copies first, L2 data) as a tile program: its geometry's gemm_traffic loop (the
+    copies' address instructions from that loop's SASS, as _traffic_program takes them) with the row's
+    own B layout and pitches, and the instructions its SASS loop has beyond that loop (the clock stamps
+    and their stores, the zero-fill choice) issued with the math. Returns the program and its k-steps."""
+    loop = traffic[PATH_LOOP[row["geometry"]]]
+    control = {_geometry(r): r for r in traffic.values() if r["mode"] == "none"}.get(_geometry(loop))
+    addr = _address_instructions(loop, control)
+    extra = row["sass"]["instructions"] - loop["sass"]["instructions"]
+    warps, blocks, slices, ring = row["warps_per_block"], row["blocks_per_sm"], 2, row["copy_ring_stages"]
+    bm, bn = row["block_tile"]
+    wm, wn = loop["warp_tile"]
+    b_layout = "col" if row["b_layout"] == "n_x_k" else "row"
+    cfg = TcGemmConfig(m=2048, n=row["n_elems"], k=row["k_elems"], bm=bm, bn=bn, bk=16 * slices, wm=wm, wn=wn,
+                       b_layout=b_layout, stages=max(ring, 2))
+    frag = replace(cfg, n=2048, k=2048)  # the fragment reads stay on the probe's swizzled compute ring
+    la, lb, _ = _operand_loads(cfg, "async")
+    real = row["real_copies_per_thread"]
+    if real != row["copies_per_thread"]:
+        raise ValueError(f"{row['kernel']}: {real} of {row['copies_per_thread']} copies with data")
+    # every k-step's tiles resident in L2 for every block, as in _traffic_program
+    loads = tuple(replace(ld, address_instructions=addr, tile=TileRef(ld.tile.tensor, (0, "k"), ld.tile.tile_bytes))
+                  for ld in (la, lb))
+    mma = Mma(HMMA, "fp16", warps * (wm // 16) * (wn // 8) * slices, chain=slices)
+    compute = (mma, Compute("issue", extra * warps, "int32")) if extra > 0 else (mma,)
+    step = Step(loads=loads, shared_loads=(SharedAccess(tuple(_reads(frag, slices)), repeat=warps),), barriers=1,
+                compute=compute)
+    launch = Launch((132 * blocks, 1, 1), 32 * warps, 210, row["smem_bytes"])
+    trips = SLICES // slices
+    return TileProgram(row["kernel"], launch, (Phase("loop", trips, step, pipeline_depth=ring),)), trips
+
+
+def path_check(path: Path = FEED, hardware: str = "h200") -> list[tuple[str, str, float, float, float, float]]:
+    """Per PATH_PAIRS pair: (row, control, measured k-step of each, engine's k-step of each), block cycles
+    per k-step. The gemm_path kernels run clock stamps the engine knows only as instructions, so their
+    absolute k-steps are not the claim; what the straddling copies add over the control is."""
+    hw = load(hardware)
+    rec = json.loads(Path(path).read_text())
+    gp, traffic = rec.get("gemm_path", {}), rec.get("gemm_traffic", {})
+    out = []
+    for key, ctl in PATH_PAIRS:
+        if key not in gp or ctl not in gp:
+            continue
+        got = []
+        for k in (key, ctl):
+            prog, trips = _path_program(gp[k], traffic)
+            res = simulate_program(prog, hw)
+            got.append((res.time_s - hw.launch_overhead_s) * res.sm_clock_hz / trips)
+        out.append((key, ctl, float(gp[key]["cycles_per_kstep"]["value"]), float(gp[ctl]["cycles_per_kstep"]["value"]),
+                    got[0], got[1]))
+    return out
+
+
 def check(path: Path = FEED, hardware: str = "h200") -> dict[str, list[tuple[str, float, float]]]:
     """``{group: [(row, measured, predicted HMMA/clk/SM), ...]}``."""
     hw = load(hardware)
@@ -149,6 +215,10 @@ def main(argv=None) -> int:
         print(f"== {group}: MAPE {mape(rows) * 100:.1f}% over {len(rows)} rows")
         for name, m, p in rows:
             print(f"  {name:28s} measured {m:.3f}  predicted {p:.3f} HMMA/clk/SM  {(p / m - 1) * 100:+6.1f}%")
+    print("== gemm_path: what copies straddling sector boundaries add to the k-step (block cycles), row - control")
+    for key, ctl, m, mc, p, pcl in path_check(Path(args.results)):
+        print(f"  {key:26s} - {ctl:26s} measured {m:6.0f} - {mc:6.0f} = {m - mc:+5.0f}  "
+              f"engine {p:6.0f} - {pcl:6.0f} = {p - pcl:+5.0f}")
     return 0
 
 
