@@ -53,11 +53,14 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
                          "predicts their k-step loop within 15%, validation/studies/tensor_engine_check.py, 2 "
                          "blocks per SM in phase included, but 128x128 tiles with 2 blocks per SM still run 4-41% "
                          "slower, the padded ones the most); wgmma "
-                         "clusters of 2 now -9..+25% (mean +9%: the release held until the stage issued before it lands, "
-                         "cluster_fence.json, overshoots at 8192^3); WMMA kernels 15-41% fast (their fragments are generic "
+                         "clusters of 2 still 15-25% fast (their ring on HBM-streamed data releases stages slower: "
+                         "cluster_wgmma_1024mib.json, not modelled); WMMA kernels 15-41% fast (their fragments are generic "
                          "LD.E loads across 5-6 lines, charged one L1 cycle each: not measured yet); one-consumer "
                          "wgmma at 8192^3 15-44% slow (the 128x256 two-consumer ones within 4%, at a clock within "
                          "3% of Nsight Compute's: tc_clock)",
+    ("tc_gemm", "regret"): "top-1 regret 0-11.8% (3001x4000x2008: a cluster-2 wgmma kernel predicted 9% ahead "
+                           "of the best single-block one and picked, measured 132.4 us against 118.4; 4096^3: "
+                           "7.4%)",
     ("tc_gemm", "hbm_bytes"): "DRAM bytes: configurations beyond 15% (max 70%), mostly 3001x4000x2008 and "
                               "WMMA from global memory",
 }

@@ -169,9 +169,11 @@ class StepCost:
     store_l2_bytes: float = 0.0
     store_useful_bytes: float = 0.0
     critical_path_cycles: float = 0.0
-    # the step's releases last until the block's bulk copies issued before them have landed (the engine
-    # holds the step's end until then: release_waits_for_bulk_loads)
-    release_waits_bulk_loads: bool = False
+    # how long the step's cluster-scope releases hold its end beyond their cycles on the critical path
+    # (cluster_release): "" not at all; "last": until the block's last bulk copy issued before them has
+    # landed; "next": until its oldest copy still in flight lands. The H200 profile holds nothing (see
+    # cluster_release: validation/studies/tensor_engine_check.py's ring group judged the rules)
+    release_hold: str = ""
     # cycles the block's 16-byte cp.async copies whose lane groups straddle sector boundaries add to its path
     # from the step's barrier to its fragment loads (ldgsts16_straddle_cycles_per_sector for each sector the
     # straddling adds; see the module docstring); 0 without the measurement
@@ -248,30 +250,31 @@ def mma_chain_cycles(hw, op: Mma) -> float:
     return cycles
 
 
-def cluster_arrive_cycles(hw) -> float:
-    """Clocks one thread spends in an mbarrier arrive with cluster-scope release on another block of
-    its cluster. Where the release's fence was measured apart (``cluster_release_fence_cycles``,
-    cluster_probe's fence rows: 685-700 cycles once bulk loads have passed through the SM, whether they
-    landed or not), that, and the engine holds the release until the block's bulk loads issued before
-    it have landed (:func:`release_waits_for_bulk_loads`); otherwise the GEMM-shaped ring's whole release
-    (``cluster_release_arrive_cycles``, cluster_probe's wgmma ring: 1059 against 67 for a local arrive).
+RELEASE_HOLDS = ("", "last", "next")
+
+
+def cluster_release(hw) -> tuple[float, str]:
+    """What one thread's mbarrier arrive with cluster-scope release on another block of its cluster costs a
+    k-step: (clocks on the step's critical path, hold: one of ``RELEASE_HOLDS``, see StepCost.release_hold).
+
+    The GEMM-shaped ring's whole release, ``cluster_release_arrive_cycles`` (cluster_probe's wgmma ring:
+    1059 against 67 for a local arrive), and no hold. The release's own fence was measured apart
+    (``cluster_release_fence_cycles``: 687 in the fence sync rows), and holding the step until the block's
+    bulk copies land after it ("last" or "next") was weighed against the same probe's 16 GEMM-shaped ring
+    rows with remote releases (wgmma.c{1,2}.s{2,4}.c2_{own,mc}_remote.rel_one, 16 MiB and 1 GiB tensors:
+    validation/studies/tensor_engine_check.py, group ``ring``): MAPE 16.7% with this constant (bias -16.6%;
+    it was read off one of them, c2.s4.c2_own_remote from L2: 17.8% over the other 15), 24.1% with the fence
+    and "last" (the 4-stage rows +22..+66%: a ring whose every release waits for the copy issued at its
+    step's start runs at one copy latency a step, the GPU does not), 17.9% with "next" (the 4-stage
+    multicast rows still +22..+40%), 29.9% with the fence and no hold. The holds fit the 2-stage rows
+    better (8.0% against 21.8%), the constant the 4-stage ones (11.5% against 27.8-40.2%): no rule of the
+    three fits both. The fence stream rows (cluster_fence.json) show a plateau, not a wait for the newest
+    copy: 990-1059 cycles from L2 with 2 or 4 boxes in flight on the SM.
     A GPU without clusters or the measurement cannot run such a step."""
-    if hw.has("cluster_release_fence_cycles"):
-        return hw.get("cluster_release_fence_cycles")
     if not hw.has("cluster_release_arrive_cycles"):
         raise MissingHardwareValue(f"{hw.name}: no measured cluster_release_arrive_cycles (cluster_probe) for a "
                                    "step with cluster_arrives")
-    return hw.get("cluster_release_arrive_cycles")
-
-
-def release_waits_for_bulk_loads(hw) -> bool:
-    """Whether an arrive with cluster-scope release lasts until the block's bulk tensor copies issued
-    before it have landed: cluster_probe's fence stream rows, where one thread keeps the SM's own boxes
-    in flight and another releases back to back, end each release where a box lands (one box streaming:
-    0 boxes in flight read right after every release, one box landing per release; 753 cycles from L2,
-    998 from HBM, against 280 with no loads and 280 with only the other SMs loading). Taken with the
-    fence's own cost (``cluster_release_fence_cycles``), which comes from the same record."""
-    return hw.has("cluster_release_fence_cycles")
+    return hw.get("cluster_release_arrive_cycles"), ""
 
 
 def barrier_latency_cycles(hw, warps_per_block: int) -> float:
@@ -442,8 +445,8 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
                 c.store_instructions += at.repeat
                 c.store_l2_bytes += s * sector * at.repeat
     if step.cluster_arrives:
-        crit += step.cluster_arrives * cluster_arrive_cycles(hw)
-        c.release_waits_bulk_loads = release_waits_for_bulk_loads(hw)
+        cycles, c.release_hold = cluster_release(hw)
+        crit += step.cluster_arrives * cycles
     c.barriers = float(step.barriers * warps_per_block)
     if step.barriers:
         crit += step.barriers * barrier_latency_cycles(hw, warps_per_block)

@@ -236,9 +236,9 @@ class _Plan:
         self.l1_miss_all = sum(self.l1_miss_each)
         self.in_loop = phase.trips > 1
         self.bulk = bool(self.loads) and all(ld.dest == "bulk" for ld in self.loads)
-        # a step whose arrives with cluster-scope release last until the block's bulk copies issued before
-        # them have landed (StepCost.release_waits_bulk_loads): the step ends no earlier
-        self.release_waits_loads = self.bulk and getattr(cost, "release_waits_bulk_loads", False)
+        # a step whose arrives with cluster-scope release hold its end until bulk copies issued before them
+        # land (StepCost.release_hold: "last" or "next"; "" none)
+        self.release_hold = getattr(cost, "release_hold", "") if self.bulk else ""
         self.math_issue = cost.math_instructions
         # the tensor time of the step's warp-issued MMAs, which co-resident blocks run in phase
         # (StepCost.lockstep_tensor_cycles)
@@ -837,9 +837,13 @@ class Engine:
                 yield wait
             t1 = env._now
             parts = yield from self._compute(pl, i, first, count, share, tally)
-            if pl.release_waits_loads and lane.pending:
-                # the step's release (at its end) waits for the copies issued before it (later steps' stages)
-                landed = max(lane.pending)
+            if pl.release_hold and lane.pending:
+                # the step's release (at its end) waits for copies issued before it (later steps' stages):
+                # the last of them, or the oldest still in flight
+                if pl.release_hold == "last":
+                    landed = max(lane.pending)
+                else:
+                    landed = min((t for t in lane.pending if t > env._now), default=0.0)
                 if landed > env._now and (wait := _wait(env, landed - env._now)) is not None:
                     t2 = env._now
                     yield wait

@@ -24,6 +24,18 @@ straddling adds to the k-step, measured and predicted.
 Both groups take the k-step's fragment loads in one round ahead of its MMAs, as the compiler
 schedules them (the SASS order of each row).
 
+``ring`` (:func:`ring_check`): cluster_probe's GEMM-shaped wgmma ring rows (``cluster_wgmma.json``: a 16
+MiB L2-resident tensor; ``cluster_wgmma_1024mib.json``: 1 GiB, every block its own rows from HBM), each
+as tc_gemm's wgmma k-step (lowered from a TcGemmConfig of the ring's geometry: 1 or 2 consumer
+warpgroups of m64n256k16, bk 64, 2 or 4 stages, B multicast in the c2_mc modes, one release on the
+peer per k-step in the remote modes) on the ring's boxes (A 128 x 64, B 256 x 64 of a 4096-half-wide
+tensor), 2048 k-steps at the row's recorded clock, in cycles per k-step, under each cluster-release rule
+of ``RELEASE_RULES``: the profile's (``const``: the ring's whole release, 1059 cycles, no hold), the
+fence alone (687, cluster_fence.json sync rows) with no hold, or held until the block's last / oldest
+in-flight bulk copy issued before it lands. The rules differ only on the remote-release rows; the c1
+and c2_own_local rows are the control. ``rel_all`` rows (every thread arrives on both blocks: not the
+GEMM's form) are encoded as two cluster arrives and printed apart.
+
 Rows come from ``validation/results/h200/calibration/mma_feed.json``; nothing here needs a GPU.
 """
 
@@ -36,14 +48,28 @@ import sys
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
+from unittest import mock
 
-from tilesim.engine.sim import simulate_program
-from tilesim.hardware import load
+from tilesim import cost
+from tilesim.cost import nvidia
+from tilesim.engine.sim import Engine, check_program, simulate_program
+from tilesim.hardware import load, with_overrides
 from tilesim.kernels.tc_gemm.config import TcGemmConfig
-from tilesim.kernels.tc_gemm.lower import _fragment_reads, _operand_loads
-from tilesim.program import Compute, Launch, Mma, Phase, SharedAccess, Step, TileProgram, TileRef
+from tilesim.kernels.tc_gemm.lower import _fragment_reads, _operand_loads, lower
+from tilesim.program import (
+    Affine,
+    Compute,
+    Launch,
+    Mma,
+    Phase,
+    SharedAccess,
+    Step,
+    TileProgram,
+    TileRef,
+)
 
 FEED = Path(__file__).resolve().parents[1] / "results" / "h200" / "calibration" / "mma_feed.json"
+RINGS = {"l2": FEED.with_name("cluster_wgmma.json"), "hbm": FEED.with_name("cluster_wgmma_1024mib.json")}
 SLICES = 512  # k16 slices each block runs (the probe's loop length does not matter in the steady state)
 HMMA = (16, 8, 16)
 
@@ -197,6 +223,109 @@ def check(path: Path = FEED, hardware: str = "h200") -> dict[str, list[tuple[str
     return out
 
 
+
+# ----- ring: cluster_probe's GEMM-shaped wgmma rings ------------------------------------------------------
+RING_KSTEPS = 2048  # the probe's iters
+RING_BOX_ROWS = 128  # cluster_probe A_ROWS: the A box, and each half of the 256-row B box
+
+
+def _fence_rule(hold: str):
+    def rule(hw) -> tuple[float, str]:
+        return hw.get("cluster_release_fence_cycles"), hold
+    return rule
+
+
+#: cluster-release rules the ring rows judge: None is the profile's own (nvidia.cluster_release)
+RELEASE_RULES = {"const": None, "fence": _fence_rule(""), "fence_last": _fence_rule("last"),
+                 "fence_next": _fence_rule("next")}
+
+
+def _ring_program(row: dict, source: str) -> TileProgram:
+    """A ringw row as tc_gemm's wgmma k-loop on the ring's boxes. ``source`` "l2": the 16 MiB tensor, every
+    k-step's boxes resident in L2 for every block (named by the k-step alone, as _traffic_program does);
+    "hbm": the 1 GiB tensor, whose 64-k-step wrap re-reads 132 (c2) or 264 (c1) MiB, more than the L2 keeps:
+    each block's own rows, the B box of pair p (c1: block p) being the A boxes of blocks 2p and 2p + 1 (so
+    its two halves are named as those A boxes)."""
+    c, mc = row["consumers"], row["multicast"]
+    cfg = TcGemmConfig(m=64 * c * row["grid"], n=256, k=64 * RING_KSTEPS, instruction="wgmma", b_layout="col",
+                       bm=64 * c, bn=256, bk=64, wm=64, wn=256, stages=row["stages"], consumers=c,
+                       cluster=2 if mc else 1)
+    step = lower(cfg).phases[0].step
+    # the probe's boxes: A 128 x 64 whatever the consumers, rows of a 4096-half tensor
+    la, lb, _ = _operand_loads(replace(cfg, k=4096, consumers=2, bm=RING_BOX_ROWS), "bulk",
+                               b_fraction=2 if mc else 1)
+    half = RING_BOX_ROWS * 64 * 2
+    if source == "l2":
+        loads = (replace(la, tile=TileRef("A", (0, "k"), la.tile.tile_bytes)),
+                 replace(lb, tile=TileRef("B", (0, "k"), lb.tile.tile_bytes)))
+    else:
+        if row["cluster"] == 2:  # grid (rank, pair): block 2 * by + bx
+            own, pair = Affine((("by", 2), ("bx", 1))), "by"
+        else:
+            own, pair = "bx", "bx"
+        loads = (replace(la, tile=TileRef("T", (own, "k"), half)),)
+        if mc:  # each block's share of the multicast box: its own half (the other block's A box)
+            loads += (replace(lb, tile=TileRef("T", (own, "k"), half)),)
+        else:
+            n = len(lb.instructions) // 2
+            loads += (replace(lb, tile=TileRef("T", (Affine(((pair, 2),)), "k"), half), instructions=lb.instructions[:n]),
+                      replace(lb, tile=TileRef("T", (Affine(((pair, 2),), 1), "k"), half),
+                              instructions=lb.instructions[n:]))
+    remote = row["remote_arrive"]
+    arrives = (2 if row["release_all"] else 1) if remote else 0
+    step = replace(step, loads=loads, cluster_arrives=arrives)
+    grid = (2, row["grid"] // 2, 1) if row["cluster"] == 2 else (row["grid"], 1, 1)
+    launch = Launch(grid, 128 * (1 + c), cfg.estimated_regs, row["smem_bytes"])
+    return TileProgram(row["kernel"], launch, (Phase("loop", RING_KSTEPS, step, pipeline_depth=row["stages"]),))
+
+
+def ring_cycles(row: dict, source: str, rule: str = "const", hardware: str = "h200") -> float:
+    """The engine's cycles per k-step for a ring row at the row's recorded clock under a release rule."""
+    hw = with_overrides(load(hardware), sm_clock_hz=row["clock_hz"])
+    prog = _ring_program(row, source)
+    check_program(prog, hw)
+    fn = RELEASE_RULES[rule]
+    if fn is None:
+        res = Engine(prog, hw).run()  # at the recorded clock: no settling
+    else:
+        # the rule in place of the profile's; the cost cache must not keep (or hand out) the other rule's steps
+        cost._cache.clear()
+        try:
+            with mock.patch.object(nvidia, "cluster_release", fn):
+                res = Engine(prog, hw).run()
+        finally:
+            cost._cache.clear()
+    return (res.time_s - hw.launch_overhead_s) * row["clock_hz"] / RING_KSTEPS
+
+
+def ring_check(rings: dict = RINGS, hardware: str = "h200") -> list[dict]:
+    """Per ring row: {source, row, key, measured, engine: {rule: cycles per k-step}}."""
+    out = []
+    for source, path in rings.items():
+        for key, row in json.loads(Path(path).read_text())["wgmma"].items():
+            out.append({"source": source, "key": key, "row": row, "measured": float(row["value"]),
+                        "engine": {r: ring_cycles(row, source, r, hardware) for r in RELEASE_RULES}})
+    return out
+
+
+def ring_groups(got: list[dict]) -> dict[str, list[dict]]:
+    """The rows each rule is judged on: the GEMM's release (remote, one thread per destination), its
+    L2 / HBM and 2- / 4-stage parts, the rel_all rows, and the controls no rule touches."""
+    rem = [g for g in got if g["row"]["remote_arrive"] and not g["row"]["release_all"]]
+    return {"remote rel_one": rem,
+            "  from L2": [g for g in rem if g["source"] == "l2"],
+            "  from HBM": [g for g in rem if g["source"] == "hbm"],
+            "  2 stages": [g for g in rem if g["row"]["stages"] == 2],
+            "  4 stages": [g for g in rem if g["row"]["stages"] == 4],
+            "remote rel_all": [g for g in got if g["row"]["remote_arrive"] and g["row"]["release_all"]],
+            "controls (c1, c2_own_local)": [g for g in got if not g["row"]["remote_arrive"]]}
+
+
+def ring_mape(rows: list[dict], rule: str) -> tuple[float, float]:
+    """(MAPE, mean signed error) of ``rule`` over ``rows``."""
+    e = [g["engine"][rule] / g["measured"] - 1 for g in rows]
+    return statistics.mean(abs(x) for x in e), statistics.mean(e)
+
 def mape(rows) -> float:
     return statistics.mean(abs(p / m - 1) for _, m, p in rows)
 
@@ -219,6 +348,16 @@ def main(argv=None) -> int:
     for key, ctl, m, mc, p, pcl in path_check(Path(args.results)):
         print(f"  {key:26s} - {ctl:26s} measured {m:6.0f} - {mc:6.0f} = {m - mc:+5.0f}  "
               f"engine {p:6.0f} - {pcl:6.0f} = {p - pcl:+5.0f}")
+    ring = ring_check()
+    rules = list(RELEASE_RULES)
+    print("== ring: cluster_probe wgmma rings, cycles per k-step at the row's clock, engine under each release rule")
+    print(f"  {'row':46s} {'measured':>8s} " + " ".join(f"{r:>16s}" for r in rules))
+    for g in ring:
+        print(f"  {g['source'] + ' ' + g['key']:46s} {g['measured']:8.0f} "
+              + " ".join(f"{g['engine'][r]:8.0f} ({(g['engine'][r] / g['measured'] - 1) * 100:+5.1f})" for r in rules))
+    for name, rows in ring_groups(ring).items():
+        print(f"  MAPE (bias) {name:28s} n={len(rows):2d} " + "  ".join(
+            f"{r} {ring_mape(rows, r)[0] * 100:5.1f} ({ring_mape(rows, r)[1] * 100:+5.1f})" for r in rules))
     return 0
 
 
