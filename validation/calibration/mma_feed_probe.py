@@ -537,32 +537,37 @@ class PathConfig:
         (distinct 32-byte sectors per warp instruction, summed; what the L1 requests), ``aligned`` (the
         sectors of the same bytes from sector-aligned rows: bytes / 32) and ``extra`` (their difference),
         counting only the ``real`` copies; ``lines`` likewise for 128-byte lines."""
-        bm, bn = self.block_tile
-        a_it, _ = self.copies_per_thread_ab
         hbm = self.data == "hbm"
-        k, n = self.k_elems, self.n_elems
-        steps = (GT_L2_MNK if hbm else k) // BK
-        b_lc = BK // 8 if self.bcol else bn // 8
+        steps = (GT_L2_MNK if hbm else self.k_elems) // BK
         sectors = lines = nbytes = 0
         for ks in range(min(steps, 64)):
             k0 = ks * BK
             for j in range(self.real):
                 for w in range(self.warps):
-                    addrs = []
-                    for t in range(32 * w, 32 * w + 32):
-                        i = t + j * self.threads
-                        if j < a_it:
-                            r, c = divmod(i, 4)
-                            addrs.append((r * k + k0 + c * 8) * 2)
-                        else:
-                            r, c = divmod(i - a_it * self.threads, b_lc)
-                            addrs.append(((r * k + k0 + c * 8) if self.bcol else ((k0 + r) * n + c * 8)) * 2)
+                    addrs = self._warp_copy_addresses(k0, j, w)
                     sectors += len({(a + o) // SECTOR_BYTES for a in addrs for o in (0, CHUNK_BYTES - 1)})
                     lines += len({(a + o) // LINE_BYTES for a in addrs for o in (0, CHUNK_BYTES - 1)})
                     nbytes += 32 * CHUNK_BYTES
         nsteps = min(steps, 64)
         s, ln, al = sectors / nsteps, lines / nsteps, nbytes / nsteps / SECTOR_BYTES
         return {"sectors": s, "aligned": al, "extra": s - al, "lines": ln}
+
+    def _warp_copy_addresses(self, k0: int, j: int, w: int) -> list[int]:
+        """The byte addresses warp ``w``'s lanes copy in their ``j``-th 16-byte copy of the k-step at ``k0``
+        (A first: 4 chunks a row at a pitch of ``k_elems``; then B: rows of bk (column-major) or bn halves)."""
+        a_it, _ = self.copies_per_thread_ab
+        k, n = self.k_elems, self.n_elems
+        b_lc = BK // 8 if self.bcol else self.block_tile[1] // 8
+        addrs = []
+        for t in range(32 * w, 32 * w + 32):
+            i = t + j * self.threads
+            if j < a_it:
+                r, c = divmod(i, 4)
+                addrs.append((r * k + k0 + c * 8) * 2)
+            else:
+                r, c = divmod(i - a_it * self.threads, b_lc)
+                addrs.append(((r * k + k0 + c * 8) if self.bcol else ((k0 + r) * n + c * 8)) * 2)
+        return addrs
 
     def received_sectors_per_kstep(self, group_lanes: int) -> dict:
         """Per block and k-step, over the k-steps before k wraps (computed from the addresses, as
@@ -573,25 +578,14 @@ class PathConfig:
         a sector boundary add)."""
         from tilesim.cost.access import grouped_sectors  # noqa: PLC0415
 
-        a_it, _ = self.copies_per_thread_ab
         hbm = self.data == "hbm"
-        k, n = self.k_elems, self.n_elems
-        steps = min((GT_L2_MNK if hbm else k) // BK, 64)
-        b_lc = BK // 8 if self.bcol else self.block_tile[1] // 8
+        steps = min((GT_L2_MNK if hbm else self.k_elems) // BK, 64)
         received = 0
         for ks in range(steps):
             k0 = ks * BK
             for j in range(self.real):
                 for w in range(self.warps):
-                    addrs = []
-                    for t in range(32 * w, 32 * w + 32):
-                        i = t + j * self.threads
-                        if j < a_it:
-                            r, c = divmod(i, 4)
-                            addrs.append((r * k + k0 + c * 8) * 2)
-                        else:
-                            r, c = divmod(i - a_it * self.threads, b_lc)
-                            addrs.append(((r * k + k0 + c * 8) if self.bcol else ((k0 + r) * n + c * 8)) * 2)
+                    addrs = self._warp_copy_addresses(k0, j, w)
                     received += grouped_sectors(addrs, CHUNK_BYTES, group_lanes, SECTOR_BYTES)
         rec_ = received / steps
         aligned = self.real * self.warps * 32 * CHUNK_BYTES / SECTOR_BYTES
