@@ -175,6 +175,41 @@ def grouped_sectors(addresses: Sequence[int | None], width_bytes: int, group_lan
     return total
 
 
+def ldgsts_fetched_sectors(addresses: Sequence[int | None], shared: Sequence[int | None], width_bytes: int,
+                           group_lanes: int, sector_bytes: int = 32) -> int:
+    """Sectors the L1 takes in for one 16-byte cp.async warp instruction whose lane ``i`` copies global
+    offset ``addresses[i]`` to shared offset ``shared[i]``: per 128-byte global line (4 sectors), the larger
+    of the sectors its lane groups fetch there (:func:`grouped_sectors`, each group's sectors in that line)
+    and the 32-byte shared-memory sectors the line's bytes are written to. With sector-aligned shared
+    destinations (dense or XOR-swizzled rows) the second is never the larger and this is
+    :func:`grouped_sectors`; a row slab whose shared copy starts mid-sector (tc_gemm's padded rows,
+    pitch LC + 1 chunks, every other row 16 bytes into a sector) spreads a line's 2 or 4 sectors over 3 or
+    5 shared sectors.
+
+    Measured (mma_feed_probe group gemm_traffic_ragged, Nsight Compute
+    validation/results/h200/calibration/mma_feed_ncu/ncu_ragged_b2_gemm_and_pad.csv): tc_gemm's load_tile of
+    the same aligned global addresses into the swizzled layout takes l1tex__t_sectors 67,608 an SM, into
+    the padded one (A rows of 80 B, B rows of 272 B) 80,280: 2 blocks x 66 k-steps x (512 + 96) sectors,
+    and this rule gives 512 + 96 (A +64: one a 64-byte odd row; B +32: one a line of a 256-byte odd row)."""
+    if group_lanes < 1:
+        raise ValueError(f"group_lanes must be >= 1, got {group_lanes}")
+    per_line = sector_bytes * 4
+    lane_sectors: dict[int, int] = {}  # line -> sectors the lane groups fetch in it
+    for g in range(0, len(addresses), group_lanes):
+        got = {(a + off) // sector_bytes for a in addresses[g:g + group_lanes] if a is not None
+               for off in range(0, max(width_bytes, 4), 4)}
+        for sc in got:
+            line = sc * sector_bytes // per_line
+            lane_sectors[line] = lane_sectors.get(line, 0) + 1
+    written: dict[int, set[int]] = {}  # line -> shared sectors its bytes are written to
+    for a, s in zip(addresses, shared, strict=True):
+        if a is None or s is None:
+            continue
+        for off in range(0, max(width_bytes, 4), 4):
+            written.setdefault((a + off) // per_line, set()).add((s + off) // sector_bytes)
+    return sum(max(n, len(written.get(line, ()))) for line, n in lane_sectors.items())
+
+
 def l1_miss_requests(addresses: Sequence[int], width_bytes: int, hw, requested: set[int]) -> int:
     """Requests one warp load instruction sends down the L1's miss path when its lines are not in
     the L1: one per line holding a sector that no earlier instruction of the same load asked for

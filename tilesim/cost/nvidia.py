@@ -13,14 +13,19 @@ program (never in the engine's event loop):
   Nsight Compute, validation/results/h200/calibration/tc_feed_ncu_split/: the SMs receive 512 sectors a
   k-step of a 128x32 + 32x128 fp16 tile pair from aligned rows and 640, not the 576 distinct ones, from
   rows 4016 B apart whose odd rows start mid-sector), and at 2 blocks per SM on every SM both copies
-  run at the same 9.5-10.0 TB/s of received sectors (863 and 1089 cycles a k-step);
+  run at the same 9.5-10.0 TB/s of received sectors (863 and 1089 cycles a k-step). Per 128-byte global line
+  the L1 takes at least one sector per 32-byte shared sector the line's bytes are written to
+  (:func:`~tilesim.cost.access.ldgsts_fetched_sectors`: copies into padded rows that start mid-sector in
+  shared memory; mma_feed_probe gemm_traffic_ragged under Nsight Compute, mma_feed_ncu/: 608 sectors a
+  k-step against 512 swizzled for the same global addresses);
 * the first fragment load after a step's barrier waits until the L1 has taken the block's 16-byte
   cp.async copies (the compiler reuses the copies' address registers for the ldmatrix addresses: in
   mma_feed_probe's gemm_path kernels an instruction after LDGDEPBAR waits on the copies' read barrier).
   Sector-aligned copies are taken within the time their code takes to issue (gemm_path, 8 warps x 1
   block, 128x256, 48 warp copies a k-step: from the barrier to the copies issued 570-590 cycles and on
   to the first HMMA 125, whether 0 or all of them read data, from L2 or HBM); copies whose lane groups
-  straddle sector boundaries (rows that start mid-sector) lengthen that path by
+  straddle sector boundaries (rows that start mid-sector), or whose lines land on more shared sectors than
+  they fetch (padded rows), lengthen that path by
   ``ldgsts16_straddle_cycles_per_sector`` for each sector the straddling adds
   (``StepCost.copy_straddle_cycles``, on the block's own path: A and B rows 4016 B apart, +384 sectors a
   k-step, add 355 cycles; A's alone, +128, add 53 there and 129 in gemm_traffic_ragged's 1-block loop);
@@ -87,6 +92,7 @@ from tilesim.cost.access import (
     ideal_wavefronts,
     l1_cycles,
     l1_miss_requests,
+    ldgsts_fetched_sectors,
     ldgsts_wavefronts,
     smem_wavefronts,
     useful_bytes,
@@ -330,7 +336,10 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
                     ga = [a for a in g if a is not None]
                     instr += 1
                     if width >= 16 and group is not None:
-                        got = grouped_sectors(g, width, group, sector)
+                        # what the L1 takes in: the lane groups' sectors, and at least a sector per shared
+                        # sector a line's bytes land on (access.ldgsts_fetched_sectors)
+                        got = (ldgsts_fetched_sectors(g, sa, width, group, sector) if len(sa) == len(g)
+                               else grouped_sectors(g, width, group, sector))
                         grouped += got
                         if straddle is not None and ga:
                             c.copy_straddle_cycles += straddle * max(0.0, got - len(ga) * width / sector) * r

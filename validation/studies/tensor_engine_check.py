@@ -15,7 +15,8 @@ HMMA per clock per SM and the error, and the MAPE per group:
   those of the same geometry's loop without copies (mode none), its cp.async bookkeeping (DEPBAR,
   LDGDEPBAR) and the copies, per copy. The A copies read rows of the row's ``k_elems`` pitch (2048 halves
   unless the row says otherwise: the gemm_traffic_ragged rows take 2008 and 2032), into tc_gemm's padded
-  layout for mode gemm_pad; B is copied as in the other rows.
+  layout for mode gemm_pad, whose B is copied row-major into the padded layout (rows of 17 chunks), as the
+  probe's load_tile does (BCOL false).
 
 ``gemm_path`` (printed after them): the gemm_path rows whose copies straddle sector boundaries (A, or A
 and B, rows 4016 B apart) against their aligned controls, as the same loop (:func:`path_check`): what the
@@ -131,7 +132,10 @@ def _traffic_program(row: dict, control: dict | None = None) -> tuple[TileProgra
     # are resident in L2. The program's k-loop is longer than that problem's k, and the engine's L2
     # knows a tile by its k-step, so each k-step's A and B tiles are given to every block alike: the
     # L2 serves all but their first touch, and its channel still carries every block's bytes
-    la, lb = _operand_loads(a_cfg, "async")[0], _operand_loads(replace(cfg, layout=a_cfg.layout), "async")[1]
+    # B as the probe copies it: row-major (bk rows of bn halves; load_tile's BCOL false), which only the padded
+    # layout tells apart (rows of 17 chunks, not 5)
+    b_cfg = replace(cfg, layout=a_cfg.layout, b_layout="row") if row["mode"] == "gemm_pad" else cfg
+    la, lb = _operand_loads(a_cfg, "async")[0], _operand_loads(b_cfg, "async")[1]
     loads = tuple(replace(ld, address_instructions=addr, tile=TileRef(ld.tile.tensor, (0, "k"), ld.tile.tile_bytes))
                   for ld in (la, lb)) if row["copies_per_thread_per_kstep"] else ()
     mma = Mma(HMMA, "fp16", warps * (wm // 16) * (wn // 8) * slices, chain=slices)
