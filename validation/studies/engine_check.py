@@ -212,6 +212,9 @@ def group_summary(rows: list[dict], bar: float = 0.10) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m validation.studies.engine_check", description=__doc__.splitlines()[0])
     p.add_argument("--results", type=Path, default=DEFAULT_DIR)
+    p.add_argument("--hbm-tiles", action="store_true",
+                   help="also the hbm_tiles_probe rows (validation/studies/hbm_tiles_check.py: k-step cycles, "
+                        "and the loads' part of them)")
     ns = p.parse_args(argv)
     from tilesim.cli.progress import progress  # noqa: PLC0415
 
@@ -231,6 +234,12 @@ def main(argv: list[str] | None = None) -> int:
               f"{g['beyond']:5d}")
     print(f"{'all':16s} {len(rows):4d} {sum(abs(r['error']) for r in rows) / len(rows) * 100:5.1f}%"
           f"{'':14s}{sum(abs(r['error']) > 0.10 for r in rows):5d}")
+    tiles = ns.results / "hbm_tiles.json"
+    if ns.hbm_tiles and tiles.exists():
+        from validation.studies import hbm_tiles_check  # noqa: PLC0415
+
+        print()
+        hbm_tiles_check.main(["--results", str(tiles)])
     return 0
 
 
