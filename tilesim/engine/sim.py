@@ -45,7 +45,8 @@ so group boundaries in a steady grid do not cut the others' holds.
 Likewise whole block groups repeat once full groups complete at a steady rate over all slots
 (runs of a few rounds of completions, each slot's first group, which carries the launch's ramp, left
 out, agree within ``GROUP_STEADY_TOL``, taken ending at every recent completion so that a cycle of
-rounds is averaged over; see ``_groups_settled``): every slot then holds whole groups until one
+rounds is averaged over; see ``_groups_settled``; or once the completions repeat after a number of
+completions that need not be whole rounds, see ``_completion_cycle``): every slot then holds whole groups until one
 common end, where all the holds release their channels at once, so that none idles or steps among
 the others' reservations; each slot steps about a last group, and the tail, after it.
 The work therefore grows with the number of distinct phases, not with the number of tiles.
@@ -87,6 +88,10 @@ GROUP_SAMPLES = 4  # runs looked at, at least (one slot: its last four groups)
 GROUP_STEADY_SHARE = 0.75
 GROUP_AVERAGE_ROUNDS = 4  # from this many rounds a run, the runs' mean alone decides (2adea2c's run length)
 MAX_GROUP_CYCLE = 12  # rounds a run, at most
+# or once the runs of L completions (L any number up to MAX_GROUP_CYCLE rounds') ending at each of the
+# last max(L, GROUP_CYCLE_ROUNDS rounds, GROUP_SAMPLES) + 1 completions all take the same time (_completion_cycle):
+# the completions repeat every L however the slots take turns
+GROUP_CYCLE_ROUNDS = 2
 # whole groups are held only for at least this many group times (a slot in another phase than the
 # first holder's stretches or squeezes its groups to the common end, by up to half a group)
 MIN_GROUP_HOLD = 2
@@ -1192,6 +1197,12 @@ class Engine:
                 self.group_period_s = sum(runs) / w / c
                 self.group_window_start_s = ends[n - w - span]
                 return True
+        cycle = _completion_cycle(ends, slots, tol)
+        if cycle:
+            self.group_period_s = (ends[-1] - ends[-1 - cycle]) / cycle * slots
+            w = max(cycle, GROUP_CYCLE_ROUNDS * slots, GROUP_SAMPLES) + 1
+            self.group_window_start_s = ends[n - w - cycle]
+            return True
         return False
 
     def _next_group_size(self, remaining: int) -> int:
@@ -1496,6 +1507,38 @@ def _window_mean(per_step: list[float], tol: float) -> int:
         if (var / n <= (WINDOW_SE_TOL * tol * mean) ** 2
                 and abs(second - first) <= WINDOW_TREND_TOL * tol * mean):
             return n
+    return 0
+
+
+def _completion_cycle(ends, slots: int, tol: float) -> int:
+    """How many group completions (``ends``, ``slots`` a round) the completions repeat after once
+    settled: the smallest ``L`` (1 to MAX_GROUP_CYCLE rounds' worth) for which the runs of ``L``
+    completions ending at each of the last ``max(L, GROUP_CYCLE_ROUNDS rounds, GROUP_SAMPLES) + 1``
+    completions all took the same time within ``tol`` (then the gaps between completions repeat
+    every ``L``, however the slots take turns), with never fewer completions looked at than runs of
+    one round need in ``_groups_settled``; 0 when none (a negative ``tol``: never). A slot's group
+    time is then a run's time over ``L``, times ``slots``: the mean over the cycle.
+
+    Slots taking turns at a channel can make the completions repeat after a number of completions
+    that is no whole number of rounds (18 completions at 8 slots, 2.25 rounds: reduction 2-pass at
+    2^26), which runs of whole rounds see as a cycle of 9 rounds."""
+    if tol < 0:
+        return 0
+    n = len(ends)
+    for length in range(1, MAX_GROUP_CYCLE * slots + 1):
+        # runs looked at: never fewer completions than runs of one round need (GROUP_SAMPLES)
+        w = max(length, GROUP_CYCLE_ROUNDS * slots, GROUP_SAMPLES) + 1
+        if n < w + max(length, slots):
+            break
+        lo = hi = ends[-1] - ends[-1 - length]
+        for i in range(n - 2, n - w - 1, -1):  # newest first: a run off the others ends the look
+            run = ends[i] - ends[i - length]
+            lo, hi = min(lo, run), max(hi, run)
+            if hi - lo > tol * lo:
+                break
+        else:
+            if lo > 0:
+                return length
     return 0
 
 
