@@ -672,7 +672,7 @@ def test_engine_predicts_its_l2_resident_misses_with_four_or_more_blocks_per_sm(
                                        "resident block of the 8x8 loops, the engine slow: gstaged R1 -21%, dgstaged R1 "
                                        "-16%, d/pd/xdgstaged 8w R2 -16..-19% (143 or 130 registers hold one "
                                        "8-warp block per SM: two waves); lds_outer 8x4 with 4 warps -16%; fast: "
-                                       "staged_outer 4x4 R2 +16%, gstaged 4x4 R4 +16%, xdgstaged 4x4 R7 +16%. "
+                                       "gstaged 4x4 R4 +16%, xdgstaged 4x4 R7 +16%. "
                                        "(With 64 registers assumed, d/pd/xdgstaged 8x8 at 4 blocks of 4 warps or 2 "
                                        "of 8 were 51-65% fast: the GPU held 3 or 1.)")
 def test_engine_predicts_every_microbenchmark_within_15_percent(engine_rows):
