@@ -256,3 +256,79 @@ def test_a_wgmma_consumer_step_takes_at_least_its_measured_loop():
     wg = _cost(TcGemmConfig(**SQUARE, **WGMMA))
     assert wg.critical_path_cycles >= H200.get("wgmma_consumer_step_cycles")
     assert H200.get("wgmma_consumer_step_cycles") > H200.wgmma_latency_cycles_at(256)
+
+
+# ----- the one-buffer wgmma rung (stages = 1: no producer warpgroup) ---------------------------------------
+ONE_BUFFER = WGMMA | {"bn": 128, "wn": 128, "stages": 1, "setmaxnreg": False, "b_layout": "col"}
+
+
+@pytest.mark.parametrize("knobs, field, limit", [
+    (ONE_BUFFER | {"setmaxnreg": True}, "setmaxnreg", "must be False with instruction wgmma and stages = 1"),
+    (ONE_BUFFER | {"cluster": 2}, "cluster", "must be 1 with instruction wgmma and stages = 1"),
+])
+def test_the_one_buffer_rung_rejects_what_it_lacks_in_one_line(knobs, field, limit):
+    with pytest.raises(ValueError) as err:
+        TcGemmConfig(**SQUARE, **knobs)
+    msg = str(err.value)
+    assert "\n" not in msg and f"TcGemmConfig.{field}" in msg and limit in msg
+
+
+def test_the_one_buffer_rung_has_no_producer_warpgroup_and_one_buffer():
+    one = TcGemmConfig(**SQUARE, **ONE_BUFFER)
+    ring = one.with_(stages=2, setmaxnreg=True)
+    assert one.threads == 2 * 128 and ring.threads == 3 * 128 and not one.has_producer and ring.has_producer
+    assert one.smem_bytes == (128 * 64 + 128 * 64) * 2 + 2048 and ring.smem_bytes == 2 * (128 * 64 + 128 * 64) * 2 + 2048
+    # blind registers: a consumer's accumulators and base, under the launch bound (no setmaxnreg)
+    assert one.estimated_regs == 64 * 128 // 128 + 28
+    assert one.label == "wgmma_fp16_Bcol_128x128x64_swz_s1_c2"
+    check_fits(one, H200)
+    tall = TcGemmConfig(**SQUARE, **(ONE_BUFFER | {"consumers": 1, "wm": 128}))
+    assert tall.threads == 128 and tall.estimated_regs == 128 * 128 // 128 + 28
+
+
+def test_the_one_buffer_program_copies_nothing_ahead_and_passes_a_barrier_each_step():
+    one = lower(TcGemmConfig(**SQUARE, **ONE_BUFFER))
+    ring = lower(TcGemmConfig(**SQUARE, **(ONE_BUFFER | {"stages": 3, "setmaxnreg": True})))
+    k1, k3 = one.phases[0], ring.phases[0]
+    assert k1.pipeline_depth == 1 and k3.pipeline_depth == 3
+    assert k1.step.barriers == 1 and k3.step.barriers == 0
+    assert all(ld.dest == "bulk" for ld in k1.step.loads) and k1.step.loads == k3.step.loads
+    assert k1.step.compute == k3.step.compute and k1.step.cluster_arrives == 0
+    assert one.launch.threads_per_block == 256 and ring.launch.threads_per_block == 384
+    c1 = step_cost(k1.step, H200, one.launch.warps_per_block)
+    c3 = step_cost(k3.step, H200, ring.launch.warps_per_block)
+    # the __syncthreads: one issue slot a warp, and the measured barrier latency at 8 warps on the path
+    assert c1.barriers == 8 and c3.barriers == 0
+    assert c1.critical_path_cycles - c3.critical_path_cycles == pytest.approx(H200.barrier_latency_cycles_at(8))
+
+
+@pytest.mark.parametrize("knobs, size", [
+    (ONE_BUFFER, SQUARE),
+    (ONE_BUFFER | {"bn": 256, "wn": 256}, dict(m=8192, n=8192, k=8192)),
+    (ONE_BUFFER | {"bm": 64, "wm": 64, "bn": 64, "wn": 64, "consumers": 1}, SQUARE),
+])
+def test_one_buffer_is_no_faster_than_a_two_stage_ring_of_the_same_tile(knobs, size):
+    """Against a ring of the same tile and registers (no setmaxnreg, so the consumers' estimate is the
+    same): copies wait a TMA latency every k-step instead of one step ahead. (The validation ring's
+    setmaxnreg, 232 registers a thread, can leave it fewer blocks per SM than the one-buffer kernel: a
+    64x64 tile is then predicted faster on one buffer, as occupancy allows.)"""
+    import tilesim  # noqa: PLC0415
+
+    one = TcGemmConfig(**size, **knobs)
+    two = one.with_(stages=2)
+    assert one.estimated_regs == two.estimated_regs
+    assert tilesim.simulate(one, H200).time_s >= tilesim.simulate(two, H200).time_s
+
+
+def test_the_tuning_space_holds_the_one_buffer_rung():
+    from tilesim.kernels.tc_gemm.space import space  # noqa: PLC0415
+
+    ones = [k for k in space({}) if k["instruction"] == "wgmma" and k["stages"] == 1]
+    assert ones and all(k["setmaxnreg"] is False and k["cluster"] == 1 for k in ones)
+    built = []
+    for k in ones:
+        try:
+            built.append(TcGemmConfig(**SQUARE, **k))
+        except ValueError:  # bk 32 with fp16 (not one 128-byte swizzle row), as for the ring
+            continue
+    assert {c.consumers for c in built} == {1, 2} and {c.bn for c in built} == {64, 128, 192, 256}

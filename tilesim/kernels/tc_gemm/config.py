@@ -15,8 +15,12 @@ rung what                                                                       
 2    block tiles staged in shared memory, warp tiles of several fragments                   staging=shared, stages=1
 3    ``mma.sync`` fed by ``ldmatrix``; dense, padded or XOR-swizzled shared layouts           instruction=mma_sync, layout
 4    a ``stages``-deep ``cp.async`` ring (2..5)                                              stages
-5    Hopper: TMA into 128-byte-swizzled shared memory with mbarrier waits, ``wgmma`` on      instruction=wgmma, consumers,
-     consumer warpgroups beside a producer warpgroup, clusters with TMA multicast           cluster
+5    Hopper, one buffer: thread 0 brings the k-tile into 128-byte-swizzled shared memory  instruction=wgmma, stages=1,
+     by TMA, every warpgroup waits on its mbarrier, issues its ``wgmma``, waits for them    consumers
+     (``wait_group 0``) and passes a block barrier before the next copy; no producer
+     warpgroup: loads and math alternate within a block (other resident blocks overlap)
+5    Hopper, warp-specialised: a TMA + mbarrier ring (2..5 stages) filled by a producer     instruction=wgmma, stages,
+     warpgroup beside the consumer warpgroups, clusters with TMA multicast                 consumers, cluster
 ==== ====================================================================================== ============
 
 Every rule is checked in ``__post_init__``; a broken one raises ``ValueError`` naming the field, the
@@ -149,17 +153,20 @@ class TcGemmConfig:
     layout: str = _doc("swizzled", "shared layout of the A and B tiles: naive (dense rows), padded (+16 "
                                    "bytes per row), swizzled (XOR of 16-byte chunks; wgmma: the 128-byte "
                                    "swizzle)", LAYOUTS)
-    stages: int = _doc(3, "shared-memory buffers: 1 = synchronous copy; 2..5 = a cp.async ring (wmma, "
-                          "mma_sync) or a TMA + mbarrier ring (wgmma)", STAGES)
-    consumers: int = _doc(1, "consumer warpgroups beside the producer warpgroup (wgmma only; 1 otherwise)",
-                          CONSUMERS)
-    cluster: int = _doc(1, "thread blocks per cluster along M sharing B through TMA multicast (wgmma only; "
-                           "1 otherwise)")
+    stages: int = _doc(3, "shared-memory buffers: 1 = synchronous copy (wgmma: one TMA buffer, no producer "
+                          "warpgroup; each k-step copies, waits, computes, waits for its wgmmas and passes a "
+                          "block barrier); 2..5 = a cp.async ring (wmma, mma_sync) or a TMA + mbarrier ring "
+                          "filled by a producer warpgroup (wgmma)", STAGES)
+    consumers: int = _doc(1, "consumer warpgroups beside the producer warpgroup (wgmma only; 1 otherwise; "
+                             "with stages 1 the block's only warpgroups)", CONSUMERS)
+    cluster: int = _doc(1, "thread blocks per cluster along M sharing B through TMA multicast (wgmma with "
+                           "stages >= 2 only; 1 otherwise)")
     epilogue: str = _doc("direct", "direct: accumulators to global memory; shared: staged through shared "
                                    "memory for 16-byte stores", EPILOGUES)
     setmaxnreg: bool = _doc(True, "wgmma only: the producer warpgroup hands registers to the consumers with "
                                   "setmaxnreg (the validation kernels do); False: every warpgroup keeps what "
-                                  "ptxas allocates (registers estimated from the accumulators)", (True, False))
+                                  "ptxas allocates (registers estimated from the accumulators); must be False "
+                                  "with stages 1 (no producer warpgroup)", (True, False))
     regs_per_thread: int | None = _doc(None, "registers per thread (override of the estimate, e.g. the "
                                              "compiler's count); None: estimated_regs")
 
@@ -219,7 +226,14 @@ class TcGemmConfig:
     def _check_wgmma(self, fn: int) -> None:
         _require(self.staging == "shared", "staging", self.staging, "wgmma reads its operands from shared memory")
         _require(self.layout == "swizzled", "layout", self.layout, "wgmma needs the 128-byte swizzled layout")
-        _require(self.stages >= 2, "stages", self.stages, "a TMA + mbarrier ring needs 2..5 stages")
+        if self.stages == 1:  # one buffer, no producer warpgroup: nothing to hand registers over
+            _require(not self.setmaxnreg, "setmaxnreg", self.setmaxnreg, "must be False with instruction wgmma "
+                                                                         "and stages = 1 (no producer warpgroup "
+                                                                         "hands registers over)")
+            # a buffer shared by a cluster would need a cluster barrier a k-step before the next multicast
+            # overwrites it: neither the kernel nor a probe has one
+            _require(self.cluster == 1, "cluster", self.cluster, "must be 1 with instruction wgmma and stages = 1 "
+                                                                 "(TMA multicast is the ring's knob)")
         _require(self.wm % WGMMA_M == 0, "wm", self.wm, f"must be a multiple of {WGMMA_M} (wgmma's m)")
         _require(self.wn == self.bn, "wn", self.wn, f"must equal bn = {self.bn} (a consumer warpgroup owns whole rows)")
         _require(self.bm == self.consumers * self.wm, "bm", self.bm,
@@ -278,9 +292,15 @@ class TcGemmConfig:
 
     @property
     def warps(self) -> int:
-        if self.instruction == "wgmma":
-            return (self.consumers + 1) * WARPGROUP_THREADS // WARP
+        if self.instruction == "wgmma":  # the consumers, and a producer warpgroup beside a ring
+            return (self.consumers + self.has_producer) * WARPGROUP_THREADS // WARP
         return (self.bm // self.wm) * (self.bn // self.wn)
+
+    @property
+    def has_producer(self) -> bool:
+        """Whether a producer warpgroup fills the operand ring (wgmma with stages >= 2); with stages 1
+        thread 0 of the first consumer issues the copies itself."""
+        return self.instruction == "wgmma" and self.stages > 1
 
     @property
     def threads(self) -> int:
@@ -326,9 +346,9 @@ class TcGemmConfig:
         * wmma/mma_sync: the operand ring; a shared epilogue stages C as fp32 rows of bn + 8 floats
           reusing the ring; the wmma direct epilogue passes each 16x16 fp32 fragment through 1 KiB
           per warp (``store_matrix_sync`` to shared, then guarded stores);
-        * wgmma: the ring (or a shared epilogue's C tile, rows padded by 32 B for fp32 and 16 B for
-          16-bit outputs) plus 1 KiB of alignment slack for the 1024-byte swizzle atoms and 1 KiB of
-          static mbarriers."""
+        * wgmma: the ring (one buffer with stages 1; or a shared epilogue's C tile, rows padded by 32 B
+          for fp32 and 16 B for 16-bit outputs) plus 1 KiB of alignment slack for the 1024-byte swizzle
+          atoms and 1 KiB of static mbarriers."""
         if self.staging == "global":
             return self.warps * GLOBAL_SCRATCH_BYTES
         ring = self.stages * self.stage_bytes
@@ -382,8 +402,9 @@ class TcGemmConfig:
         """Registers per thread: the override if given, else the blind rule from the kernel's structure.
 
         wgmma: the consumers' ``setmaxnreg`` count :data:`WGMMA_CONSUMER_REGS`, capped by the launch
-        bound (``__launch_bounds__(threads, 1)``); without ``setmaxnreg`` (kernels written elsewhere),
-        what a consumer keeps live: its accumulators + :data:`TC_REGS_BASE`.
+        bound (``__launch_bounds__(threads, 1)``); without ``setmaxnreg`` (kernels written elsewhere,
+        and the one-buffer rung, stages 1), what a consumer keeps live: its accumulators +
+        :data:`TC_REGS_BASE`.
 
         wmma / mma_sync (:attr:`register_terms`): what the kernel needs at least, accumulators + the
         larger of one k-step's fragments and the synchronous staging + base; what it would use, the

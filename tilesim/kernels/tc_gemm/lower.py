@@ -22,7 +22,12 @@ What one block does per k-step, by rung (the thread-to-data mappings are the CUD
   tensor copies (``dest="bulk"``; with a cluster, each block fetches ``1/cluster`` of the B tile and
   receives the rest by multicast). Each consumer warpgroup issues ``wm/64 x wn/N x bk/K`` wgmma
   instructions that read A and B from shared memory (``Mma.operands="shared"``); the ring replaces
-  block-wide barriers with mbarrier waits.
+  block-wide barriers with mbarrier waits. With ``stages=1`` (one buffer, no producer warpgroup) the
+  k-step's copies are issued and waited for within the step (``pipeline_depth`` 1: no copy ahead):
+  thread 0 issues them, every thread waits on the buffer's mbarrier (the measured TMA latency is issue
+  to mbarrier completion), the consumers issue their wgmmas, wait for all of them (``wait_group 0``)
+  and pass one block barrier (``__syncthreads``) before the next copy overwrites the buffer. Loads and
+  math alternate within the block; other resident blocks overlap them.
 
 Epilogue: ``direct`` stores each lane's two adjacent accumulators per row of every 16x8 C fragment
 (8-byte fp32 or 4-byte 16-bit stores, rows ``g`` and ``g + 8``); ``shared`` writes them to shared memory,
@@ -127,7 +132,8 @@ TF32_SWIZZLE_PER_ROW_B_LOAD = (971 - 880) / 64
 # WMMA_LOWERS_TO): the other two take their issue slots
 WMMA_TF32_HMMA_PER_FRAGMENT_MMA = 4
 # wgmma consumers per warp and k-step: mbarrier wait, wgmma fence, commit, wait_group, the empty-slot
-# arrive and the loop (assumption: about 8 instructions).
+# arrive and the loop (assumption: about 8 instructions). The one-buffer rung (stages 1) has no arrive
+# but thread 0's arrive.expect_tx; its __syncthreads is the step's barrier (Step.barriers): the same 8.
 WGMMA_SYNC_PER_WARP_STEP = 8
 
 
@@ -403,12 +409,18 @@ def _fragment_address_instructions(cfg: TcGemmConfig, reads: list[WarpAccess], s
 
 
 def _wgmma_step(cfg: TcGemmConfig):
-    """TMA copies into the ring and wgmma from shared memory, one bk slab per step."""
+    """TMA copies into the ring (or the one buffer) and wgmma from shared memory, one bk slab per step.
+
+    The ring's stages are the phase's ``pipeline_depth`` (copies ``stages - 1`` k-steps ahead, mbarrier
+    waits, no block barrier); one buffer (``stages=1``) is depth 1, the step's copies waited for before
+    its wgmmas, and one block barrier a step (the __syncthreads that frees the buffer), as the staged
+    rungs' synchronous copy is."""
     la, lb, _ = _operand_loads(cfg, "bulk", b_fraction=cfg.cluster)
     consumer_warps = cfg.consumers * WARPGROUP_THREADS // WARP
     # with a cluster each consumer hands every stage back to both blocks of the pair: one arrive with
     # cluster-scope release on the other block per k-step (the H200 kernels' wgmma.cu)
     step = Step(loads=(la, lb), cluster_arrives=1 if cfg.cluster > 1 else 0,
+                barriers=0 if cfg.has_producer else 1,
                 compute=(_mma(cfg, cfg.bk, operands="shared"),
                          Compute("issue", consumer_warps * WGMMA_SYNC_PER_WARP_STEP)))
     return step, math.ceil(cfg.k / cfg.bk), 1

@@ -12,7 +12,9 @@ user's data, not tiling: fp16 inputs, fp32 output and row-major B unless the pro
   side, layout naive, padded or swizzled, stages 1..4, epilogue direct or shared;
 * wgmma (TMA ring, warp-specialised): bn 64..256 in steps of 64, wm 64 or 128, 1 or 2 consumer
   warpgroups (bm = consumers x wm), bk 32 or 64, stages 2..5, clusters of 1 or 2, epilogue direct
-  or shared.
+  or shared;
+* wgmma on one buffer (stages 1, no producer warpgroup, so no setmaxnreg; no cluster): the same
+  tiles and epilogues.
 """
 
 from __future__ import annotations
@@ -40,3 +42,8 @@ def space(problem: dict) -> Iterator[dict]:
         yield {**data, "instruction": "wgmma", "staging": "shared", "bm": consumers * wm, "bn": bn, "bk": bk,
                "wm": wm, "wn": bn, "layout": "swizzled", "stages": stages, "consumers": consumers,
                "cluster": cluster, "epilogue": epi}
+    for bn, wm, consumers, bk, epi in itertools.product((64, 128, 192, 256), (64, 128), (1, 2), (32, 64),
+                                                        ("direct", "shared")):
+        yield {**data, "instruction": "wgmma", "staging": "shared", "bm": consumers * wm, "bn": bn, "bk": bk,
+               "wm": wm, "wn": bn, "layout": "swizzled", "stages": 1, "consumers": consumers, "cluster": 1,
+               "epilogue": epi, "setmaxnreg": False}

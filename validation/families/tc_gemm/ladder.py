@@ -29,8 +29,11 @@ RUNGS = (
      lambda c: c.instruction == "mma_sync" and c.layout == "swizzled" and c.stages == 1),
     ("4 mma.sync, swizzled, cp.async ring",
      lambda c: c.instruction == "mma_sync" and c.layout == "swizzled" and c.stages > 1),
-    ("5 wgmma + TMA, 1 consumer", lambda c: c.instruction == "wgmma" and c.consumers == 1 and c.cluster == 1),
-    ("5 wgmma + TMA, 2 consumers", lambda c: c.instruction == "wgmma" and c.consumers == 2 and c.cluster == 1),
+    ("5 wgmma + TMA, one buffer, no producer", lambda c: c.instruction == "wgmma" and c.stages == 1),
+    ("5 wgmma + TMA, 1 consumer",
+     lambda c: c.instruction == "wgmma" and c.stages > 1 and c.consumers == 1 and c.cluster == 1),
+    ("5 wgmma + TMA, 2 consumers",
+     lambda c: c.instruction == "wgmma" and c.stages > 1 and c.consumers == 2 and c.cluster == 1),
     ("5 wgmma + TMA, 2 consumers, cluster 2", lambda c: c.instruction == "wgmma" and c.cluster == 2),
 )
 DATASHEET_FP16_TFLOPS = 989.4  # NVIDIA H100/H200 SXM dense FP16 tensor (the data file's tensor_flops_per_s)
@@ -54,6 +57,8 @@ def ladder(gpu: str = "h200", shape: str = "4096x4096x4096", dtype: str = "fp16"
         knobs = {f: r[f] for f in ("m", "n", "k", "dtype", "out_dtype", "b_layout", "instruction", "staging", "bm",
                                    "bn", "bk", "wm", "wn", "shape", "layout", "stages", "consumers", "cluster",
                                    "epilogue")}
+        if r.get("setmaxnreg"):  # a column of results recorded since the knob (the one-buffer rung's False)
+            knobs["setmaxnreg"] = r["setmaxnreg"]
         measured.append((fam.make(**knobs), float(r["median_s"]), int(r["regs_per_thread"])))
     out = []
     for name, pred in RUNGS:

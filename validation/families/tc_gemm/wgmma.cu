@@ -428,3 +428,173 @@ TC_KERNEL_NAME(TMAP_PARAMS void* __restrict__ c, int M, int N, int K) {
     cluster_sync();
 #endif
 }
+// ===== the one-buffer kernel (TC_STAGES == 1) ==========================================================
+// wgmma.py builds a stages = 1 configuration from this file with the ring kernel above left out (from its
+// `extern "C"` line to this marker) and this kernel in its place; a ring configuration's source stops at
+// this marker. One shared buffer, no producer warpgroup, no cluster: for each k-tile thread 0 arms the
+// buffer's mbarrier (arrive.expect_tx) and issues the TMA copies, every thread waits for the barrier's
+// phase, each warpgroup issues its wgmmas on the buffer, commits them and waits for all of them
+// (wait_group 0), and the block passes __syncthreads before thread 0 overwrites the buffer with the
+// next k-tile. Loads and math alternate within a block; other resident blocks overlap them. No
+// setmaxnreg (nothing to take registers from). Ragged edges as the ring's: TMA fills out-of-bounds
+// elements with zeros, the epilogues guard rows and columns.
+constexpr int ONE_BUFFER_THREADS = CONSUMERS * 128;  // THREADS above counts the ring's producer warpgroup
+static_assert(STAGES == 1 && CLUSTER == 1, "the one-buffer kernel has one stage and no cluster");
+static_assert(!TC_SETMAXNREG && PRODUCER_REGS > 0 && CONSUMER_REGS > 0,  // (the ring's constants, unused here)
+              "the one-buffer kernel has no producer warpgroup to take registers from");
+static_assert(THREADS == ONE_BUFFER_THREADS + 128, "the ring's block is this one and a producer warpgroup");
+
+extern "C" __global__ void __launch_bounds__(ONE_BUFFER_THREADS, 1)
+TC_KERNEL_NAME(TMAP_PARAMS void* __restrict__ c, int M, int N, int K) {
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    __shared__ __align__(8) u64 full_bar;
+
+    // 1024-byte aligned base (the launch adds SWIZZLE_ATOM_BYTES of slack to the dynamic size)
+    const u32 raw_base = smem_u32(smem_raw);
+    const u32 base = (raw_base + SWIZZLE_ATOM_BYTES - 1) & ~(u32)(SWIZZLE_ATOM_BYTES - 1);
+    unsigned char* const base_ptr = smem_raw + (base - raw_base);
+    const u32 a_base = base;                  // A_STAGE_BYTES
+    const u32 b_base = base + A_STAGE_BYTES;  // B_STAGE_BYTES
+
+    // tile of this CTA: GROUP_M tiles along M, then along N (the ring's order)
+    const int tiles_m = (M + BM - 1) / BM;
+    const int tiles_n = (N + BN - 1) / BN;
+    const int pid = blockIdx.x;
+    const int per_group = GROUP_M * tiles_n;
+    const int first_m = (pid / per_group) * GROUP_M;
+    const int group_size = min(tiles_m - first_m, GROUP_M);
+    const int tile_m = first_m + (pid % per_group) % group_size;
+    const int tile_n = (pid % per_group) / group_size;
+    const int m0 = tile_m * BM, n0 = tile_n * BN;
+    const int ktiles = (K + BK - 1) / BK;
+
+    const int cw = threadIdx.x / 128;     // consumer warpgroup 0..CONSUMERS-1
+    const int t = threadIdx.x % 128;
+    const u32 full = smem_u32(&full_bar);
+
+    if (threadIdx.x == 0) {
+        mbar_init(full, 1);                   // thread 0's arrive.expect_tx
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#if TC_TRACE
+        unsigned sm;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+        trace_row(ktiles)[0] = sm;
+#endif
+    }
+    __syncthreads();
+
+    float acc[MSUB][ACC];
+#pragma unroll
+    for (int ms = 0; ms < MSUB; ++ms)
+#pragma unroll
+        for (int i = 0; i < ACC; ++i) acc[ms][i] = 0.0f;
+
+    for (int kt = 0; kt < ktiles; ++kt) {
+        if (threadIdx.x == 0) {
+            // the buffer is free: every warpgroup passed the previous k-tile's __syncthreads
+#if TC_TRACE
+            trace_row(ktiles)[1 + kt] = trace_now();
+#endif
+            mbar_expect_tx(full, STAGE_BYTES);
+            const int k0 = kt * BK;
+#pragma unroll
+            for (int ch = 0; ch < KCHUNKS; ++ch)
+                tma_load_2d(a_base + ch * BM * 128, TMAP_A, full, k0 + ch * CW, m0);
+#if TC_B_KMAJOR
+#pragma unroll
+            for (int ch = 0; ch < KCHUNKS; ++ch)
+                tma_load_2d(b_base + ch * BN * 128, TMAP_B, full, k0 + ch * CW, n0);
+#else
+#pragma unroll
+            for (int j = 0; j < BN / 64; ++j)
+                tma_load_2d(b_base + j * BK * 128, TMAP_B, full, n0 + j * 64, k0);
+#endif
+        }
+        mbar_wait(full, (u32)kt & 1);         // the barrier completes one phase per k-tile
+        const u32 a_st = a_base + (cw * WM) * 128;
+        const u32 b_st = b_base;
+        wgmma_fence();
+#pragma unroll
+        for (int ch = 0; ch < KCHUNKS; ++ch) {
+#pragma unroll
+            for (int kk = 0; kk < CW / KI; ++kk) {
+#pragma unroll
+                for (int ns = 0; ns < BN / NI; ++ns) {
+#if TC_B_KMAJOR
+                    const u64 db = smem_desc(b_st + ch * BN * 128 + ns * NI * 128 + kk * 32, 16, 1024);
+#else
+                    const u64 db = smem_desc(b_st + (ns * NI / 64) * BK * 128 + (ch * CW + kk * KI) * 128,
+                                             BK * 128, 1024);
+#endif
+#pragma unroll
+                    for (int ms = 0; ms < MSUB; ++ms) {
+                        const u64 da = smem_desc(a_st + ch * BM * 128 + ms * 64 * 128 + kk * 32, 16, 1024);
+                        wgmma_tile(&acc[ms][ns * (NI / 2)], da, db);
+                    }
+                }
+            }
+        }
+        wgmma_commit();
+        wgmma_wait<0>();                      // this k-tile's wgmmas are done reading the buffer
+        __syncthreads();                      // ... in every warpgroup: thread 0 may overwrite it
+    }
+#if TC_TRACE
+    if (cw == 0 && t == 0) trace_row(ktiles)[1 + ktiles] = trace_now();
+#endif
+
+    // ----- epilogue (the ring kernel's; the loop's last __syncthreads freed the buffer) --------------
+    const int warp = t / 32, lane = t % 32;
+    const int frag_row = warp * 16 + lane / 4;   // wgmma D fragment: rows r and r + 8
+    const int frag_col = 2 * (lane % 4);         // columns 8j + c, 8j + c + 1
+#if TC_EPILOGUE_SHARED
+    constexpr int STAGE_PITCH_BYTES = BN * OUT_E + (OUT_E == 4 ? 32 : 16);
+    unsigned char* const tile = base_ptr + cw * WM * STAGE_PITCH_BYTES;
+#pragma unroll
+    for (int ms = 0; ms < MSUB; ++ms) {
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int r = ms * 64 + frag_row + 8 * h;
+                const int col = 8 * j + frag_col;
+                unsigned char* p = tile + r * STAGE_PITCH_BYTES + col * OUT_E;
+#if TC_OUT_BYTES == 4
+                *reinterpret_cast<float2*>(p) = make_float2(acc[ms][4 * j + 2 * h], acc[ms][4 * j + 2 * h + 1]);
+#else
+                *reinterpret_cast<u32*>(p) = pack2(acc[ms][4 * j + 2 * h], acc[ms][4 * j + 2 * h + 1]);
+#endif
+            }
+        }
+    }
+    named_sync(1 + cw, 128);
+    constexpr int CHUNK_ELEMS = 16 / OUT_E;
+    constexpr int CHUNKS_PER_ROW = BN / CHUNK_ELEMS;
+    const bool vec16 = ((size_t)N * OUT_E) % 16 == 0;
+    for (int i = t; i < WM * CHUNKS_PER_ROW; i += 128) {
+        const int r = i / CHUNKS_PER_ROW, ch = i % CHUNKS_PER_ROW;
+        const int row = m0 + cw * WM + r, col = n0 + ch * CHUNK_ELEMS;
+        if (row >= M || col >= N) continue;
+        const unsigned char* src = tile + r * STAGE_PITCH_BYTES + ch * 16;
+        unsigned char* dst = reinterpret_cast<unsigned char*>(c) + ((size_t)row * N + col) * OUT_E;
+        if (vec16 && col + CHUNK_ELEMS <= N) {
+            *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+        } else {
+            for (int e = 0; e < CHUNK_ELEMS && col + e < N; ++e)
+                for (int b = 0; b < OUT_E; ++b) dst[e * OUT_E + b] = src[e * OUT_E + b];
+        }
+    }
+#else
+    (void)base_ptr;
+    const bool vec = (N % 2) == 0;
+#pragma unroll
+    for (int ms = 0; ms < MSUB; ++ms) {
+        const int row = m0 + cw * WM + ms * 64 + frag_row;
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+            const int col = n0 + 8 * j + frag_col;
+            store_pair(c, M, N, row, col, acc[ms][4 * j + 0], acc[ms][4 * j + 1], vec);
+            store_pair(c, M, N, row + 8, col, acc[ms][4 * j + 2], acc[ms][4 * j + 3], vec);
+        }
+    }
+#endif
+}

@@ -9,6 +9,13 @@ registers away with ``setmaxnreg``, 1-2 consumer warpgroups, clusters of 2 along
 multicast). The kernel is ``extern "C"`` and named after the configuration (:func:`kernel_name`);
 shapes are runtime arguments, so every problem size of one tiling shares the module.
 
+``stages=1`` is the rung below the ring: one shared buffer and no producer warpgroup (``consumers x 128``
+threads, no ``setmaxnreg``, no cluster). Thread 0 arms the buffer's mbarrier and issues the k-tile's TMA
+copies, every thread waits for the barrier, each warpgroup issues its wgmmas and waits for them
+(``wait_group 0``), and the block passes ``__syncthreads`` before the next copy. Its source is
+``wgmma.cu`` with the ring kernel replaced by the one-buffer kernel at the end of the file (the ring
+configurations' sources stop before it, so they are what they were).
+
 ``build(cfg, a, b, c)`` compiles with CuPy (NVRTC, ``-arch=sm_90a``: NVRTC keeps the ``a`` target
 when CuPy appends its own ``-arch=sm_90``), encodes the two tensor maps (:mod:`.tma`) for the given
 arrays and returns a ``Built`` whose ``launch()`` runs C = A @ B once, asynchronously. The tensor
@@ -112,8 +119,14 @@ def check(cfg) -> None:
         raise ValueError(f"TcGemmConfig.consumers = {cfg.consumers}: must be 1 or 2")
     if cfg.cluster not in (1, 2):
         raise ValueError(f"TcGemmConfig.cluster = {cfg.cluster}: wgmma.cu implements 1 or 2")
-    if not 2 <= cfg.stages <= 5:
-        raise ValueError(f"TcGemmConfig.stages = {cfg.stages}: must be 2..5 (TMA ring)")
+    if not 1 <= cfg.stages <= 5:
+        raise ValueError(f"TcGemmConfig.stages = {cfg.stages}: must be 1 (one buffer) or 2..5 (TMA ring)")
+    if cfg.stages == 1 and cfg.setmaxnreg:
+        raise ValueError("TcGemmConfig.setmaxnreg = True: must be False with stages = 1 (the one-buffer kernel "
+                         "has no producer warpgroup)")
+    if cfg.stages == 1 and cfg.cluster != 1:
+        raise ValueError(f"TcGemmConfig.cluster = {cfg.cluster}: must be 1 with stages = 1 (the one-buffer "
+                         "kernel has no multicast)")
     if cfg.wm % WGMMA_M or cfg.bm != cfg.consumers * cfg.wm or cfg.wn != cfg.bn:
         raise ValueError(f"TcGemmConfig.wm = {cfg.wm}, wn = {cfg.wn}: wm a multiple of {WGMMA_M}, "
                          f"bm = consumers * wm ({cfg.consumers * cfg.wm}), wn = bn ({cfg.bn})")
@@ -137,10 +150,11 @@ def check(cfg) -> None:
                              f"{MN_MAJOR_ATOM} (one 128-byte N-major swizzle row)")
     acc = cfg.wm // WGMMA_M * cfg.bn // 2
     # without setmaxnreg the consumers keep the launch bound's share, less the same addressing headroom
-    limit = MAX_ACCUMULATORS if cfg.setmaxnreg else launch_bound_regs(cfg.threads) - (CONSUMER_REGS - MAX_ACCUMULATORS)
+    nthreads = block_threads(cfg)
+    limit = MAX_ACCUMULATORS if cfg.setmaxnreg else launch_bound_regs(nthreads) - (CONSUMER_REGS - MAX_ACCUMULATORS)
     if acc > limit:
         how = (f"setmaxnreg gives consumers {CONSUMER_REGS} registers" if cfg.setmaxnreg else
-               f"without setmaxnreg a thread keeps {launch_bound_regs(cfg.threads)} at {cfg.threads} threads")
+               f"without setmaxnreg a thread keeps {launch_bound_regs(nthreads)} at {nthreads} threads")
         raise ValueError(f"TcGemmConfig.wm x bn = {cfg.wm} x {cfg.bn}: {acc} fp32 accumulators per consumer "
                          f"thread exceed {limit} ({how})")
     g = geometry(cfg)
@@ -148,6 +162,11 @@ def check(cfg) -> None:
         raise ValueError(f"TcGemmConfig.stages = {cfg.stages}: {g.dynamic_smem_bytes} bytes of dynamic and "
                          f"{STATIC_SMEM_BYTES} of static shared memory exceed {MAX_SMEM_PER_BLOCK_BYTES} "
                          "(sm_90 opt-in limit per block)")
+
+
+def block_threads(cfg) -> int:
+    """Threads per block: the consumer warpgroups, and the producer warpgroup beside a ring (stages >= 2)."""
+    return (cfg.consumers + (1 if cfg.stages > 1 else 0)) * 128
 
 
 def group_m(cfg) -> int:
@@ -178,7 +197,7 @@ def geometry(cfg) -> Geometry:
     smem = ring_bytes(cfg)
     if cfg.epilogue == "shared":
         smem = max(smem, epilogue_tile_bytes(cfg))
-    return Geometry(grid=(tiles_m * tiles_n, 1, 1), block=((cfg.consumers + 1) * 128, 1, 1),
+    return Geometry(grid=(tiles_m * tiles_n, 1, 1), block=(block_threads(cfg), 1, 1),
                     dynamic_smem_bytes=smem + SWIZZLE_ATOM_BYTES)
 
 
@@ -235,17 +254,25 @@ _UNDEFS = ("TC_KERNEL_NAME", "TC_ELEM_BYTES", "TC_OUT_BYTES", "TC_DTYPE_BF16", "
            "TC_BK", "TC_WM", "TC_NI", "TC_STAGES", "TC_CONSUMERS", "TC_CLUSTER", "TC_EPILOGUE_SHARED",
            "TC_TMAP_CONSTANT", "TC_GROUP_M", "TC_SETMAXNREG", "TC_TRACE", "TMAP_A", "TMAP_B", "TMAP_PARAMS")
 _MARKER = "// ----- PTX helpers"
+#: where the one-buffer kernel (stages = 1) begins in wgmma.cu, and the ring kernel's first line
+_ONE_BUFFER_MARKER = "// ===== the one-buffer kernel (TC_STAGES == 1)"
+_RING_KERNEL_START = 'extern "C" __global__ void __launch_bounds__(THREADS, 1)\n'
 
 
 def kernel_source(cfg, tensormap: str = "param", trace: bool = False) -> KernelSource:
     """The whole translation unit of ``cfg`` (no GPU, no compilation); ``trace``: with the schedule
-    trace (wgmma.cu's TC_TRACE: the producer's time at each k-tile, in the ``tc_trace`` buffer)."""
+    trace (wgmma.cu's TC_TRACE: the producer's time at each k-tile, with stages 1 thread 0's, in the
+    ``tc_trace`` buffer)."""
     if tensormap not in TENSORMAP_MODES:
         raise ValueError(f"tensormap = {tensormap!r}: must be one of {TENSORMAP_MODES}")
     check(cfg)
     body = KERNEL_FILE.read_text()
-    if _MARKER not in body:
-        raise RuntimeError(f"{KERNEL_FILE.name}: marker {_MARKER!r} missing")
+    for marker in (_MARKER, _ONE_BUFFER_MARKER, _RING_KERNEL_START):
+        if body.count(marker) != 1:
+            raise RuntimeError(f"{KERNEL_FILE.name}: marker {marker!r} missing or repeated")
+    ring, one_buffer = body.split(_ONE_BUFFER_MARKER, 1)
+    # a ring's source is the file up to the one-buffer kernel; stages 1: the ring kernel left out
+    body = ring if cfg.stages > 1 else ring.split(_RING_KERNEL_START, 1)[0] + _ONE_BUFFER_MARKER + one_buffer
     head, tail = body.split(_MARKER, 1)
     wrapper = wgmma_wrapper(cfg.dtype, instruction_n(cfg), cfg.b_layout == "row")
     code = f"// configuration\n{_defines(cfg, tensormap, trace)}\n{head}{wrapper}\n{_MARKER}{tail}"
@@ -414,6 +441,8 @@ def _e(dtype, b_layout, bm, bn, bk, consumers, stages, cluster, shapes, *, epilo
         knobs["epilogue"] = epilogue
     if shape != "auto":
         knobs["shape"] = shape
+    if stages == 1:  # one buffer: no producer warpgroup to hand registers over
+        knobs["setmaxnreg"] = False
     knobs["shapes"] = list(shapes)
     return knobs
 
@@ -455,6 +484,16 @@ PROPOSED_SUITE: tuple[dict, ...] = (
     _e("tf32", "col", 128, 128, 64, 2, 3, 2, ("mid",), epilogue="shared"),
     _e("tf32", "col", 64, 128, 32, 1, 3, 1, ("mid",)),
     _e("tf32", "col", 128, 64, 32, 2, 2, 1, ("mid", "tall")),
+    # one buffer (stages 1): no producer warpgroup, no setmaxnreg, no cluster (new, not yet measured)
+    _e("fp16", "col", 64, 64, 64, 1, 1, 1, _SM),
+    _e("fp16", "col", 64, 128, 64, 1, 1, 1, ("square", "mid", "tall")),
+    _e("fp16", "col", 128, 128, 64, 1, 1, 1, _SM),
+    _e("fp16", "col", 128, 128, 64, 2, 1, 1, ("square", "mid", "ragged")),
+    _e("fp16", "col", 128, 256, 64, 2, 1, 1, ("square", "mid", "ragged")),
+    _e("bf16", "col", 128, 256, 64, 2, 1, 1, _SM),
+    _e("bf16", "col", 64, 128, 64, 1, 1, 1, _SM, out="input", epilogue="shared"),
+    _e("tf32", "col", 128, 128, 32, 2, 1, 1, ("square", "mid", "ragged")),
+    _e("tf32", "col", 64, 128, 32, 1, 1, 1, ("square", "mid", "tall")),
 )
 
 
@@ -477,7 +516,7 @@ def proposed_toml() -> str:
     for entry in PROPOSED_SUITE:
         lines.append("[[config]]")
         for key, v in entry.items():
-            lines.append(f"{key} = " + (f'"{v}"' if isinstance(v, str) else
+            lines.append(f"{key} = " + (f'"{v}"' if isinstance(v, str) else str(v).lower() if isinstance(v, bool) else
                                         "[" + ", ".join(f'"{x}"' for x in v) + "]" if isinstance(v, list) else str(v)))
         lines.append("")
     return "\n".join(lines)
