@@ -408,6 +408,8 @@ struct Shared {
   static constexpr int A_ELEMS = A_ROWS * (A_LC + PAD) * CE;
   static constexpr int B_ELEMS = B_ROWS * (B_LC + PAD) * CE;
   static constexpr int STAGE_BYTES = (A_ELEMS + B_ELEMS) * EB;
+  static constexpr int A_CHUNKS = A_ROWS * A_LC, B_CHUNKS = B_ROWS * B_LC;  // 16-byte chunks of a k-tile
+  static constexpr int A_IT = (A_CHUNKS + THREADS - 1) / THREADS, B_IT = (B_CHUNKS + THREADS - 1) / THREADS;
   static constexpr int KSTEPS = A_LC / 2;  // a fragment k (16 fp16/bf16, 8 tf32) is 2 chunks
   static constexpr int C_PITCH = BN + C_PAD_FLOATS;
   static_assert(BM % WM == 0 && BN % WN == 0 && WM % 16 == 0 && WN % 16 == 0, "tile shapes");
@@ -416,6 +418,65 @@ struct Shared {
                 "swizzled rows: a power-of-two number of 16-byte chunks");
   static_assert(INSTR == MMA_SYNC || LAYOUT != SWIZZLED, "WMMA cannot read the swizzled layout");
 };
+
+// STAGES == 1, first half: this thread's 16-byte chunks of the k-tile (k0) of A and B into registers
+// (zero outside the matrices). load_tile calls it and then store_regs; staged_store_probe calls the halves
+// on their own.
+template <class S, bool BCOL>
+__device__ __forceinline__ void load_regs(const typename S::T* __restrict__ A, const typename S::T* __restrict__ B,
+                                          uint4 (&va)[S::A_IT], uint4 (&vb)[S::B_IT], int m0, int n0, int k0,
+                                          int M, int N, int K) {
+  constexpr int CE = S::CE;
+  constexpr int A_CHUNKS = S::A_CHUNKS, B_CHUNKS = S::B_CHUNKS;
+  const int tid = threadIdx.x;
+  const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+#pragma unroll
+  for (int it = 0; it < S::A_IT; ++it) {
+    const int i = tid + it * S::THREADS;
+    va[it] = zero;
+    if (A_CHUNKS % S::THREADS == 0 || i < A_CHUNKS) {
+      const int r = i / S::A_LC, c = i % S::A_LC;
+      const int gm = m0 + r, gk = k0 + c * CE;
+      if (gm < M && gk < K) va[it] = *reinterpret_cast<const uint4*>(A + (idx_t)gm * K + gk);
+    }
+  }
+#pragma unroll
+  for (int it = 0; it < S::B_IT; ++it) {
+    const int i = tid + it * S::THREADS;
+    vb[it] = zero;
+    if (B_CHUNKS % S::THREADS == 0 || i < B_CHUNKS) {
+      const int r = i / S::B_LC, c = i % S::B_LC;
+      if constexpr (BCOL) {
+        const int gn = n0 + r, gk = k0 + c * CE;
+        if (gn < N && gk < K) vb[it] = *reinterpret_cast<const uint4*>(B + (idx_t)gn * K + gk);
+      } else {
+        const int gk = k0 + r, gn = n0 + c * CE;
+        if (gk < K && gn < N) vb[it] = *reinterpret_cast<const uint4*>(B + (idx_t)gk * N + gn);
+      }
+    }
+  }
+}
+
+// STAGES == 1, second half: the registers into the shared tiles in their layout (16-byte stores).
+template <class S, int LAYOUT>
+__device__ __forceinline__ void store_regs(typename S::T* sA, typename S::T* sB, const uint4 (&va)[S::A_IT],
+                                           const uint4 (&vb)[S::B_IT]) {
+  constexpr int CE = S::CE;
+  constexpr int A_CHUNKS = S::A_CHUNKS, B_CHUNKS = S::B_CHUNKS;
+  const int tid = threadIdx.x;
+#pragma unroll
+  for (int it = 0; it < S::A_IT; ++it) {
+    const int i = tid + it * S::THREADS;
+    if (A_CHUNKS % S::THREADS == 0 || i < A_CHUNKS)
+      *reinterpret_cast<uint4*>(sA + chunk_off<LAYOUT, S::A_LC, CE>(i / S::A_LC, i % S::A_LC)) = va[it];
+  }
+#pragma unroll
+  for (int it = 0; it < S::B_IT; ++it) {
+    const int i = tid + it * S::THREADS;
+    if (B_CHUNKS % S::THREADS == 0 || i < B_CHUNKS)
+      *reinterpret_cast<uint4*>(sB + chunk_off<LAYOUT, S::B_LC, CE>(i / S::B_LC, i % S::B_LC)) = vb[it];
+  }
+}
 
 // Copy one k-tile (k0) of A and B into a ring slot: cp.async (STAGES >= 2) or registers -> shared.
 template <class S, int STAGES, int LAYOUT, bool BCOL>
@@ -461,44 +522,8 @@ __device__ __forceinline__ void load_tile(const typename S::T* __restrict__ A, c
     }
   } else {
     uint4 va[A_IT], vb[B_IT];
-    const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
-#pragma unroll
-    for (int it = 0; it < A_IT; ++it) {
-      const int i = tid + it * S::THREADS;
-      va[it] = zero;
-      if (A_CHUNKS % S::THREADS == 0 || i < A_CHUNKS) {
-        const int r = i / S::A_LC, c = i % S::A_LC;
-        const int gm = m0 + r, gk = k0 + c * CE;
-        if (gm < M && gk < K) va[it] = *reinterpret_cast<const uint4*>(A + (idx_t)gm * K + gk);
-      }
-    }
-#pragma unroll
-    for (int it = 0; it < B_IT; ++it) {
-      const int i = tid + it * S::THREADS;
-      vb[it] = zero;
-      if (B_CHUNKS % S::THREADS == 0 || i < B_CHUNKS) {
-        const int r = i / S::B_LC, c = i % S::B_LC;
-        if constexpr (BCOL) {
-          const int gn = n0 + r, gk = k0 + c * CE;
-          if (gn < N && gk < K) vb[it] = *reinterpret_cast<const uint4*>(B + (idx_t)gn * K + gk);
-        } else {
-          const int gk = k0 + r, gn = n0 + c * CE;
-          if (gk < K && gn < N) vb[it] = *reinterpret_cast<const uint4*>(B + (idx_t)gk * N + gn);
-        }
-      }
-    }
-#pragma unroll
-    for (int it = 0; it < A_IT; ++it) {
-      const int i = tid + it * S::THREADS;
-      if (A_CHUNKS % S::THREADS == 0 || i < A_CHUNKS)
-        *reinterpret_cast<uint4*>(sA + chunk_off<LAYOUT, S::A_LC, CE>(i / S::A_LC, i % S::A_LC)) = va[it];
-    }
-#pragma unroll
-    for (int it = 0; it < B_IT; ++it) {
-      const int i = tid + it * S::THREADS;
-      if (B_CHUNKS % S::THREADS == 0 || i < B_CHUNKS)
-        *reinterpret_cast<uint4*>(sB + chunk_off<LAYOUT, S::B_LC, CE>(i / S::B_LC, i % S::B_LC)) = vb[it];
-    }
+    load_regs<S, BCOL>(A, B, va, vb, m0, n0, k0, M, N, K);
+    store_regs<S, LAYOUT>(sA, sB, va, vb);
   }
 }
 
