@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import gc
 from collections import Counter, deque
+from contextlib import contextmanager
 from heapq import heappop, heappush
 
 import simpy
@@ -327,7 +328,10 @@ class Engine:
         self._proj_cache: dict = {}
         self._forms_cache: dict = {}  # (id(tile), loop index) -> _linear_forms of its coordinates
         self._where_cache: dict = {}  # (first, count) -> the blocks' (bx, by, bz) in launch order; (first, count, axis) -> one column
-        self._prefix_ids: dict = {}  # (tensor, projection) -> the integer the L2 and L1 know it by
+        # tensor -> {projection: the integer the L2 and L1 know it by}; numbered 0, 1, ... over all tensors in
+        # first-seen order (_prefix_count of them so far)
+        self._prefix_ids: dict = {}
+        self._prefix_count = 0
         # tensors whose tiles are looked up in L2 (loads, global atomics): only theirs are tracked
         self.read_tensors = {t.tile.tensor for pl in self.plans for t in (*pl.loads, *pl.atomics)}
         self.l2_lat_s = hw.l2_latency_cycles / clk
@@ -471,10 +475,19 @@ class Engine:
                 columns = [_form_column(form, first, count, self._block_column) for form in forms]
                 seen = Counter(zip(*columns, strict=True)) if columns else Counter({(): count})
             items = list(seen.items())
-            ids = self._prefix_ids
-            tensor = tile.tensor
-            got = (items, tuple([ids.setdefault((tensor, proj), len(ids)) for proj in seen]),
-                   tuple(seen.values()))
+            ids = self._prefix_ids.get(tile.tensor)
+            if ids is None:
+                ids = self._prefix_ids[tile.tensor] = {}
+            get = ids.get
+            prefixes = list(map(get, seen))
+            if None in prefixes:  # projections seen for the first time take the next numbers
+                n = self._prefix_count
+                for j, proj in enumerate(seen):
+                    if prefixes[j] is None:
+                        prefixes[j] = ids[proj] = n
+                        n += 1
+                self._prefix_count = n
+            got = (items, tuple(prefixes), tuple(seen.values()))
             if len(self._proj_cache) > 4096:
                 self._proj_cache.clear()
             self._proj_cache[key] = got
@@ -1237,15 +1250,8 @@ class Engine:
     def run(self) -> SimResult:
         for s in range(self.occ.blocks_per_sm):
             self.env.process(self._slot(s))
-        # the run allocates many short-lived objects that reference counting frees, and keeps large
-        # tables (tile ids, the caches' last touches) that every collection of the older generations
-        # walks again: the collector runs less often meanwhile (GC_THRESHOLD), as it was after
-        thresholds = gc.get_threshold()
-        gc.set_threshold(max(thresholds[0], GC_THRESHOLD), *thresholds[1:])
-        try:
+        with _fewer_collections():
             _run(self.env)
-        finally:
-            gc.set_threshold(*thresholds)
         hw, p, v = self.hw, self.p, self.total.v
         # no channel can have done more work than its rate allows in the time: held phases reserve
         # their measured rates, which together may overcommit a channel (the work is still done)
@@ -1290,6 +1296,22 @@ class Engine:
             events=self.events, sm_clock_hz=hw.sm_clock_hz, timeline=tuple(self.timeline) if self.want_timeline else None,
             loads=tuple(self.loads) if self.want_timeline else None,
         )
+
+
+@contextmanager
+def _fewer_collections():
+    """The garbage collector's young generation runs every GC_THRESHOLD allocations (at least) inside.
+
+    A run allocates many short-lived objects that reference counting frees, and keeps large tables
+    (tile ids, the caches' last touches) that every collection walks again: the collector runs less
+    often meanwhile. Nested uses keep the outermost's threshold until it ends; the collector sees
+    the same objects either way (no prediction depends on it)."""
+    thresholds = gc.get_threshold()
+    gc.set_threshold(max(thresholds[0], GC_THRESHOLD), *thresholds[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
 
 
 def _timeout(env: simpy.Environment, delay_s: float) -> Timeout:
@@ -1617,10 +1639,13 @@ def simulate_program(program: TileProgram, hw: HardwareSpec, *, timeline: bool =
     see :meth:`Engine._flushed_writeback_setup`; 0: a clean L2).
     """
     check_program(program, hw)
-    result = Engine(program, hw, timeline=timeline, steady_state=steady_state, on_progress=on_progress,
-                    flushed_dirty_bytes=flushed_dirty_bytes).run()
-    result = _settle_clock(program, hw, result, timeline=timeline, steady_state=steady_state,
-                           on_progress=on_progress, flushed_dirty_bytes=flushed_dirty_bytes)
+    # the engines are freed (their tables with them) before the collector's usual threshold is back:
+    # a collection at that threshold would otherwise walk all they still hold (_fewer_collections)
+    with _fewer_collections():
+        result = Engine(program, hw, timeline=timeline, steady_state=steady_state, on_progress=on_progress,
+                        flushed_dirty_bytes=flushed_dirty_bytes).run()
+        result = _settle_clock(program, hw, result, timeline=timeline, steady_state=steady_state,
+                               on_progress=on_progress, flushed_dirty_bytes=flushed_dirty_bytes)
     check_not_faster_than_roofline(result)
     return result
 
