@@ -136,7 +136,7 @@ def _leetcuda_grid(m, n, k):
 def _fastcu_m2_cfg(m, n, k):
     return TcGemmConfig(m=m, n=n, k=k, dtype="bf16", out_dtype="input", b_layout="col", instruction="wgmma",
                         staging="shared", bm=64, bn=64, bk=64, wm=64, wn=64, shape="m64n64k16", layout="swizzled",
-                        stages=2, consumers=1, cluster=1, epilogue="direct", setmaxnreg=False)
+                        stages=1, consumers=1, cluster=1, epilogue="direct", setmaxnreg=False)
 
 
 def _fastcu_2wg_cfg(stages, setmaxnreg=True):
@@ -219,14 +219,15 @@ KERNELS: tuple[PublicKernel, ...] = (
         dtype="bf16", accumulate="fp32", b_layout="col", c_layout="col", tensormaps="pointer",
         box=(64, 64, 64), source="pranjalssh/fast.cu examples/matmul/matmul_2.cuh",
         notes=("one warpgroup (128 threads) that both issues the TMA (thread 0) and computes; ONE "
-               "shared buffer, so loads and wgmma alternate (no producer warpgroup, no ring: the model "
-               "has neither, so mapped to stages 2 with 1 consumer, which adds a producer warpgroup of "
-               "128 threads and overlaps copies with math); wait_group 0 each k-step; C column-major "
+               "shared buffer, so loads and wgmma alternate (no producer warpgroup, no ring); mapped to "
+               "the one-buffer rung, stages 1 (session 16; until then the model had no such rung and this "
+               "kernel was mapped to stages 2, which adds a producer warpgroup and overlaps copies with "
+               "math); wait_group 0 each k-step; C column-major "
                "with 2-byte scalar stores; blocks walk N fastest (the model groups tiles along M)")),
     PublicKernel(
         name="fastcu_wgmma_m3", wrapper="wrap_fastcu_m3.cuh", function="M3::matmulKernel3",
         template_args="128, 256, 64, 256, false", params=_FASTCU_PARAMS_DB, block=(256, 1, 1),
-        grid=lambda m, n, k: ((m // 128) * (n // 256), 1, 1), config=_fastcu_2wg_cfg(2, setmaxnreg=False),
+        grid=lambda m, n, k: ((m // 128) * (n // 256), 1, 1), config=_fastcu_2wg_cfg(1, setmaxnreg=False),
         divides=(128, 256, 64),
         dtype="bf16", accumulate="fp32", b_layout="col", c_layout="col", tensormaps="pointer",
         box=(128, 256, 64), dynamic_smem_bytes=_fastcu_smem_bytes(128, 256, 64, 1), debug_pointer=True,
@@ -237,8 +238,9 @@ KERNELS: tuple[PublicKernel, ...] = (
                "still passes is unused and the block holds ~96 KiB; 159 registers x 256 threads allow one "
                "block per SM either way), so "
                "loads and wgmma alternate, with barrier waits and a __syncthreads per k-step (no producer "
-               "warpgroup, no ring: the model has neither, so mapped to consumers 2 with stages 2, which "
-               "adds a 128-thread producer warpgroup (384 threads) and overlaps copies with math); "
+               "warpgroup, no ring); mapped to the one-buffer rung, stages 1 with consumers 2 (session "
+               "16; until then the model had no such rung and this kernel was mapped to stages 2, which "
+               "adds a 128-thread producer warpgroup and overlaps copies with math); "
                + _FASTCU_COMMON)),
     PublicKernel(
         name="fastcu_wgmma_m4", wrapper="wrap_fastcu_m4.cuh", function="M4::matmulKernel4",
