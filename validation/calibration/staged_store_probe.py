@@ -47,6 +47,7 @@ a measured one, in row order): :data:`NCU_METRICS`; the command is :func:`ncu_co
 from __future__ import annotations
 
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -340,10 +341,12 @@ def run_probe(groups: Sequence[str] = GROUPS, quick: bool = False, profile: bool
     reps = 1 if profile else (QUICK_REPS if quick else REPS)
     warmup = 1 if profile else WARMUP
     ksteps = PROFILE_KSTEPS if profile else (QUICK_KSTEPS if quick else LOOP_KSTEPS)
-    with tempfile.TemporaryDirectory(prefix="ssp-") as tmp:
-        src = Path(tmp) / "staged_store_probe_full.cu"
-        src.write_text(probe_source())
-        built = pc.build_module(cp, src, ARCH, Path(tmp), nvrtc_options=mma.OPTIONS, want_sass=True)
+    # the cubin stays on disk while the probe runs: cupy.RawModule(path=...) loads it lazily, at the first
+    # get_function (a TemporaryDirectory closed here gave CUDA_ERROR_FILE_NOT_FOUND on the H200)
+    tmp = tempfile.mkdtemp(prefix="ssp-")
+    src = Path(tmp) / "staged_store_probe_full.cu"
+    src.write_text(probe_source())
+    built = pc.build_module(cp, src, ARCH, Path(tmp), nvrtc_options=mma.OPTIONS, want_sass=True)
     res: dict = {"meta": pc.collect_metadata(), "sm_count": sms, "arch": arch, "compiled_by": built.compiled_by,
                  "compile_note": built.error or built.sass_error, "ksteps": ksteps, "reps": reps, "profile": profile,
                  "cases": {}, "sass": {}, "errors": {}}
@@ -405,6 +408,7 @@ def run_probe(groups: Sequence[str] = GROUPS, quick: bool = False, profile: bool
         except Exception as exc:  # noqa: BLE001 - one failed case must not lose the others
             res["errors"][case.key] = f"{type(exc).__name__}: {exc}"
     res["summary"] = summarize(res)
+    shutil.rmtree(tmp, ignore_errors=True)
     return res
 
 

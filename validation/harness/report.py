@@ -236,10 +236,11 @@ def _metric(row: dict, metric: str) -> float:
 def _counter_index(family: str, results_dir: Path) -> tuple[dict, tuple[str, ...]]:
     """counters.csv's ok rows keyed by the config columns it shares with times.csv, with the columns
     of the same configuration's diagnostics.csv row (where there is one) added."""
-    rows = suite.read_rows(Path(results_dir) / "counters.csv")
+    rows = suite.recorded_rows(Path(results_dir), "counters.csv")
     if not rows:
         return {}, ()
-    cols = tuple(c for c in suite.config_columns(family) if c in rows[0])
+    # the config columns every file has (a part may add one its main file predates; labels still differ)
+    cols = tuple(c for c in suite.config_columns(family) if all(c in r for r in rows))
     index = {suite.row_key(r, cols): r for r in rows if r.get("status", "ok") in ("ok", "")}
     diag = Path(results_dir) / "diagnostics.csv"
     for d in suite.read_rows(diag) if diag.exists() else ():
@@ -288,7 +289,7 @@ def compute_report(family: str, results_dir: str | Path | None = None, hardware:
     _HW_CACHE[hardware] = hw
     fam = registry.get(family)
     measured, skipped, references = [], [], []
-    for row in suite.read_rows(times):
+    for row in suite.recorded_rows(rdir, "times.csv"):
         try:
             cfg = config_from_row(family, row)
         except (TypeError, ValueError):

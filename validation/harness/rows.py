@@ -70,6 +70,21 @@ def read_rows(csv_path: Path) -> list[dict]:
     return [r for r in rows if None not in r and all(v is not None for v in r.values())]
 
 
+#: a family's results folder may hold later runs beside its main files: ``<dir>/parts/<run>/`` with the
+#: harness's own ``times.csv``, ``counters.csv`` and ``metadata.json`` (e.g. new suite entries whose
+#: configuration has a column the main file predates); readers take the main rows, then each part's
+PARTS_DIR = "parts"
+
+
+def recorded_rows(results_dir: Path, name: str = "times.csv") -> list[dict]:
+    """The rows of ``<results_dir>/<name>`` followed by those of every ``<results_dir>/parts/*/<name>``
+    (parts in name order). A column a file lacks is absent from its rows (the configuration's default)."""
+    rows = read_rows(Path(results_dir) / name)
+    for part in sorted((Path(results_dir) / PARTS_DIR).glob(f"*/{name}")):
+        rows.extend(read_rows(part))
+    return rows
+
+
 def read_done(csv_path: Path, key_columns: Sequence[str]) -> set[tuple[str, ...]]:
     """Keys of the rows of an existing CSV that carry a final status."""
     return {row_key(r, key_columns) for r in read_rows(csv_path) if r.get("status") in FINAL_STATUSES}

@@ -43,6 +43,7 @@ from validation.harness.rows import (
     csv_columns,
     read_done,
     read_rows,
+    recorded_rows,
     row_key,
 )
 from validation.harness.suite_file import load_suite, problem_fields, select
@@ -50,7 +51,7 @@ from validation.harness.suite_file import load_suite, problem_fields, select
 #: what other modules use through this one (the suite runner's vocabulary)
 __all__ = ["COMPILED_COLUMNS", "FINAL_STATUSES", "OVERRIDE_COLUMN", "OVERRIDE_FIELD", "TIMING_COLUMNS",
            "ContextLost", "RowWriter", "config_columns", "config_row", "csv_columns", "load_suite",
-           "main", "measure_config", "problem_fields", "read_done", "read_rows", "row_key", "run_suite",
+           "main", "measure_config", "problem_fields", "read_done", "read_rows", "recorded_rows", "row_key", "run_suite",
            "select"]
 
 RESULTS_ROOT = Path(__file__).resolve().parents[1] / "results"
