@@ -70,6 +70,7 @@ from tilesim.analytic.occupancy import occupancy as occupancy_of
 from tilesim.analytic.waves import waves as waves_of
 from tilesim.cost import StepCost, step_cost
 from tilesim.engine.channel import Channel, prepared, request_all
+from tilesim.engine.floors import PER_SM_TERMS, program_terms
 from tilesim.engine.l2 import L2Cache
 from tilesim.hardware import HardwareSpec, with_overrides
 from tilesim.program import Affine, GlobalLoad, Mma, Phase, TileProgram, TileRef
@@ -1642,12 +1643,16 @@ def simulate_program(program: TileProgram, hw: HardwareSpec, *, timeline: bool =
     # the engines are freed (their tables with them) before the collector's usual threshold is back:
     # a collection at that threshold would otherwise walk all they still hold (_fewer_collections)
     with _fewer_collections():
-        result = Engine(program, hw, timeline=timeline, steady_state=steady_state, on_progress=on_progress,
-                        flushed_dirty_bytes=flushed_dirty_bytes).run()
-        result = _settle_clock(program, hw, result, timeline=timeline, steady_state=steady_state,
+        result = _settle_clock(program, hw, timeline=timeline, steady_state=steady_state,
                                on_progress=on_progress, flushed_dirty_bytes=flushed_dirty_bytes)
     check_not_faster_than_roofline(result)
     return result
+
+
+def _access_bytes(access) -> float:
+    """Bytes a block's GlobalLoad or GlobalStore moves in one step: lanes x width x repeat."""
+    return access.repeat * sum(w.width_bytes * sum(1 for o in w.offsets if o is not None)
+                               for w in access.instructions)
 
 
 def _bulk_load_share(program: TileProgram) -> float:
@@ -1657,8 +1662,7 @@ def _bulk_load_share(program: TileProgram) -> float:
     bulk = total = 0.0
     for ph in program.phases:
         for ld in ph.step.loads:
-            nbytes = ph.trips * ld.repeat * sum(
-                w.width_bytes * sum(1 for o in w.offsets if o is not None) for w in ld.instructions)
+            nbytes = ph.trips * _access_bytes(ld)
             total += nbytes
             if ld.dest == "bulk":
                 bulk += nbytes
@@ -1669,8 +1673,8 @@ CLOCK_ITERATIONS = 4  # runs at most to settle the SM clock under tensor load (e
 CLOCK_TOLERANCE = 0.005  # a clock within 0.5% of the last run's is settled
 
 
-def _settle_clock(program: TileProgram, hw: HardwareSpec, result: SimResult, **run) -> SimResult:
-    """Run again at the SM clock the GPU holds under the kernel's tensor load, until it settles.
+def _settle_clock(program: TileProgram, hw: HardwareSpec, **run) -> SimResult:
+    """Run the engine at the SM clock the GPU holds under the kernel's tensor load.
 
     Under sustained tensor-core work the H200 lowers its SM clock (power limiting: 1.98 GHz with FFMA,
     1.81 GHz with mma.sync at its full rate, 1.53 GHz with wgmma at its full rate on random operands;
@@ -1678,19 +1682,25 @@ def _settle_clock(program: TileProgram, hw: HardwareSpec, result: SimResult, **r
     operands: 1.547 GHz alone, 1.513 beside 4.6 TB/s of L2 reads, 1.498 beside 3.8 TB/s of HBM reads at
     a tensor activity of 0.85: the measured slopes, HardwareSpec.sm_clock_hz_at_tensor_activity). The
     kernel's tensor activity (its tensor FLOP per clock per SM over the fp16 dense rate) and its L2 and
-    HBM bytes per second depend on the clock it runs at, so the clock is found by fixed-point iteration.
-    A tf32 FLOP counts as HardwareSpec.tensor_clock_weight fp16 FLOPs (measured: tf32 at full rate
-    holds the clock of fp16 work at 1.7-1.9 times its FLOP rate). Kernels without MMAs, and GPUs
-    without the measured curve, keep ``sm_clock_hz`` (an L2 stream alone
-    costs the clock 2%, not applied: it would take a second run of every kernel)."""
+    HBM bytes per second depend on the clock it runs at, so the clock is a fixed point: a run at a clock
+    gives the clock its load settles at, and the run is kept when that is within CLOCK_TOLERANCE of the
+    clock it ran at. The first run is at :func:`_clock_guess` (no run: the tune module's floors of the
+    program's channels), the second at the clock the first settled at, the next ones at the secant's
+    zero of (settled - clock) through the last two runs. A tf32 FLOP counts as
+    HardwareSpec.tensor_clock_weight fp16 FLOPs (measured: tf32 at full rate holds the clock of fp16
+    work at 1.7-1.9 times its FLOP rate). Kernels without MMAs, and GPUs without the measured curve,
+    run once at ``sm_clock_hz`` (an L2 stream alone costs the clock 2%, not applied: it would take a
+    second run of every kernel)."""
     tensor_flops = program.launch.blocks * sum(op.flops * ph.trips * hw.tensor_clock_weight(op.shape, op.dtype)
                                                for ph in program.phases for op in ph.step.compute
                                                if isinstance(op, Mma))
     if not tensor_flops or not hw.has("sm_clock_hz_by_tensor_activity"):
-        return result
+        return Engine(program, hw, **run).run()
     peak = hw.tensor_peak_flops_per_clk() * hw.sm_count
-    clock = hw.sm_clock_hz
     tma_share = _bulk_load_share(program)
+    clock = _clock_guess(program, hw, tensor_flops / peak, tma_share)
+    result = Engine(program, with_overrides(hw, sm_clock_hz=clock), **run).run()
+    last = None  # (clock, settled - clock) of the run before
     for _ in range(CLOCK_ITERATIONS):
         busy_s = max(result.time_s - hw.launch_overhead_s, 1e-12)
         activity = tensor_flops / (busy_s * clock * peak)
@@ -1701,7 +1711,44 @@ def _settle_clock(program: TileProgram, hw: HardwareSpec, result: SimResult, **r
             hbm_bytes_per_s=(tr.hbm_read_bytes + tr.hbm_write_bytes + tr.hbm_flushed_writeback_bytes) / busy_s)
         if abs(settled - clock) <= CLOCK_TOLERANCE * clock:
             break
-        clock = settled
+        step = settled - clock
+        nxt = settled
+        if last is not None and step != last[1]:
+            secant = clock - step * (clock - last[0]) / (step - last[1])
+            if 0.5 * hw.sm_clock_hz < secant <= hw.sm_clock_hz:
+                nxt = secant
+        last = (clock, step)
+        clock = nxt
         result = Engine(program, with_overrides(hw, sm_clock_hz=clock), **run).run()
     return result
+
+
+def _clock_guess(program: TileProgram, hw: HardwareSpec, tensor_clocks: float, tma_share: float) -> float:
+    """A first SM clock for :func:`_settle_clock`, without a run: the fixed point of the same measured
+    curve and slopes fed with a busy time from the program's floors (:func:`tilesim.engine.floors.program_terms`:
+    the per-SM channels' and the critical path's clocks at the clock tried, the L2, HBM and FP32 floors
+    in seconds), L2 reads of every global load byte (the TMA's share at its slope) and stores, and HBM
+    bytes of the compulsory traffic. ``tensor_clocks``: the tensor FLOPs (tf32 weighted) over the
+    chip's fp16 dense FLOPs per clock. Only where the search starts: the clock kept is a run's."""
+    terms = program_terms(program, hw)
+    top = hw.sm_clock_hz
+    clocks = top * max(v for k, v in terms.items() if k in PER_SM_TERMS or k == "latency")
+    floor_s = max((v for k, v in terms.items() if k in ("l2", "hbm", "fp32")), default=0.0)
+    load = store = 0.0
+    for ph in program.phases:
+        load += ph.trips * sum(_access_bytes(ld) for ld in ph.step.loads)
+        store += ph.trips * sum(_access_bytes(st) for st in ph.step.stores)
+    load *= program.launch.blocks
+    store *= program.launch.blocks
+    hbm = float(program.min_hbm_bytes)
+    clock = top
+    for _ in range(8):
+        busy_s = max(clocks / clock, floor_s, 1e-12)
+        nxt = hw.sm_clock_hz_at_tensor_activity(
+            min(1.0, tensor_clocks / (busy_s * clock)), l2_bytes_per_s=((1.0 - tma_share) * load + store) / busy_s,
+            l2_tma_bytes_per_s=tma_share * load / busy_s, hbm_bytes_per_s=hbm / busy_s)
+        if abs(nxt - clock) <= 1e-4 * clock:
+            return min(nxt, top)
+        clock = nxt
+    return min(clock, top)
 
