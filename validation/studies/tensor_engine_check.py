@@ -25,6 +25,9 @@ straddling adds to the k-step, measured and predicted.
 Both groups take the k-step's fragment loads in one round ahead of its MMAs, as the compiler
 schedules them (the SASS order of each row).
 
+``tma`` (:func:`tma_check`): tensor_probe's TMA stream rows (``tensor.json``, group ``tma``: boxes of 64/128/256 x 64
+fp16 with 1-3 in flight, on every SM or one, from L2 or HBM) as a bulk-load loop, cycles per box.
+
 ``ring`` (:func:`ring_check`): cluster_probe's GEMM-shaped wgmma ring rows (``cluster_wgmma.json``: a 16
 MiB L2-resident tensor; ``cluster_wgmma_1024mib.json``: 1 GiB, every block its own rows from HBM), each
 as tc_gemm's wgmma k-step (lowered from a TcGemmConfig of the ring's geometry: 1 or 2 consumer
@@ -60,6 +63,7 @@ from tilesim.kernels.tc_gemm.lower import _fragment_reads, _operand_loads, lower
 from tilesim.program import (
     Affine,
     Compute,
+    GlobalLoad,
     Launch,
     Mma,
     Phase,
@@ -67,10 +71,13 @@ from tilesim.program import (
     Step,
     TileProgram,
     TileRef,
+    WarpAccess,
 )
 
 FEED = Path(__file__).resolve().parents[1] / "results" / "h200" / "calibration" / "mma_feed.json"
 RINGS = {"l2": FEED.with_name("cluster_wgmma.json"), "hbm": FEED.with_name("cluster_wgmma_1024mib.json")}
+TENSOR = FEED.with_name("tensor.json")
+TMA_STEPS = 256  # boxes each block waits for in the tma rows' programs (the steady state is reached well before)
 SLICES = 512  # k16 slices each block runs (the probe's loop length does not matter in the steady state)
 HMMA = (16, 8, 16)
 
@@ -233,6 +240,42 @@ RING_KSTEPS = 2048  # the probe's iters
 RING_BOX_ROWS = 128  # cluster_probe A_ROWS: the A box, and each half of the 256-row B box
 
 
+def _tma_program(row: dict) -> TileProgram:
+    """A tensor_probe ``tma`` row (``tma_tp``: one thread per SM copies ``box`` boxes of fp16 with ``stages``
+    in flight and waits for each) as a tile program: one bulk load of the box a step, pipeline depth
+    ``stages``, nothing else. The box's rows (128 bytes of a 64-wide box, rows of the probe's 8192-byte
+    pitch) in 16-byte chunks; ``l2_disjoint``: each SM re-reads its own L2-resident lines (named by ``bx``
+    alone: resident after the first read), ``l2`` / ``l2_same``: every SM the same lines, ``hbm``: fresh
+    lines every box (named by ``bx`` and the step: never resident)."""
+    rows, cols = row["box"]
+    row_bytes = cols * 2
+    per_row = row_bytes // 16
+    offs = [(i // per_row) * 8192 + (i % per_row) * 16 for i in range(rows * per_row)]
+    instrs = tuple(WarpAccess(tuple(offs[j:j + 32]), 16, tuple(range(j * 16, (j + len(offs[j:j + 32])) * 16, 16)))
+                   for j in range(0, len(offs), 32))
+    coords = {"l2_disjoint": ("bx", 0), "l2": (0, 0), "l2_same": (0, 0), "hbm": ("bx", "k")}[row["source"]]
+    load = GlobalLoad(TileRef("T", coords, row["box_bytes"]), instrs, dest="bulk")
+    launch = Launch((row["grid"], 1, 1), row["threads"], 32, row["smem_bytes"])
+    return TileProgram(f"tma_{row['box'][0]}x{row['box'][1]}_{row['source']}_s{row['stages']}", launch,
+                       (Phase("loop", TMA_STEPS, Step(loads=(load,)), pipeline_depth=row["stages"]),))
+
+
+def tma_check(path: Path = TENSOR, hardware: str = "h200", stages: tuple = (1, 2, 3)) -> list[tuple[str, float, float]]:
+    """Per tensor_probe ``tma`` row (every SM or one, L2 or HBM, ``stages`` in flight): (row, measured, engine)
+    cycles per box at the row's recorded clock."""
+    out = []
+    for key, row in json.loads(Path(path).read_text())["tma"].items():
+        if not key.startswith("tma.box") or key.endswith(".lat") or row.get("stages") not in stages:
+            continue
+        hw = with_overrides(load(hardware), sm_clock_hz=row["clock_hz"])
+        prog = _tma_program(row)
+        check_program(prog, hw)
+        res = Engine(prog, hw).run()
+        out.append((key, float(row["cycles_per_box"]["value"]),
+                    (res.time_s - hw.launch_overhead_s) * row["clock_hz"] / TMA_STEPS))
+    return out
+
+
 def _fence_rule(hold: str):
     def rule(hw) -> tuple[float, str]:
         return hw.get("cluster_release_fence_cycles"), hold
@@ -352,6 +395,11 @@ def main(argv=None) -> int:
     for key, ctl, m, mc, p, pcl in path_check(Path(args.results)):
         print(f"  {key:26s} - {ctl:26s} measured {m:6.0f} - {mc:6.0f} = {m - mc:+5.0f}  "
               f"engine {p:6.0f} - {pcl:6.0f} = {p - pcl:+5.0f}")
+    tma = tma_check()
+    print(f"== tma: tensor_probe's TMA stream rows (1-3 boxes in flight), cycles per box: MAPE {mape(tma) * 100:.1f}% "
+          f"over {len(tma)} rows")
+    for name, m, p in tma:
+        print(f"  {name:40s} measured {m:7.0f}  engine {p:7.0f}  {(p / m - 1) * 100:+6.1f}%")
     ring = ring_check()
     rules = list(RELEASE_RULES)
     print("== ring: cluster_probe wgmma rings, cycles per k-step at the row's clock, engine under each release rule")
