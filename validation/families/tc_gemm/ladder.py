@@ -10,12 +10,12 @@ CPU only.
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 from pathlib import Path
 
 from tilesim.hardware import load
 from tilesim.kernels import registry
+from validation.harness.rows import recorded_rows
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
 #: (rung name, predicate on a TcGemmConfig), bottom to top
@@ -46,7 +46,7 @@ def ladder(gpu: str = "h200", shape: str = "4096x4096x4096", dtype: str = "fp16"
     fam = registry.get("tc_gemm")
     hw = load(gpu)
     m, n, k = (int(x) for x in shape.split("x"))
-    rows = list(csv.DictReader(open(RESULTS / gpu / "tc_gemm" / "times.csv")))
+    rows = recorded_rows(RESULTS / gpu / "tc_gemm", "times.csv")  # the main rows, then later runs' (parts/)
     cublas = [r for r in rows if r["label"] == f"cublas_{dtype}" and (r["m"], r["n"], r["k"]) == (str(m), str(n), str(k))]
     measured = []
     for r in rows:
