@@ -61,13 +61,14 @@ def test_grid_covers_c_exactly():
 
 def test_fastcu_two_warpgroup_kernels():
     """matmul_3 / matmul_4 as their runKernelN launch them: 128x256x64 tiles, 256 / 384 threads, one /
-    three 48 KiB stages of dynamic shared memory, the DBG = false instantiation picked by its mangled name."""
+    three 48 KiB stages of dynamic shared memory (matmul_3: the one-buffer rung, no producer), the DBG = false
+    instantiation picked by its mangled name."""
     m3, m4 = K.BY_NAME["fastcu_wgmma_m3"], K.BY_NAME["fastcu_wgmma_m4"]
     assert (m3.block, m4.block) == ((256, 1, 1), (384, 1, 1))
     assert (m3.dynamic_smem_bytes, m4.dynamic_smem_bytes) == (49152, 3 * 49152)
     assert m3.grid(4096, 4096, 4096) == (32 * 16, 1, 1) and m4.debug_pointer
     c3, c4 = m3.config(4096, 4096, 4096), m4.config(4096, 4096, 4096)
-    assert (c3.consumers, c3.stages, c4.consumers, c4.stages) == (2, 2, 2, 3)
+    assert (c3.consumers, c3.stages, c3.threads, c4.consumers, c4.stages) == (2, 1, 256, 2, 3)  # m3: one buffer
     assert (c4.bm, c4.bn, c4.bk, c4.wm, c4.wn, c4.threads) == (128, 256, 64, 64, 256, 384)
     assert K.mangled_template_args("128, 256, 64, 384, 3, false") == "ILi128ELi256ELi64ELi384ELi3ELb0EE"
     assert K.mangled_template_args("8, -1, true") == "ILi8ELin1ELb1EE"
