@@ -285,3 +285,19 @@ def test_command_line_without_gpu_or_with_unknown_family_exits_2():
 
 def test_device_script_is_valid_bash():
     assert subprocess.run(["bash", "-n", str(REPO / "validation" / "device.sh")]).returncode == 0
+
+
+def test_recorded_rows_read_the_main_file_then_each_part_in_name_order(tmp_path):
+    """A results folder's later runs (parts/<run>/times.csv) follow its main rows; a column only a part has
+    stays absent from the main rows (their configuration's default)."""
+    from validation.harness.rows import PARTS_DIR, recorded_rows
+
+    (tmp_path / "times.csv").write_text("label,median_s\nmain_a,1\n")
+    for run, text in (("b_second", "label,setmaxnreg,median_s\npart_b,False,3\n"),
+                      ("a_first", "label,setmaxnreg,median_s\npart_a,False,2\n")):
+        (tmp_path / PARTS_DIR / run).mkdir(parents=True)
+        (tmp_path / PARTS_DIR / run / "times.csv").write_text(text)
+    rows = recorded_rows(tmp_path)
+    assert [r["label"] for r in rows] == ["main_a", "part_a", "part_b"]
+    assert "setmaxnreg" not in rows[0] and rows[1]["setmaxnreg"] == "False"
+    assert recorded_rows(tmp_path / "missing") == []
