@@ -18,10 +18,11 @@ gemm        110   6                      70.9%           92.7%
 reduction   229   2                      100%            100%
 softmax     112   0                      96.4%           87.5%
 layernorm   140   2                      100%            95.0%
-tc_gemm     172   1                      82.0%           95.3%
+tc_gemm     195   2                      84.1%           95.9%
 =========== ===== ====================== =============== ===================
 
-Before issue #10's softmax and tc_gemm rules: softmax 96.4% / 81.2%, tc_gemm 43.6% / 77.3% (median
+tc_gemm's 195 rows include session 16's 23 one-buffer wgmma rows (results ``parts/``); on the 172 before them:
+82.0% / 95.3%, median 1. Before issue #10's softmax and tc_gemm rules: softmax 96.4% / 81.2%, tc_gemm 43.6% / 77.3% (median
 abs difference 12).
 
 GEMM outside the suite (offline nvcc 13.0 counts; ``validation/studies/gemm_register_counts.py``):
@@ -67,7 +68,6 @@ final, 49.2% / 85.8% (before: 10.0% / 70.8%). Softmax over a grid of 586 kernels
 
 from __future__ import annotations
 
-import csv
 import statistics
 from functools import cache
 from pathlib import Path
@@ -77,6 +77,7 @@ import pytest
 from tilesim.analytic.occupancy import occupancy
 from tilesim.hardware import catalog
 from validation.harness.report import config_from_row
+from validation.harness.rows import recorded_rows
 
 RESULTS = Path(__file__).resolve().parents[1] / "validation" / "results" / "h200"
 
@@ -86,7 +87,7 @@ ACHIEVED = {  # family: (within 8, equal occupancy)
     "reduction": (1.0, 1.0),
     "softmax": (0.96, 0.87),
     "layernorm": (1.0, 0.95),
-    "tc_gemm": (0.81, 0.95),
+    "tc_gemm": (0.84, 0.95),
 }
 WITHIN_BAR, OCCUPANCY_BAR = 0.90, 0.95  # issue #10
 FAMILIES = tuple(ACHIEVED)
@@ -100,17 +101,16 @@ def _estimate(cfg) -> int:
 def compare(family: str) -> dict:
     hw = catalog.load("h200")
     diffs, occ_equal = [], []
-    with open(RESULTS / family / "times.csv", newline="") as fh:
-        for row in csv.DictReader(fh):
-            if row.get("status") != "ok" or not row.get("regs_per_thread"):
-                continue
-            cfg = config_from_row(family, row)
-            assert cfg.regs_per_thread is None, "a suite kernel with a register override is not blind"
-            compiler = int(float(row["regs_per_thread"]))
-            est = _estimate(cfg)
-            diffs.append(est - compiler)
-            occ = [occupancy(hw, cfg.threads, r, cfg.smem_bytes).blocks_per_sm for r in (est, compiler)]
-            occ_equal.append(occ[0] == occ[1])
+    for row in recorded_rows(RESULTS / family, "times.csv"):  # the main rows, then later runs' (parts/)
+        if row.get("status") != "ok" or not row.get("regs_per_thread"):
+            continue
+        cfg = config_from_row(family, row)
+        assert cfg.regs_per_thread is None, "a suite kernel with a register override is not blind"
+        compiler = int(float(row["regs_per_thread"]))
+        est = _estimate(cfg)
+        diffs.append(est - compiler)
+        occ = [occupancy(hw, cfg.threads, r, cfg.smem_bytes).blocks_per_sm for r in (est, compiler)]
+        occ_equal.append(occ[0] == occ[1])
     n = len(diffs)
     return {"n": n, "median_abs": statistics.median(abs(d) for d in diffs),
             "within8": sum(abs(d) <= 8 for d in diffs) / n, "occ_equal": sum(occ_equal) / n}
