@@ -15,8 +15,10 @@ What is simulated
   wave lands on fewer SMs than one block each, as measured on the device
   (``tail_packing_by_slots``), so its groups are smaller and its SMs more crowded.
 * **Phases.** A block group runs the program's phases in order; each is a loop of identical steps.
-  A step issues its global loads (``pipeline_depth - 1`` steps ahead when the phase is pipelined),
-  waits for the step's data, stages it in shared memory, computes, and posts its stores. Loads
+  A step waits for its data, then issues the global loads of the step ``pipeline_depth - 1`` ahead
+  when the phase is pipelined (the slot they refill is the one the wait frees: cp.async's wait and
+  barrier, a register prefetch after the barrier, a wgmma ring's release after the next step's wait),
+  stages its data in shared memory, computes, and posts its stores. Loads
   queue on the issue, L1, L2 and HBM channels and come back after the L2 or HBM latency; compute
   queues on the issue, math-pipe (FMA, SFU, integer, FP64, shuffle, tensor) and shared-memory
   channels and never takes less than the step's critical path. Barrier-free loops run
@@ -842,8 +844,11 @@ class Engine:
         env = self.env
         n = pl.trips
         depth = pl.depth
+        # before a step waits for its data: its own loads, and (at the start of the loop) the ring's first
+        # ``depth - 1`` steps'; after the wait: the step ``depth - 1`` ahead, whose slot the wait frees
+        before = max(1, depth - 1)
         for i in range(start, start + steps):
-            while lane.issued < min(n, i + depth):
+            while lane.issued < min(n, i + before):
                 ready = self._issue_loads(pl, lane.issued, first, count, share, lane if lead else None, tally,
                                           lane.l1)
                 lane.pending.append(ready)
@@ -855,6 +860,13 @@ class Engine:
             if ready > t0 and (wait := _wait(env, ready - t0)) is not None:
                 yield wait
             t1 = env._now
+            while lane.issued < min(n, i + depth):
+                ready = self._issue_loads(pl, lane.issued, first, count, share, lane if lead else None, tally,
+                                          lane.l1)
+                lane.pending.append(ready)
+                if self.want_timeline:
+                    self._record_loads(pl, slot, lane, ready)
+                lane.issued += 1
             parts = yield from self._compute(pl, i, first, count, share, tally)
             if pl.release_hold and lane.pending:
                 # the step's release (at its end) waits for copies issued before it (later steps' stages):
