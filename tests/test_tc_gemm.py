@@ -157,8 +157,11 @@ def test_bulk_copies_wait_for_the_measured_tma_latency():
     from tilesim.engine.sim import Engine  # noqa: PLC0415
 
     cfg = TcGemmConfig(**SQUARE, **WGMMA)
-    slow = with_overrides(H200_COUNTS, tma_latency_cycles=5000.0, tma_hbm_latency_cycles=9000.0)
+    # the profile lands a k-step's copies by tma_pair's law (fixed part + bytes over the landing rate)
+    slow = with_overrides(H200_COUNTS, tma_latency_cycles=5000.0, tma_hbm_latency_cycles=9000.0,
+                          tma_fixed_latency_cycles=5000.0, tma_hbm_fixed_latency_cycles=9000.0)
     assert Engine(lower(cfg), slow).bulk_l2_lat_s == pytest.approx(5000.0 / slow.sm_clock_hz)
+    assert Engine(lower(cfg), slow).bulk_landing["l2"][1] == pytest.approx(5000.0 / slow.sm_clock_hz)
     two = TcGemmConfig(**SQUARE, **(WGMMA | {"stages": 2}))
     import tilesim  # noqa: PLC0415
 

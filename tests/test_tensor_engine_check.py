@@ -141,23 +141,24 @@ def ring():
 
 def test_the_ring_rows_judge_the_cluster_release_rules(ring):
     """cluster_probe's GEMM-shaped wgmma rings (16 MiB and 1 GiB tensors): the profile's release (the ring's
-    whole release, no hold) predicts the 16 remote rel_one rows best of the rules tried (16.7% against 17.9%
-    holding until the oldest copy in flight lands, 24.1% holding until the last one lands, 29.9% the fence
-    alone); no rule touches the c1 / c2_own_local rows."""
+    whole release, no hold) predicts the 16 remote rel_one rows best of the rules tried (25.7% against 29.7%
+    holding until the last copy lands, 31.5% until the oldest in flight lands, 39.7% the fence alone; with
+    the landing law of tma_pair: before it, 16.7 / 24.1 / 17.9 / 29.9%: the 2-stage rings are fast, the TMA
+    pair rows say not for the landing, see tma_pair); no rule touches the c1 / c2_own_local rows."""
     groups = tec.ring_groups(ring)
     rem = groups["remote rel_one"]
     assert len(rem) == 16 and len(groups["controls (c1, c2_own_local)"]) == 32
     got = {r: tec.ring_mape(rem, r)[0] for r in tec.RELEASE_RULES}
-    assert got["const"] == pytest.approx(0.167, abs=0.01)
+    assert got["const"] == pytest.approx(0.257, abs=0.01)
     assert got["const"] < min(got[r] for r in tec.RELEASE_RULES if r != "const")
     for g in groups["controls (c1, c2_own_local)"]:
         assert len({round(v, 6) for v in g["engine"].values()}) == 1
 
 
-def test_holding_the_release_until_the_last_copy_lands_slows_the_4_stage_ring_as_the_gpu_does_not(ring):
-    """With the fence and a hold until the block's last copy issued before the release lands, the 4-stage
-    ring runs at one copy latency a k-step: c2.s4.c2_own_remote from L2 +66% (1412 measured)."""
+def test_the_4_stage_ring_with_a_remote_release_is_predicted_as_measured(ring):
+    """c2.s4.c2_own_remote from L2 (1412 cycles a k-step measured): the profile's release within 2%. (Before
+    the tma_pair landing law, a hold until the block's last copy lands made it +66%; a copy now lands at
+    its own latency when the channel is free, and the hold costs little: 1417 cycles.)"""
     row = next(g for g in ring if g["source"] == "l2" and g["key"] == "wgmma.c2.s4.c2_own_remote.rel_one")
     assert row["measured"] == pytest.approx(1411.6, abs=0.1)
-    assert row["engine"]["fence_last"] > 1.5 * row["measured"]
     assert row["engine"]["const"] == pytest.approx(row["measured"], rel=0.02)
