@@ -247,7 +247,7 @@ RING_BOX_ROWS = 128  # cluster_probe A_ROWS: the A box, and each half of the 256
 def _tma_program(row: dict) -> TileProgram:
     """A tensor_probe ``tma`` row (``tma_tp``: one thread per SM copies ``box`` boxes of fp16 with ``stages``
     in flight and waits for each) as a tile program: one bulk load of the box a step, pipeline depth
-    ``stages``, nothing else. The box's rows (128 bytes of a 64-wide box, rows of the probe's 8192-byte
+    ``stages + 1`` (``stages`` boxes in flight while the thread waits: no slot is held past its wait), nothing else. The box's rows (128 bytes of a 64-wide box, rows of the probe's 8192-byte
     pitch) in 16-byte chunks; ``l2_disjoint``: each SM re-reads its own L2-resident lines (named by ``bx``
     alone: resident after the first read), ``l2`` / ``l2_same``: every SM the same lines, ``hbm``: fresh
     lines every box (named by ``bx`` and the step: never resident)."""
@@ -261,7 +261,7 @@ def _tma_program(row: dict) -> TileProgram:
     load = GlobalLoad(TileRef("T", coords, row["box_bytes"]), instrs, dest="bulk")
     launch = Launch((row["grid"], 1, 1), row["threads"], 32, row["smem_bytes"])
     return TileProgram(f"tma_{row['box'][0]}x{row['box'][1]}_{row['source']}_s{row['stages']}", launch,
-                       (Phase("loop", TMA_STEPS, Step(loads=(load,)), pipeline_depth=row["stages"]),))
+                       (Phase("loop", TMA_STEPS, Step(loads=(load,)), pipeline_depth=row["stages"] + 1),))
 
 
 def tma_check(path: Path = TENSOR, hardware: str = "h200", stages: tuple = (1, 2, 3)) -> list[tuple[str, float, float]]:
@@ -295,7 +295,8 @@ def _box_load(tensor: str, box_rows: int, coords: tuple, pitch: int = 8192) -> G
 
 def _tma_pair_program(row: dict) -> TileProgram:
     """A tma_pair_probe row (one thread per SM issues a GEMM k-step's A and B boxes on one mbarrier, ``stages``
-    pairs in flight) as a tile program: both boxes' bulk loads in one step, pipeline depth ``stages``.
+    pairs in flight) as a tile program: both boxes' bulk loads in one step, pipeline depth ``stages + 1``
+    (``stages`` pairs in flight while the thread waits).
     Tensors of 4096 halves a row (8192-byte pitch, as the probe's). ``l2_disjoint``: each SM its own
     resident tiles (named by ``bx``), ``l2_same``: every SM the same tiles, ``hbm``: fresh tiles every pair
     (named by ``bx`` and the step: never resident)."""
@@ -303,7 +304,7 @@ def _tma_pair_program(row: dict) -> TileProgram:
     loads = (_box_load("A", row["a_box"][0], coords), _box_load("B", row["b_box"][0], coords))
     launch = Launch((row["grid"], 1, 1), 32, 32, row["smem_bytes"])
     return TileProgram(f"tma_pair_a{row['a_box'][0]}b{row['b_box'][0]}_{row['source']}_s{row['stages']}", launch,
-                       (Phase("loop", TMA_STEPS, Step(loads=loads), pipeline_depth=row["stages"]),))
+                       (Phase("loop", TMA_STEPS, Step(loads=loads), pipeline_depth=row["stages"] + 1),))
 
 
 def tma_pair_check(path: Path = TMA_PAIR, hardware: str = "h200", hw=None) -> list[tuple[str, float, float]]:
