@@ -89,3 +89,28 @@ def test_the_tma_pair_rows():
     for s in (1, 2):
         m, p = got[f"tma_pair.a128b256.l2_disjoint.sms132.s{s}"]
         assert p == pytest.approx(m, rel=0.10)
+
+
+def _ring_cycles(depth: int, hw, spin: int = 64) -> float:
+    """One SM, a 48 KiB L2-resident A+B pair a step and ``spin`` FMA cycles of math, ``depth`` buffers."""
+    from tilesim.program import Compute, Launch, Phase, Step, TileProgram
+
+    loads = (tec._box_load("A", 128, ("bx", 0)), tec._box_load("B", 256, ("bx", 0)))
+    step = Step(loads=loads, compute=(Compute("fma", spin),))
+    prog = TileProgram("ring", Launch((1, 1, 1), 32, 32, 122880),
+                       (Phase("loop", tec.TMA_STEPS, step, pipeline_depth=depth),))
+    res = Engine(prog, hw).run()
+    return (res.time_s - hw.launch_overhead_s) * hw.sm_clock_hz / tec.TMA_STEPS
+
+
+def test_a_ring_refills_a_buffer_once_the_wait_frees_it():
+    """A pipelined loop issues the copies ``pipeline_depth - 1`` steps ahead once the step's own data is in
+    (the buffer they refill is freed by that wait: cp.async's wait and barrier, a wgmma ring's release
+    after the next stage's wait), not as soon as the step before finished its math: a double-buffered
+    loop whose copies take longer than its math keeps one pair in flight and takes a pair's latency a
+    step; three buffers keep two in flight, half of it; four, a third."""
+    hw = with_overrides(H200, sm_clock_hz=1.98e9)
+    pair = H200.get("tma_fixed_latency_cycles") + 49152 / H200.get("tma_landing_bytes_per_clk")
+    assert _ring_cycles(2, hw) == pytest.approx(pair, rel=0.05)
+    assert _ring_cycles(3, hw) == pytest.approx(pair / 2, rel=0.05)
+    assert _ring_cycles(4, hw) == pytest.approx(pair / 3, rel=0.05)
