@@ -13,7 +13,8 @@ prologue that loads a tile once is a phase of one trip; an epilogue that writes 
 phase of one trip). One step runs, in this order:
 
 1. its global loads (``loads``), issued ``pipeline_depth - 1`` steps ahead when the phase is
-   pipelined, and waited for; loads with ``dest="shared"`` are then stored to shared memory through
+   pipelined, and waited for (the loads ``pipeline_depth - 1`` steps ahead are issued once the step's
+   own have landed: the buffer they refill is freed by that wait); loads with ``dest="shared"`` are then stored to shared memory through
    registers (the stores are derived from the load's ``shared_offsets``), ``dest="async"`` copies
    land in shared memory by themselves (cp.async), and ``dest="bulk"`` tiles are copied by the
    copy engine (Hopper's TMA: one instruction per tile, no lanes, no L1);
@@ -348,8 +349,12 @@ class Step:
 class Phase:
     """A loop of ``trips`` identical steps. ``index`` names its loop variable in tile coordinates.
 
-    ``pipeline_depth`` is how many steps' loads may be in flight (1: none ahead; 2: double
-    buffering). ``warp_groups`` is how many groups of warps progress independently through the
+    ``pipeline_depth`` is how many buffers the loop cycles through (1: none ahead; 2: double
+    buffering): a step's loads are issued ``pipeline_depth - 1`` steps ahead, once the step before
+    them in the ring has its data (a cp.async ring's wait and barrier, a register prefetch after the
+    barrier, a wgmma ring's release after the next stage's wait), so ``pipeline_depth - 1`` steps'
+    loads are in flight while a step waits. A loop that keeps ``n`` copies in flight while it waits,
+    holding no buffer past the wait, is depth ``n + 1``. ``warp_groups`` is how many groups of warps progress independently through the
     loop (1 when the steps have barriers; up to the warp count for barrier-free loops)."""
 
     name: str

@@ -15,8 +15,10 @@ What is simulated
   wave lands on fewer SMs than one block each, as measured on the device
   (``tail_packing_by_slots``), so its groups are smaller and its SMs more crowded.
 * **Phases.** A block group runs the program's phases in order; each is a loop of identical steps.
-  A step issues its global loads (``pipeline_depth - 1`` steps ahead when the phase is pipelined),
-  waits for the step's data, stages it in shared memory, computes, and posts its stores. Loads
+  A step waits for its data, then issues the global loads of the step ``pipeline_depth - 1`` ahead
+  when the phase is pipelined (the slot they refill is the one the wait frees: cp.async's wait and
+  barrier, a register prefetch after the barrier, a wgmma ring's release after the next step's wait),
+  stages its data in shared memory, computes, and posts its stores. Loads
   queue on the issue, L1, L2 and HBM channels and come back after the L2 or HBM latency; compute
   queues on the issue, math-pipe (FMA, SFU, integer, FP64, shuffle, tensor) and shared-memory
   channels and never takes less than the step's critical path. Barrier-free loops run
@@ -352,6 +354,30 @@ class Engine:
         # from HBM not measured: the aligned latency)
         self.bulk_l2_mid_sector_lat_s = (hw.get("tma_mid_sector_latency_cycles") / clk
                                          if hw.has("tma_mid_sector_latency_cycles") else self.bulk_l2_lat_s)
+        # where the profile has the landing law of a k-step's copies (tma_pair_probe, tma_pair.json): the
+        # step's copies land at the later of (the channel's finish + ``after``) and (issue + L0 + the
+        # block's bytes of the step over the landing rate), L0 and the rate from the one-SM, one-in-flight
+        # pair rows (the copy's own latency, its transfer included: adding that latency to the chip-wide
+        # channel's finish counted the transfer twice, tensor_engine_check tma / tma_pair). From L2,
+        # ``after`` is L0 (the part of the latency no transfer hides: tma_pair's every-SM 16 KiB pairs land in
+        # 903 cycles, the channel's 490 cycles plus more than L0); from HBM it is 0: tma_pair's every-SM HBM
+        # rows land at the chip's transfer time at their 4.16-4.27 TB/s (48 KiB pairs, one in flight: 2813
+        # cycles, under 132 pairs' 3120 cycles at 4.16 TB/s). Without the fields: the channel's finish + the
+        # whole one-box latency, as before
+        self.bulk_landing = None
+        if hw.has("tma_fixed_latency_cycles") and hw.has("tma_landing_bytes_per_clk"):
+            l0 = hw.get("tma_fixed_latency_cycles")
+            per_byte = 1.0 / (hw.get("tma_landing_bytes_per_clk") * clk)
+            hbm_l0 = (hw.get("tma_hbm_fixed_latency_cycles") if hw.has("tma_hbm_fixed_latency_cycles") else l0)
+            hbm_per_byte = (1.0 / (hw.get("tma_hbm_landing_bytes_per_clk") * clk)
+                            if hw.has("tma_hbm_landing_bytes_per_clk") else per_byte)
+            # a box whose rows start mid-sector: its measured one-box latency's excess over the aligned one
+            mid = (max(0.0, hw.get("tma_mid_sector_latency_cycles") - hw.get("tma_latency_cycles"))
+                   if hw.has("tma_mid_sector_latency_cycles") and hw.has("tma_latency_cycles") else 0.0)
+            # (after, L0, seconds per byte) by where the data comes from
+            self.bulk_landing = {"l2": (l0 / clk, l0 / clk, per_byte),
+                                 "l2_mid": ((l0 + mid) / clk, (l0 + mid) / clk, per_byte),
+                                 "hbm": (0.0, hbm_l0 / clk, hbm_per_byte)}
         out_bytes = program.launch.blocks * sum(pl.cost.store_useful_bytes * pl.trips for pl in self.plans)
         self.dirty_bytes = min(hw.l2_dirty_bytes, hw.l2_bytes)  # never more than the whole L2
         self.writeback_share = max(0.0, 1.0 - self.dirty_bytes / out_bytes) if out_bytes else 0.0
@@ -617,6 +643,10 @@ class Engine:
         v["hbm_read"] += missed
         v["l1"] += l1_cycles
         if pl.bulk:
+            if self.bulk_landing is not None:
+                after, l0, per_byte = self.bulk_landing["hbm" if missed else
+                                                        "l2_mid" if c.load_l2_extra_channel_bytes else "l2"]
+                return max(done + after, now + l0 + c.load_l2_bytes * share * per_byte)
             if missed:
                 return done + self.bulk_hbm_lat_s
             return done + (self.bulk_l2_mid_sector_lat_s if c.load_l2_extra_channel_bytes else self.bulk_l2_lat_s)
@@ -842,8 +872,11 @@ class Engine:
         env = self.env
         n = pl.trips
         depth = pl.depth
+        # before a step waits for its data: its own loads, and (at the start of the loop) the ring's first
+        # ``depth - 1`` steps'; after the wait: the step ``depth - 1`` ahead, whose slot the wait frees
+        before = max(1, depth - 1)
         for i in range(start, start + steps):
-            while lane.issued < min(n, i + depth):
+            while lane.issued < min(n, i + before):
                 ready = self._issue_loads(pl, lane.issued, first, count, share, lane if lead else None, tally,
                                           lane.l1)
                 lane.pending.append(ready)
@@ -855,6 +888,13 @@ class Engine:
             if ready > t0 and (wait := _wait(env, ready - t0)) is not None:
                 yield wait
             t1 = env._now
+            while lane.issued < min(n, i + depth):
+                ready = self._issue_loads(pl, lane.issued, first, count, share, lane if lead else None, tally,
+                                          lane.l1)
+                lane.pending.append(ready)
+                if self.want_timeline:
+                    self._record_loads(pl, slot, lane, ready)
+                lane.issued += 1
             parts = yield from self._compute(pl, i, first, count, share, tally)
             if pl.release_hold and lane.pending:
                 # the step's release (at its end) waits for copies issued before it (later steps' stages):

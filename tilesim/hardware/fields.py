@@ -72,7 +72,9 @@ MEASURED_FIELDS = (
     "l1_miss_lines_per_clk_per_sm", "ldgsts16_sector_group_lanes", "hbm_read_granularity_bytes",
     "hbm_accesses_per_s", "hbm_burst_extra_cycles_by_lines", "l2_burst_extra_cycles_by_lines",
     "l2_flushed_dirty_bytes", "l2_flushed_writeback_per_read_byte", "l2_flushed_writeback_per_written_byte",
-    "tma_mid_sector_row_cost", "tma_mid_sector_latency_cycles", "l2_shared_line_bytes_per_s", "sm_clock_l2_slope_by_tensor_activity",
+    "tma_mid_sector_row_cost", "tma_mid_sector_latency_cycles", "l2_shared_line_bytes_per_s",
+    "tma_fixed_latency_cycles", "tma_landing_bytes_per_clk", "tma_hbm_fixed_latency_cycles",
+    "tma_hbm_landing_bytes_per_clk", "sm_clock_l2_slope_by_tensor_activity",
     "sm_clock_hbm_slope_by_tensor_activity", "sm_clock_l2_tma_slope_by_tensor_activity", "tf32_clock_weight_by_mma_m",
 )
 """Fields only a calibrated profile gives (validation/calibration/pipes_probe.py names them; a data

@@ -66,9 +66,12 @@ PIPE_FIELDS = ("sfu_warp_instr_per_clk_per_sm", "shuffle_warp_instr_per_clk_per_
 #: merged by --from-json): mma.<shape>.<dtype> in FLOP/clk/SM and the dependent-MMA latency
 TENSOR_FIELDS = ("mma.m16n8k16.fp16", "mma.m16n8k16.bf16", "mma.m16n8k8.tf32", "mma.m64nNk16.fp16",
                  "mma.m64nNk16.bf16", "mma.m64nNk8.tf32", "pipes.tensor.latency_cycles")
+#: the landing law of a GEMM k-step's TMA box pair (tma_pair_probe, tma_pair.json beside)
+TMA_PAIR_FIELDS = ("tma_fixed_latency_cycles", "tma_landing_bytes_per_clk", "tma_hbm_fixed_latency_cycles",
+                   "tma_hbm_landing_bytes_per_clk")
 #: from the same record's TMA rows and from clock_load_probe (clock_load.json, beside it)
 TMA_FIELDS = ("tma_latency_cycles", "tma_hbm_latency_cycles", "wgmma_latency_cycles_by_n", "tma_mid_sector_row_cost",
-              "tma_mid_sector_latency_cycles", "l2_shared_line_bytes_per_s")
+              "tma_mid_sector_latency_cycles", "l2_shared_line_bytes_per_s", *TMA_PAIR_FIELDS)
 CLOCK_LOAD_FIELDS = ("sm_clock_hz_by_tensor_activity", "sm_clock_l2_slope_by_tensor_activity",
                      "sm_clock_hbm_slope_by_tensor_activity", "sm_clock_l2_tma_slope_by_tensor_activity",
                      "tf32_clock_weight_by_mma_m")
@@ -1030,6 +1033,64 @@ def tma_pitch_field(rec: dict, result_path: str = "tensor.json") -> dict:
         "date": day}}
 
 
+def _line_fit(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """Least-squares (intercept, slope) of y on x."""
+    n = len(points)
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    slope = sum((x - mx) * (y - my) for x, y in points) / sxx
+    return my - slope * mx, slope
+
+
+def tma_pair_fields(rec: dict, result_path: str = "tma_pair.json") -> dict:
+    """The landing law of a GEMM k-step's TMA box pair (A and B boxes on one mbarrier), from tma_pair_probe's
+    one-SM, one-in-flight rows (nothing else loads: the copy's own latency): issue-to-landing cycles against
+    the pair's bytes, a least-squares line over the pairs (16, 32, 48 KiB). ``tma_fixed_latency_cycles`` /
+    ``tma_landing_bytes_per_clk``: from L2-resident tiles (``l2_disjoint.sms1.s1``; every pair's median);
+    ``tma_hbm_fixed_latency_cycles`` / ``tma_hbm_landing_bytes_per_clk``: from fresh tiles (``hbm.sms1.s1``),
+    the mean of the per-pair cycles the record keeps (``raw``: the one block's pairs of the last launch, the
+    first left out): those alternate between two values (every second pair finds some of its lines brought
+    by its neighbour's; e.g. 712 and 1476 for 16 KiB), so the median is one of the two and the mean is what a
+    stream of pairs pays. The wait loop polls the mbarrier: values come in steps of ~190 cycles."""
+    rows, raw = rec.get("rows", {}), rec.get("raw", {})
+    day = rec.get("meta", {}).get("date_utc")
+    out = {}
+    for field_l0, field_rate, source, use_mean in (
+            ("tma_fixed_latency_cycles", "tma_landing_bytes_per_clk", "l2_disjoint", False),
+            ("tma_hbm_fixed_latency_cycles", "tma_hbm_landing_bytes_per_clk", "hbm", True)):
+        pts, used = [], []
+        for key, r in sorted(rows.items()):
+            m = re.fullmatch(rf"tma_pair\.a(\d+)b(\d+)\.{source}\.sms1\.s1", key)
+            if not m or not r.get("lat_cycles", {}).get("value"):
+                continue
+            nbytes = float(r["pair_bytes"])
+            if use_mean:
+                per_pair = raw.get(key, {}).get("block0_lat_cycles", [])[1:]
+                if not per_pair:
+                    continue
+                y = sum(per_pair) / len(per_pair)
+                used.append(f"{key} mean {y:.4g} (median {float(r['lat_cycles']['value']):.4g}, n {len(per_pair)})")
+            else:
+                y = float(r["lat_cycles"]["value"])
+                used.append(f"{key} {y:.4g} (p10 {float(r['lat_cycles']['p10']):.4g}, "
+                            f"p90 {float(r['lat_cycles']['p90']):.4g})")
+            pts.append((nbytes, y))
+        if len(pts) < 2 or len({x for x, _ in pts}) < 2:
+            continue
+        l0, slope = _line_fit(pts)
+        if l0 <= 0 or slope <= 0:
+            continue
+        bench = (f"tma_pair_probe one SM, one pair in flight, {source} ({result_path}: "
+                 f"{'; '.join(used)} cycles against {', '.join(f'{x / 1024:.0f}' for x, _ in pts)} KiB)")
+        out[field_l0] = {"value": l0, "unit": "cycles", "benchmark": bench, "n": len(pts), "p10": l0, "p90": l0,
+                         "how": "least-squares intercept over the pairs' bytes", "date": day}
+        out[field_rate] = {"value": 1.0 / slope, "unit": "B/clk", "benchmark": bench, "n": len(pts),
+                           "p10": 1.0 / slope, "p90": 1.0 / slope,
+                           "how": "1 / least-squares slope over the pairs' bytes", "date": day}
+    return out
+
+
 def tma_share_field(rec: dict, result_path: str = "tensor.json") -> dict:
     """``l2_shared_line_bytes_per_s``: the chip's L2 read rate for lines that several SMs read, from
     tensor_probe's tma_share rows at the deepest ring it ran (the GEMMs keep 2 to 5 stages of 16-48 KiB in
@@ -1407,6 +1468,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         beside = {"tensor.json": lambda rec, rel: {**tensor_fields(rec, gpu, rel), **tma_fields(rec, rel),
                                                    **wgmma_latency_field(rec, rel), **tma_pitch_field(rec, rel),
                                                    **tma_share_field(rec, rel)},
+                  "tma_pair.json": tma_pair_fields,
                   "mma_feed.json": mma_feed_fields, "cluster_wgmma.json": cluster_fields,
                   "cluster_fence.json": cluster_fence_fields,
                   "clock_load.json": clock_load_fields, "uncoalesced.json": uncoalesced_with_bursts,

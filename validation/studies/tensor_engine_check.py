@@ -28,6 +28,10 @@ schedules them (the SASS order of each row).
 ``tma`` (:func:`tma_check`): tensor_probe's TMA stream rows (``tensor.json``, group ``tma``: boxes of 64/128/256 x 64
 fp16 with 1-3 in flight, on every SM or one, from L2 or HBM) as a bulk-load loop, cycles per box.
 
+``tma_pair`` (:func:`tma_pair_check`): tma_pair_probe's rows (``tma_pair.json``: a GEMM k-step's A and B boxes,
+16 / 32 / 48 KiB, on one mbarrier, 1 or 2 pairs in flight, on every SM or one, from L2 (each SM its own tiles
+or all the same) or HBM) as a bulk-load loop of both boxes a step, issue-to-landing cycles of a pair.
+
 ``ring`` (:func:`ring_check`): cluster_probe's GEMM-shaped wgmma ring rows (``cluster_wgmma.json``: a 16
 MiB L2-resident tensor; ``cluster_wgmma_1024mib.json``: 1 GiB, every block its own rows from HBM), each
 as tc_gemm's wgmma k-step (lowered from a TcGemmConfig of the ring's geometry: 1 or 2 consumer
@@ -243,7 +247,7 @@ RING_BOX_ROWS = 128  # cluster_probe A_ROWS: the A box, and each half of the 256
 def _tma_program(row: dict) -> TileProgram:
     """A tensor_probe ``tma`` row (``tma_tp``: one thread per SM copies ``box`` boxes of fp16 with ``stages``
     in flight and waits for each) as a tile program: one bulk load of the box a step, pipeline depth
-    ``stages``, nothing else. The box's rows (128 bytes of a 64-wide box, rows of the probe's 8192-byte
+    ``stages + 1`` (``stages`` boxes in flight while the thread waits: no slot is held past its wait), nothing else. The box's rows (128 bytes of a 64-wide box, rows of the probe's 8192-byte
     pitch) in 16-byte chunks; ``l2_disjoint``: each SM re-reads its own L2-resident lines (named by ``bx``
     alone: resident after the first read), ``l2`` / ``l2_same``: every SM the same lines, ``hbm``: fresh
     lines every box (named by ``bx`` and the step: never resident)."""
@@ -257,7 +261,7 @@ def _tma_program(row: dict) -> TileProgram:
     load = GlobalLoad(TileRef("T", coords, row["box_bytes"]), instrs, dest="bulk")
     launch = Launch((row["grid"], 1, 1), row["threads"], 32, row["smem_bytes"])
     return TileProgram(f"tma_{row['box'][0]}x{row['box'][1]}_{row['source']}_s{row['stages']}", launch,
-                       (Phase("loop", TMA_STEPS, Step(loads=(load,)), pipeline_depth=row["stages"]),))
+                       (Phase("loop", TMA_STEPS, Step(loads=(load,)), pipeline_depth=row["stages"] + 1),))
 
 
 def tma_check(path: Path = TENSOR, hardware: str = "h200", stages: tuple = (1, 2, 3)) -> list[tuple[str, float, float]]:
@@ -273,6 +277,50 @@ def tma_check(path: Path = TENSOR, hardware: str = "h200", stages: tuple = (1, 2
         res = Engine(prog, hw).run()
         out.append((key, float(row["cycles_per_box"]["value"]),
                     (res.time_s - hw.launch_overhead_s) * row["clock_hz"] / TMA_STEPS))
+    return out
+
+
+TMA_PAIR = FEED.with_name("tma_pair.json")
+GROUPS = ("feed", "gemm_traffic", "gemm_path", "tma", "tma_pair", "ring")
+
+
+def _box_load(tensor: str, box_rows: int, coords: tuple, pitch: int = 8192) -> GlobalLoad:
+    """A bulk load of a ``box_rows`` x 64 fp16 box (128-byte rows ``pitch`` bytes apart) in 16-byte chunks."""
+    per_row = 128 // 16
+    offs = [(i // per_row) * pitch + (i % per_row) * 16 for i in range(box_rows * per_row)]
+    instrs = tuple(WarpAccess(tuple(offs[j:j + 32]), 16, tuple(range(j * 16, (j + len(offs[j:j + 32])) * 16, 16)))
+                   for j in range(0, len(offs), 32))
+    return GlobalLoad(TileRef(tensor, coords, box_rows * 128), instrs, dest="bulk")
+
+
+def _tma_pair_program(row: dict) -> TileProgram:
+    """A tma_pair_probe row (one thread per SM issues a GEMM k-step's A and B boxes on one mbarrier, ``stages``
+    pairs in flight) as a tile program: both boxes' bulk loads in one step, pipeline depth ``stages + 1``
+    (``stages`` pairs in flight while the thread waits).
+    Tensors of 4096 halves a row (8192-byte pitch, as the probe's). ``l2_disjoint``: each SM its own
+    resident tiles (named by ``bx``), ``l2_same``: every SM the same tiles, ``hbm``: fresh tiles every pair
+    (named by ``bx`` and the step: never resident)."""
+    coords = {"l2_disjoint": ("bx", 0), "l2_same": (0, 0), "hbm": ("bx", "k")}[row["source"]]
+    loads = (_box_load("A", row["a_box"][0], coords), _box_load("B", row["b_box"][0], coords))
+    launch = Launch((row["grid"], 1, 1), 32, 32, row["smem_bytes"])
+    return TileProgram(f"tma_pair_a{row['a_box'][0]}b{row['b_box'][0]}_{row['source']}_s{row['stages']}", launch,
+                       (Phase("loop", TMA_STEPS, Step(loads=loads), pipeline_depth=row["stages"] + 1),))
+
+
+def tma_pair_check(path: Path = TMA_PAIR, hardware: str = "h200", hw=None) -> list[tuple[str, float, float]]:
+    """Per tma_pair_probe row: (row, measured, engine) issue-to-landing cycles of a pair at the row's clock.
+    The probe's thread issues pair k as soon as pair k - stages has landed, so a pair's issue-to-landing
+    time is ``stages`` periods of the steady loop: the engine's cycles per pair times ``stages``."""
+    out = []
+    base = hw if hw is not None else load(hardware)
+    for key, row in json.loads(Path(path).read_text())["rows"].items():
+        clk = float(row["sm_clock_hz"]["value"])
+        h = with_overrides(base, sm_clock_hz=clk)
+        prog = _tma_pair_program(row)
+        check_program(prog, h)
+        res = Engine(prog, h).run()
+        out.append((key, float(row["lat_cycles"]["value"]),
+                    (res.time_s - h.launch_overhead_s) * clk / TMA_STEPS * row["stages"]))
     return out
 
 
@@ -381,25 +429,57 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m validation.studies.tensor_engine_check",
                                  description=__doc__.splitlines()[0])
     ap.add_argument("--results", default=str(FEED))
+    ap.add_argument("--group", action="append", choices=GROUPS,
+                    help="only these groups (repeatable; default all)")
     args = ap.parse_args(argv)
+    want = set(args.group or GROUPS)
+    if "tma_pair" in want:
+        pair = tma_pair_check()
+        s1 = [r for r in pair if r[0].endswith(".s1")]
+        print(f"== tma_pair: tma_pair_probe's A+B box pairs on one mbarrier, issue to landing cycles: MAPE "
+              f"{mape(pair) * 100:.1f}% over {len(pair)} rows (one in flight: {mape(s1) * 100:.1f}% over {len(s1)})")
+        for sub in ("l2_disjoint.sms132", "l2_disjoint.sms1", "l2_same.sms132", "hbm.sms132", "hbm.sms1"):
+            rows = [r for r in pair if f".{sub}." in r[0]]
+            print(f"  MAPE {sub:20s} {mape(rows) * 100:5.1f}%  (bias {statistics.mean(p / m - 1 for _, m, p in rows) * 100:+5.1f}%)")
+        for name, m, p in pair:
+            print(f"  {name:42s} measured {m:6.0f}  engine {p:6.0f}  {(p / m - 1) * 100:+6.1f}%")
+    if not want & {"feed", "gemm_traffic", "gemm_path", "tma", "ring"}:
+        return 0
     try:
-        got = check(Path(args.results))
+        got = check(Path(args.results)) if want & {"feed", "gemm_traffic"} else {}
     except (OSError, KeyError, ValueError) as e:
         print(f"tensor_engine_check: {e}", file=sys.stderr)
         return 2
+    got = {g: r for g, r in got.items() if g in want}
     for group, rows in got.items():
         print(f"== {group}: MAPE {mape(rows) * 100:.1f}% over {len(rows)} rows")
         for name, m, p in rows:
             print(f"  {name:28s} measured {m:.3f}  predicted {p:.3f} HMMA/clk/SM  {(p / m - 1) * 100:+6.1f}%")
+    if "gemm_path" in want:
+        _print_path(args.results)
+    if "tma" in want:
+        _print_tma()
+    if "ring" in want:
+        _print_ring()
+    return 0
+
+
+def _print_path(results) -> None:
     print("== gemm_path: what copies straddling sector boundaries add to the k-step (block cycles), row - control")
-    for key, ctl, m, mc, p, pcl in path_check(Path(args.results)):
+    for key, ctl, m, mc, p, pcl in path_check(Path(results)):
         print(f"  {key:26s} - {ctl:26s} measured {m:6.0f} - {mc:6.0f} = {m - mc:+5.0f}  "
               f"engine {p:6.0f} - {pcl:6.0f} = {p - pcl:+5.0f}")
+
+
+def _print_tma() -> None:
     tma = tma_check()
     print(f"== tma: tensor_probe's TMA stream rows (1-3 boxes in flight), cycles per box: MAPE {mape(tma) * 100:.1f}% "
           f"over {len(tma)} rows")
     for name, m, p in tma:
         print(f"  {name:40s} measured {m:7.0f}  engine {p:7.0f}  {(p / m - 1) * 100:+6.1f}%")
+
+
+def _print_ring() -> None:
     ring = ring_check()
     rules = list(RELEASE_RULES)
     print("== ring: cluster_probe wgmma rings, cycles per k-step at the row's clock, engine under each release rule")
@@ -410,7 +490,6 @@ def main(argv=None) -> int:
     for name, rows in ring_groups(ring).items():
         print(f"  MAPE (bias) {name:28s} n={len(rows):2d} " + "  ".join(
             f"{r} {ring_mape(rows, r)[0] * 100:5.1f} ({ring_mape(rows, r)[1] * 100:+5.1f})" for r in rules))
-    return 0
 
 
 if __name__ == "__main__":
