@@ -194,11 +194,28 @@ __device__ __forceinline__ void store_pair(void* c, int M, int N, int row, int c
 
 // ----- the kernel -------------------------------------------------------------------------------------
 // ----- schedule trace (compiled in only with TC_TRACE; validation/studies/tc_schedule_trace.py) ----
-// The producer thread of block b writes, at tc_trace + b * (ktiles + 2): its SM id, then %globaltimer
-// (ns) as it issues the TMA loads of each k-tile (after the stage is free), and consumer 0 the time
-// its last k-tile's wgmma are done. Nothing else changes.
+// TC_TRACE 1: the producer thread of block b writes, at tc_trace + b * (ktiles + 2): its SM id, then
+// %globaltimer (ns) as it issues the TMA loads of each k-tile (after the stage is free), and consumer 0 the
+// time its last k-tile's wgmma are done. TC_TRACE 2 (ring kernel only; validation/studies/tc_step_parts.py):
+// where a k-step's cycles go, clock64 summed over the k-loop, at tc_trace + b * TRACE_PARTS: [0] the SM id,
+// [1] the producer's k-loop, [2] its empty-barrier waits; consumer warpgroup 0, thread 0: [3] its k-loop,
+// [4] full-barrier waits, [5] wgmma issue (fence to commit), [6] wait_group(1), [7] the stage release
+// (its arrive, with cluster-scope release on both blocks of a cluster). Nothing else changes.
 #if TC_TRACE
 extern "C" { __device__ unsigned long long* tc_trace; }  // unmangled: set from Python
+#endif
+#if TC_TRACE == 2
+constexpr int TRACE_PARTS = 8;
+__device__ __forceinline__ unsigned long long* parts_row() {
+    return tc_trace + (size_t)blockIdx.x * TRACE_PARTS;
+}
+__device__ __forceinline__ long long parts_clock() {
+    long long t;
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(t) :: "memory");
+    return t;
+}
+#endif
+#if TC_TRACE == 1
 __device__ __forceinline__ unsigned long long* trace_row(int ktiles) {
     return tc_trace + (size_t)blockIdx.x * (size_t)(ktiles + 2);
 }
@@ -260,19 +277,29 @@ TC_KERNEL_NAME(TMAP_PARAMS void* __restrict__ c, int M, int N, int K) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(PRODUCER_REGS));
 #endif
         if (t == 0) {
-#if TC_TRACE
+#if TC_TRACE == 1
             {
                 unsigned sm;
                 asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
                 trace_row(ktiles)[0] = sm;
             }
 #endif
+#if TC_TRACE == 2
+            long long p_wait = 0;
+            const long long p_start = parts_clock();
+#endif
             for (int kt = 0; kt < ktiles; ++kt) {
                 const int s = kt % STAGES;
                 const u32 round = (u32)(kt / STAGES);
                 const u32 full = smem_u32(&full_bar[s]);
+#if TC_TRACE == 2
+                const long long w0 = parts_clock();
+#endif
                 mbar_wait(smem_u32(&empty_bar[s]), (round & 1) ^ 1);  // round 0 passes at once
-#if TC_TRACE
+#if TC_TRACE == 2
+                p_wait += parts_clock() - w0;
+#endif
+#if TC_TRACE == 1
                 trace_row(ktiles)[1 + kt] = trace_now();
 #endif
                 mbar_expect_tx(full, STAGE_BYTES);
@@ -307,6 +334,15 @@ TC_KERNEL_NAME(TMAP_PARAMS void* __restrict__ c, int M, int N, int K) {
 #endif
 #endif
             }
+#if TC_TRACE == 2
+            {
+                unsigned sm;
+                asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+                parts_row()[0] = sm;
+                parts_row()[1] = (unsigned long long)(parts_clock() - p_start);
+                parts_row()[2] = (unsigned long long)p_wait;
+            }
+#endif
         }
     } else {
         // ----- consumers: wgmma on the staged tiles -------------------------------------------------
@@ -320,9 +356,20 @@ TC_KERNEL_NAME(TMAP_PARAMS void* __restrict__ c, int M, int N, int K) {
 #pragma unroll
             for (int i = 0; i < ACC; ++i) acc[ms][i] = 0.0f;
 
+#if TC_TRACE == 2
+        long long c_full = 0, c_issue = 0, c_group = 0, c_release = 0;
+        const long long c_start = parts_clock();
+#endif
         for (int kt = 0; kt < ktiles; ++kt) {
             const int s = kt % STAGES;
+#if TC_TRACE == 2
+            const long long q0 = parts_clock();
+#endif
             mbar_wait(smem_u32(&full_bar[s]), (u32)(kt / STAGES) & 1);
+#if TC_TRACE == 2
+            const long long q1 = parts_clock();
+            c_full += q1 - q0;
+#endif
             const u32 a_st = a_base + s * A_STAGE_BYTES + (cw * WM) * 128;
             const u32 b_st = b_base + s * B_STAGE_BYTES;
             wgmma_fence();
@@ -347,7 +394,15 @@ TC_KERNEL_NAME(TMAP_PARAMS void* __restrict__ c, int M, int N, int K) {
                 }
             }
             wgmma_commit();
+#if TC_TRACE == 2
+            const long long q2 = parts_clock();
+            c_issue += q2 - q1;
+#endif
             wgmma_wait<1>();  // the previous k-tile's group is done: release its stage
+#if TC_TRACE == 2
+            const long long q3 = parts_clock();
+            c_group += q3 - q2;
+#endif
             if (kt > 0) {
                 const u32 prev = smem_u32(&empty_bar[(kt - 1) % STAGES]);
 #if TC_CLUSTER > 1
@@ -356,9 +411,21 @@ TC_KERNEL_NAME(TMAP_PARAMS void* __restrict__ c, int M, int N, int K) {
                 if (t == 0) mbar_arrive(prev);
 #endif
             }
+#if TC_TRACE == 2
+            c_release += parts_clock() - q3;
+#endif
         }
+#if TC_TRACE == 2
+        if (cw == 0 && t == 0) {
+            parts_row()[3] = (unsigned long long)(parts_clock() - c_start);
+            parts_row()[4] = (unsigned long long)c_full;
+            parts_row()[5] = (unsigned long long)c_issue;
+            parts_row()[6] = (unsigned long long)c_group;
+            parts_row()[7] = (unsigned long long)c_release;
+        }
+#endif
         wgmma_wait<0>();
-#if TC_TRACE
+#if TC_TRACE == 1
         if (cw == 0 && t == 0) trace_row(ktiles)[1 + ktiles] = trace_now();
 #endif
 
@@ -475,7 +542,7 @@ TC_KERNEL_NAME(TMAP_PARAMS void* __restrict__ c, int M, int N, int K) {
     if (threadIdx.x == 0) {
         mbar_init(full, 1);                   // thread 0's arrive.expect_tx
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-#if TC_TRACE
+#if TC_TRACE == 1
         unsigned sm;
         asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
         trace_row(ktiles)[0] = sm;
@@ -492,7 +559,7 @@ TC_KERNEL_NAME(TMAP_PARAMS void* __restrict__ c, int M, int N, int K) {
     for (int kt = 0; kt < ktiles; ++kt) {
         if (threadIdx.x == 0) {
             // the buffer is free: every warpgroup passed the previous k-tile's __syncthreads
-#if TC_TRACE
+#if TC_TRACE == 1
             trace_row(ktiles)[1 + kt] = trace_now();
 #endif
             mbar_expect_tx(full, STAGE_BYTES);
@@ -538,7 +605,7 @@ TC_KERNEL_NAME(TMAP_PARAMS void* __restrict__ c, int M, int N, int K) {
         wgmma_wait<0>();                      // this k-tile's wgmmas are done reading the buffer
         __syncthreads();                      // ... in every warpgroup: thread 0 may overwrite it
     }
-#if TC_TRACE
+#if TC_TRACE == 1
     if (cw == 0 && t == 0) trace_row(ktiles)[1 + ktiles] = trace_now();
 #endif
 

@@ -262,9 +262,15 @@ _RING_KERNEL_START = 'extern "C" __global__ void __launch_bounds__(THREADS, 1)\n
 def kernel_source(cfg, tensormap: str = "param", trace: bool = False) -> KernelSource:
     """The whole translation unit of ``cfg`` (no GPU, no compilation); ``trace``: with the schedule
     trace (wgmma.cu's TC_TRACE: the producer's time at each k-tile, with stages 1 thread 0's, in the
-    ``tc_trace`` buffer)."""
+    ``tc_trace`` buffer); ``trace=2``: the k-loop's cycles by part instead (ring kernels only, wgmma.cu's
+    TC_TRACE 2, validation/studies/tc_step_parts.py)."""
     if tensormap not in TENSORMAP_MODES:
         raise ValueError(f"tensormap = {tensormap!r}: must be one of {TENSORMAP_MODES}")
+    if int(trace) not in (0, 1, 2):
+        raise ValueError(f"trace = {trace!r}: must be 0 (none), 1 (schedule stamps) or 2 (k-loop parts)")
+    if int(trace) == 2 and cfg.stages < 2:
+        raise ValueError(f"trace = 2: the k-loop parts are recorded by the ring kernel only (stages >= 2), "
+                         f"got stages = {cfg.stages}")
     check(cfg)
     body = KERNEL_FILE.read_text()
     for marker in (_MARKER, _ONE_BUFFER_MARKER, _RING_KERNEL_START):

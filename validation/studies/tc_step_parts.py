@@ -1,0 +1,153 @@
+"""Where a wgmma ring GEMM's k-step goes, measured inside the suite's own kernels (a diagnostic on the GPU).
+
+The engine predicts the suite's cluster-2 wgmma kernels 12-30% fast, while it predicts cluster_probe's
+GEMM-shaped rings (the same producer, ring, wgmma and release, no global problem) within 10%
+(``tensor_engine_check`` group ``ring``). This study measures the k-step of the real kernels by part:
+``validation/families/tc_gemm/wgmma.cu`` compiled with ``TC_TRACE 2`` sums ``clock64`` over the k-loop in
+the producer thread (its loop, its empty-barrier waits) and in consumer warpgroup 0's thread 0 (its loop,
+its full-barrier waits, the wgmma issue from fence to commit, ``wait_group(1)``, the stage release: the
+arrive, with cluster-scope release on both blocks of a cluster). Each kernel is checked against the
+float64 reference first, then run ``REPS`` times on random inputs with the L2 flushed before each run;
+the plain kernel is timed the same way, so the cost of the clock reads is on record.
+
+Per label: ``parts_per_kstep`` (cycles a k-step: median over blocks of each part's sum over the block's
+k-tiles, per repetition, then the median over repetitions) and ``traced_s`` / ``plain_s``. Nothing in the
+simulator is fitted to it.
+
+``python -m validation.studies.tc_step_parts --shape 4096x4096x4096 [--labels a,b] --out DIR`` writes
+``tc_step_parts_<shape>.json`` (metadata, times, the per-part medians and every block's raw sums).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+REPS = 5
+#: the words of a block's record (wgmma.cu, TC_TRACE 2)
+PARTS = ("smid", "producer_loop", "producer_empty_wait", "consumer_loop", "consumer_full_wait",
+         "consumer_wgmma_issue", "consumer_wait_group", "consumer_release")
+#: traced by default: the single-block and cluster-2 ring kernels of one tile, and the 1-consumer kernel
+DEFAULT_LABELS = ("wgmma_fp16_Bcol_128x256x64_swz_s4_c2", "wgmma_fp16_Bcol_128x256x64_swz_s4_c2_cl2",
+                  "wgmma_fp16_Bcol_128x256x64_swz_s3_c2_cl2", "wgmma_fp16_Bcol_128x256x64_swz_s2_c2",
+                  "wgmma_fp16_Bcol_64x256x64_swz_s4_c1")
+
+
+def summarize(records: list[list[list[int]]], ktiles: int) -> dict:
+    """``records``: [rep][block][word] as read back. Per part (not the SM id): cycles a k-step, the median over
+    blocks of each repetition, then the median over repetitions; and the p10 / p90 over blocks of the
+    median repetition."""
+    out = {}
+    for j, name in enumerate(PARTS):
+        if name == "smid":
+            continue
+        per_rep = [statistics.median(b[j] / ktiles for b in rep) for rep in records]
+        mid = sorted(range(len(per_rep)), key=per_rep.__getitem__)[len(per_rep) // 2]
+        vals = sorted(b[j] / ktiles for b in records[mid])
+        out[name] = {"value": statistics.median(per_rep), "p10": vals[len(vals) // 10],
+                     "p90": vals[(9 * len(vals)) // 10], "unit": "cycles per k-step"}
+    return out
+
+
+def trace_config(cfg, reps: int = REPS, flusher=None) -> dict:
+    """Measure one wgmma ring configuration's k-loop parts on the GPU."""
+    import cupy as cp
+    import numpy as np
+
+    from validation.families.tc_gemm import runner, wgmma
+    from validation.harness.timing import L2Flusher
+
+    flusher = flusher or L2Flusher(cp)
+    try:
+        plain = runner.prepare(cfg)
+        traced_built = wgmma.build(cfg, plain.a, plain.b, plain.c, trace=2)
+    except (ValueError, RuntimeError) as e:
+        return {"status": "unsupported", "message": str(e).splitlines()[0]}
+    traced = runner.Case(cfg=cfg, built=traced_built, a=plain.a, b=plain.b, c=plain.c)
+    blocks = wgmma.geometry(cfg).grid[0]
+    ktiles = -(-cfg.k // cfg.bk)
+    buf = cp.zeros(blocks * len(PARTS), dtype=cp.uint64)
+    sym = traced_built.launch.module.get_global("tc_trace")
+    sym.copy_from_host(np.array([buf.data.ptr], dtype=np.uint64).ctypes.data, 8)
+    ok, _err, msg = traced.check()
+    if not ok:
+        return {"status": "wrong", "message": msg}
+
+    def timed(launch) -> float:
+        flusher()
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        launch()
+        stop.record()
+        stop.synchronize()
+        return cp.cuda.get_elapsed_time(start, stop) * 1e-3
+
+    for _ in range(2):  # warm-up pairs
+        timed(traced.launch)
+        timed(plain.launch)
+    records, traced_s, plain_s = [], [], []
+    for _ in range(reps):
+        buf.fill(0)
+        traced_s.append(timed(traced.launch))
+        host = cp.asnumpy(buf).reshape(blocks, len(PARTS))
+        if (host[:, 1:] == 0).any():
+            return {"status": "error", "message": "some blocks left their parts unwritten"}
+        records.append(host.astype(np.int64).tolist())
+        plain_s.append(timed(plain.launch))
+    return {"status": "ok", "message": f"check: {msg}", "blocks": blocks, "ktiles": ktiles,
+            "traced_s": traced_s, "plain_s": plain_s, "parts_per_kstep": summarize(records, ktiles),
+            "records": records}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m validation.studies.tc_step_parts", description=__doc__.splitlines()[0])
+    ap.add_argument("--shape", default="4096x4096x4096", help="MxNxK of the suite's wgmma rows")
+    ap.add_argument("--labels", default=",".join(DEFAULT_LABELS), help="comma-separated suite labels (stages >= 2)")
+    ap.add_argument("--reps", type=int, default=REPS)
+    ap.add_argument("--out", type=Path, required=True, help="output directory")
+    args = ap.parse_args(argv)
+    try:
+        m, n, k = (int(x) for x in args.shape.lower().split("x"))
+    except ValueError:
+        print(f"--shape {args.shape!r}: expected MxNxK", file=sys.stderr)
+        return 2
+    if args.reps < 1:
+        print(f"--reps {args.reps}: must be >= 1", file=sys.stderr)
+        return 2
+    try:
+        import cupy  # noqa: F401  (the study needs it: say so before any work)
+
+        cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # noqa: BLE001
+        print(f"tc_step_parts needs CuPy and an NVIDIA GPU: {e}", file=sys.stderr)
+        return 2
+    from validation.harness.metadata import collect_metadata
+    from validation.harness.suite import load_suite
+
+    labels = [x for x in args.labels.split(",") if x]
+    cfgs = {c.label: c for c in load_suite("tc_gemm") if (c.m, c.n, c.k) == (m, n, k)}
+    missing = [lb for lb in labels if lb not in cfgs or cfgs[lb].instruction != "wgmma" or cfgs[lb].stages < 2]
+    if missing or not labels:
+        print(f"--labels: no wgmma ring suite row at {args.shape} named {missing or '(none given)'}", file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    out = {"meta": collect_metadata(), "shape": [m, n, k], "reps": args.reps, "configs": {}}
+    for i, label in enumerate(labels):
+        print(f"[{i + 1}/{len(labels)}] {label}", file=sys.stderr, flush=True)
+        r = trace_config(cfgs[label], args.reps)
+        out["configs"][label] = r
+        parts = r.get("parts_per_kstep", {})
+        line = "  ".join(f"{p.replace('consumer_', 'c.').replace('producer_', 'p.')} {v['value']:.0f}"
+                         for p, v in parts.items())
+        print(f"    {r['status']}: {r.get('message', '')}\n    {line}", file=sys.stderr, flush=True)
+    path = args.out / f"tc_step_parts_{m}x{n}x{k}.json"
+    path.write_text(json.dumps(out, indent=1))
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
