@@ -184,6 +184,9 @@ class StepCost:
     # from the step's barrier to its fragment loads (ldgsts16_straddle_cycles_per_sector for each sector the
     # straddling adds; see the module docstring); 0 without the measurement
     copy_straddle_cycles: float = 0.0
+    # cycles of the step's cluster-scope releases (cluster_arrives x cluster_release): a ring's producer
+    # refills the stage they hand back only after them
+    release_cycles: float = 0.0
 
     @property
     def issue(self) -> float:
@@ -456,6 +459,7 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
     if step.cluster_arrives:
         cycles, c.release_hold = cluster_release(hw)
         crit += step.cluster_arrives * cycles
+        c.release_cycles = step.cluster_arrives * cycles
     c.barriers = float(step.barriers * warps_per_block)
     if step.barriers:
         crit += step.barriers * barrier_latency_cycles(hw, warps_per_block)
