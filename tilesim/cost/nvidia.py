@@ -184,6 +184,9 @@ class StepCost:
     # from the step's barrier to its fragment loads (ldgsts16_straddle_cycles_per_sector for each sector the
     # straddling adds; see the module docstring); 0 without the measurement
     copy_straddle_cycles: float = 0.0
+    # cycles of the step's cluster-scope releases (cluster_arrives x cluster_release): a ring's producer
+    # refills the stage they hand back only after them
+    release_cycles: float = 0.0
 
     @property
     def issue(self) -> float:
@@ -264,7 +267,13 @@ def cluster_release(hw) -> tuple[float, str]:
     k-step: (clocks on the step's critical path, hold: one of ``RELEASE_HOLDS``, see StepCost.release_hold).
 
     The GEMM-shaped ring's whole release, ``cluster_release_arrive_cycles`` (cluster_probe's wgmma ring:
-    1059 against 67 for a local arrive), and no hold. The release's own fence was measured apart
+    1059 against 67 for a local arrive), and no hold; a ring's producer refills the stage only once it is
+    released (``StepCost.release_cycles``, the engine's refill delay). Session 17's judgement, with copies
+    issued once the step's data is in and that refill delay: over the 16 GEMM-shaped ring rows with remote
+    releases, this constant 9.1% (bias -4.8%; 2-stage rows 6.7%, 4-stage 11.5%), holding until the oldest
+    copy in flight lands 16.8%, until the last 20.3%, the fence alone 22.0%. The suite's cluster kernels
+    spend 1162-1434 cycles a k-step in the release (validation/results/h200/studies/tc_step_parts, not used
+    here). The figures before session 17 follow. The release's own fence was measured apart
     (``cluster_release_fence_cycles``: 687 in the fence sync rows), and holding the step until the block's
     bulk copies land after it ("last" or "next") was weighed against the same probe's 16 GEMM-shaped ring
     rows with remote releases (wgmma.c{1,2}.s{2,4}.c2_{own,mc}_remote.rel_one, 16 MiB and 1 GiB tensors:
@@ -456,6 +465,7 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
     if step.cluster_arrives:
         cycles, c.release_hold = cluster_release(hw)
         crit += step.cluster_arrives * cycles
+        c.release_cycles = step.cluster_arrives * cycles
     c.barriers = float(step.barriers * warps_per_block)
     if step.barriers:
         crit += step.barriers * barrier_latency_cycles(hw, warps_per_block)

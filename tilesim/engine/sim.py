@@ -248,6 +248,10 @@ class _Plan:
         # a step whose arrives with cluster-scope release hold its end until bulk copies issued before them
         # land (StepCost.release_hold: "last" or "next"; "" none)
         self.release_hold = getattr(cost, "release_hold", "") if self.bulk else ""
+        # a pipelined ring whose stages are handed back by cluster-scope releases: the copies that refill a
+        # stage are issued once the release is done (the producer waits on the stage's empty barrier)
+        self.refill_delay_s = (getattr(cost, "release_cycles", 0.0) / clk
+                               if self.bulk and phase.pipeline_depth > 1 else 0.0)
         self.math_issue = cost.math_instructions
         # the tensor time of the step's warp-issued MMAs, which co-resident blocks run in phase
         # (StepCost.lockstep_tensor_cycles)
@@ -890,7 +894,7 @@ class Engine:
             t1 = env._now
             while lane.issued < min(n, i + depth):
                 ready = self._issue_loads(pl, lane.issued, first, count, share, lane if lead else None, tally,
-                                          lane.l1)
+                                          lane.l1) + pl.refill_delay_s
                 lane.pending.append(ready)
                 if self.want_timeline:
                     self._record_loads(pl, slot, lane, ready)
