@@ -129,7 +129,9 @@ class StepCost:
     # hbm_read_granularity_bytes: the bytes its step reads of each line it touches, rounded up to that
     # granularity, at most a line (a line read whole: the line). The engine charges reads of less than a
     # line at most hbm_accesses_per_s (hbm_tiles_probe: rows 16 KiB apart read 32 or 64 bytes a k-step
-    # reach 1.7-2.2 TB/s, about 33 G reads of 64 bytes a second, against 4.3 for whole lines); 0: no limit
+    # reach 1.7-2.2 TB/s, about 33 G reads of 64 bytes a second, against 4.3 for whole lines), counting
+    # the reads of the k-steps a pipelined loop has in flight as one (mma_feed_probe's gemm_traffic HBM
+    # rows: a 4-stage ring of 64-byte row pieces reaches 3.8 TB/s); 0: no limit
     load_hbm_access_bytes_each: list = field(default_factory=list)
     # the most distinct 128-byte lines one warp instruction of any of the step's global loads touches: a
     # load of many lines waits longer for its last one (HardwareSpec.burst_extra_cycles_at)

@@ -453,7 +453,12 @@ class Engine:
         line = hw.sector_bytes * 4
         reach = hw.get("hbm_accesses_per_s")
         rate = self.ch["hbm"].rate_per_s
-        pl.hbm_occupancy_each = tuple(max(1.0, rate / (reach * a)) if 0 < a < line else 1.0 for a in pl.hbm_access_each)
+        # a pipelined loop has the reads of its next k-steps in flight while it waits: a tile walking along a
+        # line (each k-step the next bytes of the same rows) asks for the rest of each line before its first
+        # read is served, so DRAM sees reads of the bytes of all the steps in flight together
+        ahead = max(1, pl.depth - 1)
+        pl.hbm_occupancy_each = tuple(max(1.0, rate / (reach * min(line, a * ahead))) if 0 < a < line else 1.0
+                                      for a in pl.hbm_access_each)
         pl.hbm_occupancy = any(f > 1.0 for f in pl.hbm_occupancy_each)
 
     def _l1_cache(self) -> L2Cache | None:

@@ -18,6 +18,9 @@ HMMA per clock per SM and the error, and the MAPE per group:
   layout for mode gemm_pad, whose B is copied row-major into the padded layout (rows of 17 chunks), as the
   probe's load_tile does (BCOL false).
 
+``gemm_traffic_hbm``: the same loop's HBM rows (``data`` "hbm": every block streams its own bm rows of A and
+bn columns of B from 1 GiB, each k-step's tiles read once), the copies named by the block and the k-step.
+
 ``gemm_path`` (printed after them): the gemm_path rows whose copies straddle sector boundaries (A, or A
 and B, rows 4016 B apart) against their aligned controls, as the same loop (:func:`path_check`): what the
 straddling adds to the k-step, measured and predicted.
@@ -147,7 +150,10 @@ def _traffic_program(row: dict, control: dict | None = None) -> tuple[TileProgra
     # layout tells apart (rows of 17 chunks, not 5)
     b_cfg = replace(cfg, layout=a_cfg.layout, b_layout="row") if row["mode"] == "gemm_pad" else cfg
     la, lb = _operand_loads(a_cfg, "async")[0], _operand_loads(b_cfg, "async")[1]
-    loads = tuple(replace(ld, address_instructions=addr, tile=TileRef(ld.tile.tensor, (0, "k"), ld.tile.tile_bytes))
+    # the HBM rows (1 GiB): every block streams its own bm rows of A and bn columns of B (gt_problem), each
+    # k-step's tiles read once: named by the block and the k-step
+    coords = ("bx", "k") if row.get("data") == "hbm" else (0, "k")
+    loads = tuple(replace(ld, address_instructions=addr, tile=TileRef(ld.tile.tensor, coords, ld.tile.tile_bytes))
                   for ld in (la, lb)) if row["copies_per_thread_per_kstep"] else ()
     mma = Mma(HMMA, "fp16", warps * (wm // 16) * (wn // 8) * slices, chain=slices)
     step = Step(loads=loads, shared_loads=(SharedAccess(tuple(_reads(cfg, slices)), repeat=warps),), barriers=1,
@@ -230,6 +236,9 @@ def check(path: Path = FEED, hardware: str = "h200") -> dict[str, list[tuple[str
     controls = {_geometry(r): r for r in traffic if r["mode"] == "none"}
     rows += [("gemm_traffic", r, partial(_traffic_program, control=controls.get(_geometry(r))))
              for r in traffic if r.get("data") in (None, "l2") and r["slices_per_kstep"] == 2]
+    out["gemm_traffic_hbm"] = []
+    rows += [("gemm_traffic_hbm", r, partial(_traffic_program, control=controls.get(_geometry(r))))
+             for r in traffic if r.get("data") == "hbm" and r["slices_per_kstep"] == 2]
     for group, row, build in rows:
         prog, hmma_per_sm = build(row)
         res = simulate_program(prog, hw)
@@ -281,7 +290,7 @@ def tma_check(path: Path = TENSOR, hardware: str = "h200", stages: tuple = (1, 2
 
 
 TMA_PAIR = FEED.with_name("tma_pair.json")
-GROUPS = ("feed", "gemm_traffic", "gemm_path", "tma", "tma_pair", "ring")
+GROUPS = ("feed", "gemm_traffic", "gemm_traffic_hbm", "gemm_path", "tma", "tma_pair", "ring")
 
 
 def _box_load(tensor: str, box_rows: int, coords: tuple, pitch: int = 8192) -> GlobalLoad:
@@ -443,10 +452,10 @@ def main(argv=None) -> int:
             print(f"  MAPE {sub:20s} {mape(rows) * 100:5.1f}%  (bias {statistics.mean(p / m - 1 for _, m, p in rows) * 100:+5.1f}%)")
         for name, m, p in pair:
             print(f"  {name:42s} measured {m:6.0f}  engine {p:6.0f}  {(p / m - 1) * 100:+6.1f}%")
-    if not want & {"feed", "gemm_traffic", "gemm_path", "tma", "ring"}:
+    if not want & {"feed", "gemm_traffic", "gemm_traffic_hbm", "gemm_path", "tma", "ring"}:
         return 0
     try:
-        got = check(Path(args.results)) if want & {"feed", "gemm_traffic"} else {}
+        got = check(Path(args.results)) if want & {"feed", "gemm_traffic", "gemm_traffic_hbm"} else {}
     except (OSError, KeyError, ValueError) as e:
         print(f"tensor_engine_check: {e}", file=sys.stderr)
         return 2
