@@ -20,7 +20,8 @@ k-tiles, per repetition, then the median over repetitions) and ``traced_s`` / ``
 simulator is fitted to it.
 
 ``python -m validation.studies.tc_step_parts --shape 4096x4096x4096 [--labels a,b] --out DIR`` writes
-``tc_step_parts_<shape>.json`` (metadata, times, the per-part medians and every block's raw sums).
+``tc_step_parts_<shape>.json`` (metadata, times, the per-part medians and every block's raw sums);
+``--compare FILE`` prints a recorded file's k-steps beside the engine's (CPU, no GPU).
 """
 
 from __future__ import annotations
@@ -169,13 +170,63 @@ def trace_mma_config(cfg, reps: int = REPS, flusher=None) -> dict:
             "records": records}
 
 
+def compare(path: Path, hardware: str = "h200") -> list[dict]:
+    """A recorded file's k-steps against the engine's (CPU): per label, the measured loop and parts (cycles a
+    k-step) and the engine's k-step of one block at the clock it predicts (slot 0: the median time from one
+    k-step's compute to the next's, data waits included) with its compute's barrier, math and release parts
+    (the timeline's, median over the stepped k-steps after the first five)."""
+    from tilesim import simulate
+    from tilesim.hardware import load
+    from validation.harness.suite import load_suite
+
+    rec = json.loads(Path(path).read_text())
+    m, n, k = rec["shape"]
+    suite = {c.label: c for c in load_suite("tc_gemm") if (c.m, c.n, c.k) == (m, n, k)}
+    hw = load(hardware)
+    out = []
+    for label, r in rec["configs"].items():
+        if r.get("status") != "ok" or label not in suite:
+            continue
+        res = simulate(suite[label], hw, timeline=True)
+        clk = res.sm_clock_hz
+        first = [e for e in res.timeline if e.kind == "compute" and e.phase == "k-loop" and e.slot == 0
+                 and e.warp_group == 0]
+        steps = first[5:]
+        # a k-step: from one compute's start to the next one's (the data waits between them included)
+        gaps = [(b.start_s - a.start_s) * clk for a, b in zip(steps, steps[1:], strict=False)
+                if b.start_s - a.start_s < 4 * (a.end_s - a.start_s + 1e-9) + 1e-5]
+        row = {"label": label, "measured": {p: v["value"] for p, v in r["parts_per_kstep"].items()},
+               "engine_step": statistics.median(gaps) if gaps else None}
+        for part in ("barrier", "math", "release"):
+            vals = [dict(e.parts).get(part, 0.0) * clk for e in steps]
+            row[f"engine_{part}"] = statistics.median(vals) if vals else None
+        out.append(row)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m validation.studies.tc_step_parts", description=__doc__.splitlines()[0])
     ap.add_argument("--shape", default="4096x4096x4096", help="MxNxK of the suite's wgmma rows")
     ap.add_argument("--labels", default=",".join(DEFAULT_LABELS), help="comma-separated suite labels (stages >= 2)")
     ap.add_argument("--reps", type=int, default=REPS)
-    ap.add_argument("--out", type=Path, required=True, help="output directory")
+    ap.add_argument("--out", type=Path, help="output directory")
+    ap.add_argument("--compare", type=Path, help="a recorded tc_step_parts_<shape>.json: print its k-steps "
+                    "beside the engine's (CPU) and exit")
     args = ap.parse_args(argv)
+    if args.compare is not None:
+        try:
+            rows = compare(args.compare)
+        except (OSError, KeyError, ValueError) as e:
+            print(f"tc_step_parts --compare {args.compare}: {e}", file=sys.stderr)
+            return 2
+        for row in rows:
+            meas = "  ".join(f"{p} {v:.0f}" for p, v in row["measured"].items())
+            eng = "  ".join(f"{p[7:]} {row[p]:.0f}" for p in ("engine_barrier", "engine_math", "engine_release")
+                            if row[p])
+            print(f"{row['label']}\n  measured: {meas}\n  engine:   step {row['engine_step']:.0f}  {eng}")
+        return 0
+    if args.out is None:
+        ap.error("--out is required (or --compare FILE)")
     try:
         m, n, k = (int(x) for x in args.shape.lower().split("x"))
     except ValueError:
