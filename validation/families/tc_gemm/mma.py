@@ -194,9 +194,12 @@ def batch_source(cfgs) -> str:
     return base_source() + "\n" + "".join(seen.values())
 
 
-def kernel_source(cfg: TcGemmConfig) -> KernelSource:
-    """The CUDA source of one configuration (no GPU needed)."""
-    return KernelSource(code=batch_source([cfg]), options=OPTIONS, name_expressions=(kernel_name(cfg),))
+def kernel_source(cfg: TcGemmConfig, parts: bool = False) -> KernelSource:
+    """The CUDA source of one configuration (no GPU needed); ``parts``: with tc_gemm.cu's TC_PARTS (the
+    cp.async ring's k-loop cycles by part in the ``tc_parts`` buffer, validation/studies/tc_step_parts.py)."""
+    code = batch_source([cfg])
+    return KernelSource(code=("#define TC_PARTS 1\n" + code) if parts else code, options=OPTIONS,
+                        name_expressions=(kernel_name(cfg),))
 
 
 def compile_kernel(cfg: TcGemmConfig):

@@ -660,6 +660,23 @@ __device__ __forceinline__ void store_pair(typename Out<DT, OUT>::T* C, int r, i
   }
 }
 
+// ----- k-loop parts (compiled in only with TC_PARTS: validation/studies/tc_step_parts.py) -----------------
+// Thread 0 of block b sums clock64 over the cp.async ring's k-loop and writes, at tc_parts + b * TC_PARTS_WORDS:
+// its SM id, the k-loop, the waits (cp.async.wait_group and the barrier), the copy issue (the tile STAGES - 1
+// ahead and the commit) and its warp's fragment loads and MMAs. Nothing else changes.
+#ifndef TC_PARTS
+#define TC_PARTS 0
+#endif
+#if TC_PARTS
+#define TC_PARTS_WORDS 5
+extern "C" { __device__ unsigned long long* tc_parts; }  // unmangled: set from Python
+__device__ __forceinline__ long long parts_clock() {
+  long long t;
+  asm volatile("mov.u64 %0, %%clock64;" : "=l"(t) :: "memory");
+  return t;
+}
+#endif
+
 template <int DT, int OUT, bool BCOL, int INSTR, int BM, int BN, int BK, int WM, int WN, int LAYOUT,
           int STAGES, int EPI>
 __device__ __forceinline__ void shared_gemm(const void* __restrict__ Av, const void* __restrict__ Bv,
@@ -709,17 +726,47 @@ __device__ __forceinline__ void shared_gemm(const void* __restrict__ Av, const v
       cp_async_commit();
     }
     int slot = 0, next = STAGES - 1;  // kt % STAGES, (kt + STAGES - 1) % STAGES
+#if TC_PARTS
+    long long parts_wait = 0, parts_copy = 0, parts_compute = 0;
+    const long long parts_start = parts_clock();
+#endif
     for (int kt = 0; kt < ktiles; ++kt) {
+#if TC_PARTS
+      const long long q0 = parts_clock();
+#endif
       cp_async_wait<STAGES - 2>();  // k-tile kt has landed (for this thread's copies) ...
       __syncthreads();              // ... for every thread's; and slot `next` is no longer read
+#if TC_PARTS
+      const long long q1 = parts_clock();
+      parts_wait += q1 - q0;
+#endif
       const int nk = kt + STAGES - 1;
       if (nk < ktiles) load_tile<S, STAGES, LAYOUT, BCOL>(A, B, ring + next * SLOT, ring + next * SLOT + S::A_ELEMS,
                                                            m0, n0, nk * BK, M, N, K);
       cp_async_commit();
+#if TC_PARTS
+      const long long q2 = parts_clock();
+      parts_copy += q2 - q1;
+#endif
       compute(slot);
+#if TC_PARTS
+      parts_compute += parts_clock() - q2;
+#endif
       slot = (slot + 1 == STAGES) ? 0 : slot + 1;
       next = (next + 1 == STAGES) ? 0 : next + 1;
     }
+#if TC_PARTS
+    if (threadIdx.x == 0) {
+      unsigned sm;
+      asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+      unsigned long long* row = tc_parts + (size_t)(blockIdx.y * gridDim.x + blockIdx.x) * TC_PARTS_WORDS;
+      row[0] = sm;
+      row[1] = (unsigned long long)(parts_clock() - parts_start);
+      row[2] = (unsigned long long)parts_wait;
+      row[3] = (unsigned long long)parts_copy;
+      row[4] = (unsigned long long)parts_compute;
+    }
+#endif
   }
 
   // ---- epilogue ----
