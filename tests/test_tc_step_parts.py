@@ -1,0 +1,48 @@
+"""tc_step_parts: the ring kernels' k-loop by part, measured inside the suite's kernels (a GPU diagnostic); here
+the CPU side: its instrumented sources, its summary and the recorded files read beside the engine."""
+
+from pathlib import Path
+
+import pytest
+
+from validation.harness.suite import load_suite
+from validation.studies import tc_step_parts as tsp
+
+RECORDED = Path(__file__).resolve().parents[1] / "validation" / "results" / "h200" / "studies" / "tc_step_parts"
+
+
+def _cfg(label, size=4096):
+    return next(c for c in load_suite("tc_gemm") if c.label == label and c.m == size)
+
+
+def test_the_parts_are_compiled_in_only_when_asked():
+    from validation.families.tc_gemm import mma, wgmma
+
+    ring = _cfg("wgmma_fp16_Bcol_128x256x64_swz_s4_c2_cl2")
+    assert "#define TC_TRACE 0" in wgmma.kernel_source(ring).code
+    assert "#define TC_TRACE 2" in wgmma.kernel_source(ring, trace=2).code
+    with pytest.raises(ValueError, match="stages >= 2"):
+        wgmma.kernel_source(_cfg("wgmma_fp16_Bcol_128x128x64_swz_s1_c2"), trace=2)
+    staged = _cfg("mma_fp16_Bcol_128x256x32_w64x64_swz_s4")
+    plain, parts = mma.kernel_source(staged).code, mma.kernel_source(staged, parts=True).code
+    assert "#define TC_PARTS 1" not in plain and parts == "#define TC_PARTS 1\n" + plain
+
+
+def test_summary_is_cycles_a_kstep_median_over_blocks_then_reps():
+    rep = [[7, 100, 10, 200, 20, 30, 5, 40], [8, 120, 12, 220, 22, 31, 6, 41], [9, 140, 14, 240, 24, 32, 7, 42]]
+    got = tsp.summarize([rep, rep, [[b[0]] + [2 * x for x in b[1:]] for b in rep]], ktiles=10)
+    assert got["producer_loop"]["value"] == pytest.approx(12.0)
+    assert got["consumer_release"]["value"] == pytest.approx(4.1)
+    assert "smid" not in got
+
+
+def test_the_recorded_cluster_release_is_longer_than_the_engines():
+    """In situ at 8192^3 the cluster kernel's release takes about 1181 cycles a k-step and its k-step 1618; the
+    engine charges the ring probe's release and steps in 1412 (a diagnostic: the gap is the suite rows' error)."""
+    rows = {r["label"]: r for r in tsp.compare(RECORDED / "tc_step_parts_8192x8192x8192.json")}
+    cl2 = rows["wgmma_fp16_Bcol_128x256x64_swz_s4_c2_cl2"]
+    assert cl2["measured"]["consumer_release"] == pytest.approx(1181, abs=5)
+    assert cl2["measured"]["consumer_loop"] == pytest.approx(1618, abs=5)
+    assert cl2["engine_step"] < 0.9 * cl2["measured"]["consumer_loop"]
+    c2 = rows["wgmma_fp16_Bcol_128x256x64_swz_s4_c2"]
+    assert c2["engine_step"] == pytest.approx(c2["measured"]["consumer_loop"], rel=0.05)
