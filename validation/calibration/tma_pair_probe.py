@@ -1,7 +1,7 @@
 """TMA issue-to-landing time of a GEMM k-step's pair of boxes (A tile + B tile on one mbarrier), every SM.
 
-``python -m validation.calibration.tma_pair_probe [--only tma_pair] [--out DIR] [--quick]`` writes
-``<DIR>/tma_pair.json`` (default DIR: ``validation/results/<gpu>/calibration``); without a GPU it says so
+``python -m validation.calibration.tma_pair_probe [--only tma_pair|share] [--out DIR] [--quick]`` writes
+``<DIR>/tma_pair.json`` (``--only share``: ``tma_pair_share.json``) (default DIR: ``validation/results/<gpu>/calibration``); without a GPU it says so
 in one line and exits 2. About 10-20 s of GPU time (module build, 3 GiB of HBM tensors, one warm-up and
 :data:`REPS` timed launches of about 0.1-1 ms per row); ``--quick``: :data:`QUICK_REPS` timed launches.
 
@@ -26,6 +26,11 @@ first pair's (cold tensor map). Pairs (:data:`PAIRS`): 128x64 + 256x64 (48 KiB),
   tiles at each k, as a GEMM's CTAs do; a cursor moves through 65536 tiles a tensor, 3 GiB for the
   largest pair, so that a tile comes back only after gigabytes of other traffic).
 
+- ``l2_share<G>`` (group ``share``, ``--only share``, written to ``tma_pair_share.json``): the 48 KiB pair on
+  every SM, each block's :data:`L2_PERIOD` pairs read by G blocks (blocks b and b + grid / G share them;
+  G in :data:`SHARE_G`, dividing the grid): between ``l2_disjoint`` (G 1) and ``l2_same`` (G = grid), as the
+  blocks of a GEMM share their A and B tiles.
+
 Grids: 132 blocks (every SM; the SM count the device reports) and 1 (one SM alone; ``l2_same`` is then
 ``l2_disjoint`` and is left out). Per row also the bytes the blocks loaded per second: ``sm_bytes_per_clk``
 (a block's bytes over its clock64 cycles, median over blocks), ``chip_bytes_per_s`` (all bytes over the
@@ -47,7 +52,11 @@ from validation.calibration import probe_common as pc
 KERNEL_SRC = Path(__file__).resolve().with_suffix(".cu")
 RESULT_FILE = "tma_pair.json"
 ARCH = "sm_90a"  # the tensor-map fences need sm_90a (PTX ISA)
-GROUPS = ("tma_pair",)
+GROUPS = ("tma_pair", "share")
+#: group "share": GEMM-sized pairs (A 128 x 64, B 256 x 64) on every SM, each pair of tiles read by G blocks
+#: (blocks b and b + grid / G share; G divides the H200's 132 SMs), written to SHARE_FILE
+SHARE_G = (2, 4, 12, 33, 66)
+SHARE_FILE = "tma_pair_share.json"
 
 # must match the #defines of tma_pair_probe.cu (tests/test_tma_pair_probe.py checks that they do)
 REC = 4
@@ -95,6 +104,12 @@ def walk(source: str, grid: int, iters: int, cursor: int = 0) -> dict:
         return {"base": 0, "block_stride": L2_PERIOD, "k_stride": 1, "period": L2_PERIOD, "total": total}
     if source == "l2_same":
         return {"base": 0, "block_stride": 0, "k_stride": 1, "period": L2_PERIOD, "total": 64}
+    if source.startswith("l2_share"):
+        g = int(source[len("l2_share"):])
+        if g < 1 or grid % g:
+            raise ValueError(f"{source}: {g} readers a tile must divide the grid of {grid} blocks")
+        return {"base": 0, "block_stride": L2_PERIOD, "k_stride": 1, "period": L2_PERIOD,
+                "total": grid // g * L2_PERIOD}
     if source == "hbm":
         if grid * iters > HBM_TILES:
             raise ValueError(f"hbm: {grid} x {iters} tiles a launch exceed the {HBM_TILES} tiles of a tensor")
@@ -108,8 +123,10 @@ def tiles_of(w: dict, block: int, iters: int) -> list[int]:
             for k in range(iters)]
 
 
-def rows_plan(sms: int) -> list[tuple[int, int, str, int, int]]:
-    """(a_rows, b_rows, source, grid, stages) of every row, in run order."""
+def rows_plan(sms: int, group: str = "tma_pair") -> list[tuple[int, int, str, int, int]]:
+    """(a_rows, b_rows, source, grid, stages) of every row of ``group``, in run order."""
+    if group == "share":
+        return [(128, 256, f"l2_share{g}", sms, st) for g in SHARE_G if sms % g == 0 for st in STAGES]
     out = []
     for a, b in PAIRS:
         for source in SOURCES:
@@ -165,7 +182,7 @@ def format_table(res: dict) -> str:
 
 
 # ----- GPU side ------------------------------------------------------------------------------------------
-def run_tma_pair(cp, module, sms: int, reps: int) -> tuple[dict, dict]:
+def run_tma_pair(cp, module, sms: int, reps: int, group: str = "tma_pair") -> tuple[dict, dict]:
     import numpy  # noqa: PLC0415
 
     from validation.calibration.tensor_probe import encode_tensor_map_2d  # noqa: PLC0415
@@ -175,12 +192,12 @@ def run_tma_pair(cp, module, sms: int, reps: int) -> tuple[dict, dict]:
     lat = cp.zeros(sms * ITERS, dtype=cp.int32)
     flag = cp.zeros(sms, dtype=cp.float32)
     rows, errors, raw = {}, {}, {}
-    plan = rows_plan(sms)
+    plan = rows_plan(sms, group)
     for a_rows, b_rows in PAIRS:
         tensors: dict[str, tuple] = {}
         cursor = 0
         try:
-            for src in SOURCES:
+            for src in dict.fromkeys(p[2] for p in plan if p[:2] == (a_rows, b_rows)):
                 total = walk(src, sms, ITERS)["total"]
                 maps = []
                 for r in (a_rows, b_rows):
@@ -246,8 +263,8 @@ def run_probe(quick: bool = False, only: Sequence[str] | None = None) -> dict:
     reps = QUICK_REPS if quick else REPS
     res: dict = {"meta": meta, "compile": compile_info, "sm_count": sms, "groups": list(only or GROUPS),
                  "rows": {}, "raw": {}, "errors": {}}
-    if "tma_pair" in (only or GROUPS):
-        out, errs = run_tma_pair(cp, built.module, sms, reps)
+    for group in (only or ("tma_pair",)):
+        out, errs = run_tma_pair(cp, built.module, sms, reps, group)
         res["rows"].update(out["rows"])
         res["raw"].update(out["raw"])
         res["errors"].update(errs)
@@ -269,8 +286,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     why = pc.gpu_missing()
     if why:
         return pc.no_gpu_exit("tma_pair_probe", why)
+    if only and "share" in only and len(only) > 1:
+        ap.error("--only share is written to its own file: run it alone")
     res = run_probe(quick=args.quick, only=only)
-    return pc.write_probe_result(args.out, RESULT_FILE, res, format_table(res), indent=None)
+    name = SHARE_FILE if only == ["share"] or only == ("share",) else RESULT_FILE
+    return pc.write_probe_result(args.out, name, res, format_table(res), indent=None)
 
 
 if __name__ == "__main__":

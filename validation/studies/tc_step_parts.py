@@ -264,7 +264,8 @@ def main(argv: list[str] | None = None) -> int:
                          for p, v in parts.items())
         print(f"    {r['status']}: {r.get('message', '')}\n    {line}", file=sys.stderr, flush=True)
     path = args.out / f"tc_step_parts_{m}x{n}x{k}.json"
-    path.write_text(json.dumps(out, indent=1))
+    # one line: every block's sums of every repetition are kept, and indented they would take megabytes
+    path.write_text(json.dumps(out, separators=(",", ":")) + "\n")
     print(f"wrote {path}")
     return 0
 

@@ -290,6 +290,7 @@ def tma_check(path: Path = TENSOR, hardware: str = "h200", stages: tuple = (1, 2
 
 
 TMA_PAIR = FEED.with_name("tma_pair.json")
+TMA_PAIR_SHARE = FEED.with_name("tma_pair_share.json")
 GROUPS = ("feed", "gemm_traffic", "gemm_traffic_hbm", "gemm_path", "tma", "tma_pair", "ring")
 
 
@@ -309,9 +310,14 @@ def _tma_pair_program(row: dict) -> TileProgram:
     Tensors of 4096 halves a row (8192-byte pitch, as the probe's). ``l2_disjoint``: each SM its own
     resident tiles (named by ``bx``), ``l2_same``: every SM the same tiles, ``hbm``: fresh tiles every pair
     (named by ``bx`` and the step: never resident)."""
-    coords = {"l2_disjoint": ("bx", 0), "l2_same": (0, 0), "hbm": ("bx", "k")}[row["source"]]
+    grid = (row["grid"], 1, 1)
+    if row["source"].startswith("l2_share"):  # G blocks read each pair: a grid of (grid / G, G), tiles by bx
+        g = int(row["source"][len("l2_share"):])
+        grid, coords = (row["grid"] // g, g, 1), ("bx", 0)
+    else:
+        coords = {"l2_disjoint": ("bx", 0), "l2_same": (0, 0), "hbm": ("bx", "k")}[row["source"]]
     loads = (_box_load("A", row["a_box"][0], coords), _box_load("B", row["b_box"][0], coords))
-    launch = Launch((row["grid"], 1, 1), 32, 32, row["smem_bytes"])
+    launch = Launch(grid, 32, 32, row["smem_bytes"])
     return TileProgram(f"tma_pair_a{row['a_box'][0]}b{row['b_box'][0]}_{row['source']}_s{row['stages']}", launch,
                        (Phase("loop", TMA_STEPS, Step(loads=loads), pipeline_depth=row["stages"] + 1),))
 
@@ -322,7 +328,11 @@ def tma_pair_check(path: Path = TMA_PAIR, hardware: str = "h200", hw=None) -> li
     time is ``stages`` periods of the steady loop: the engine's cycles per pair times ``stages``."""
     out = []
     base = hw if hw is not None else load(hardware)
-    for key, row in json.loads(Path(path).read_text())["rows"].items():
+    rows = dict(json.loads(Path(path).read_text())["rows"])
+    share = Path(path).with_name(TMA_PAIR_SHARE.name)
+    if share.exists():  # tma_pair_probe --only share: the 48 KiB pair read by G blocks
+        rows.update(json.loads(share.read_text())["rows"])
+    for key, row in rows.items():
         clk = float(row["sm_clock_hz"]["value"])
         h = with_overrides(base, sm_clock_hz=clk)
         prog = _tma_pair_program(row)
@@ -447,8 +457,8 @@ def main(argv=None) -> int:
         s1 = [r for r in pair if r[0].endswith(".s1")]
         print(f"== tma_pair: tma_pair_probe's A+B box pairs on one mbarrier, issue to landing cycles: MAPE "
               f"{mape(pair) * 100:.1f}% over {len(pair)} rows (one in flight: {mape(s1) * 100:.1f}% over {len(s1)})")
-        for sub in ("l2_disjoint.sms132", "l2_disjoint.sms1", "l2_same.sms132", "hbm.sms132", "hbm.sms1"):
-            rows = [r for r in pair if f".{sub}." in r[0]]
+        for sub in ("l2_disjoint.sms132", "l2_disjoint.sms1", "l2_share", "l2_same.sms132", "hbm.sms132", "hbm.sms1"):
+            rows = [r for r in pair if f".{sub}." in r[0] or (sub == "l2_share" and ".l2_share" in r[0])]
             print(f"  MAPE {sub:20s} {mape(rows) * 100:5.1f}%  (bias {statistics.mean(p / m - 1 for _, m, p in rows) * 100:+5.1f}%)")
         for name, m, p in pair:
             print(f"  {name:42s} measured {m:6.0f}  engine {p:6.0f}  {(p / m - 1) * 100:+6.1f}%")
