@@ -77,12 +77,14 @@ def test_without_the_fields_the_old_rule_holds():
 
 
 def test_the_tma_pair_rows():
-    """tma_pair group: 43.7% -> 28.1% over the 30 rows; the one-SM L2 rows with one pair in flight exact
-    (the fit), every-SM L2 rows with each SM its own tiles within 10% for 48 KiB; the every-SM same-tile rows
-    stay slow (+64%: the engine's shared-line rate, 9.68 TB/s from tma_share, is below what they move)."""
-    got = {k: (m, p) for k, m, p in tec.tma_pair_check()}
-    assert len(got) == 30
-    assert tec.mape([(k, m, p) for k, (m, p) in got.items()]) == pytest.approx(0.281, abs=0.01)
+    """tma_pair group: 43.7% -> 28.0% over the 30 rows of tma_pair.json; the one-SM L2 rows with one pair in
+    flight exact (the fit), every-SM L2 rows with each SM its own tiles within 10% for 48 KiB; the every-SM
+    same-tile rows stay slow (+64%: the engine's shared-line rate, 9.68 TB/s from tma_share, is below what they
+    move). The 10 rows of tma_pair_share.json (tiles read by G = 2..66 blocks) are read too."""
+    rows = tec.tma_pair_check()
+    got = {k: (m, p) for k, m, p in rows if ".l2_share" not in k}
+    assert len(got) == 30 and len(rows) == 40
+    assert tec.mape([(k, m, p) for k, (m, p) in got.items()]) == pytest.approx(0.280, abs=0.01)
     for k in ("a64b64", "a128b128", "a128b256"):
         m, p = got[f"tma_pair.{k}.l2_disjoint.sms1.s1"]
         assert p == pytest.approx(m, rel=0.01)
@@ -114,3 +116,19 @@ def test_a_ring_refills_a_buffer_once_the_wait_frees_it():
     assert _ring_cycles(2, hw) == pytest.approx(pair, rel=0.05)
     assert _ring_cycles(3, hw) == pytest.approx(pair / 2, rel=0.05)
     assert _ring_cycles(4, hw) == pytest.approx(pair / 3, rel=0.05)
+
+
+def test_tiles_read_by_many_blocks_land_sooner_than_the_engine_says():
+    """tma_pair_share.json: the 48 KiB pair on every SM, each read by G blocks. Up to G = 4 it lands as disjoint
+    tiles do (1667 cycles with one pair in flight) and the engine's shared-line rate agrees within 10%; from
+    G = 33 the L2 serves the repeats faster (1094, 903 at 66) and the engine is 50% or more slow: a recorded
+    defect, not modelled."""
+    got = {k: (m, p) for k, m, p in tec.tma_pair_check() if ".l2_share" in k}
+    assert len(got) == 10
+    for g in (2, 4):
+        for s in (1, 2):
+            m, p = got[f"tma_pair.a128b256.l2_share{g}.sms132.s{s}"]
+            assert p == pytest.approx(m, rel=0.10)
+    for g in (33, 66):
+        m, p = got[f"tma_pair.a128b256.l2_share{g}.sms132.s1"]
+        assert p > 1.5 * m
