@@ -40,6 +40,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from validation.calibration.block_rate_probe import fit as block_rate_fit
 from validation.harness.timing import percentile
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -1033,16 +1034,6 @@ def tma_pitch_field(rec: dict, result_path: str = "tensor.json") -> dict:
         "date": day}}
 
 
-def _line_fit(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
-    """Least-squares (intercept, slope) of y on x."""
-    n = len(points)
-    mx = sum(x for x, _ in points) / n
-    my = sum(y for _, y in points) / n
-    sxx = sum((x - mx) ** 2 for x, _ in points)
-    slope = sum((x - mx) * (y - my) for x, y in points) / sxx
-    return my - slope * mx, slope
-
-
 def tma_pair_fields(rec: dict, result_path: str = "tma_pair.json") -> dict:
     """The landing law of a GEMM k-step's TMA box pair (A and B boxes on one mbarrier), from tma_pair_probe's
     one-SM, one-in-flight rows (nothing else loads: the copy's own latency): issue-to-landing cycles against
@@ -1078,7 +1069,7 @@ def tma_pair_fields(rec: dict, result_path: str = "tma_pair.json") -> dict:
             pts.append((nbytes, y))
         if len(pts) < 2 or len({x for x, _ in pts}) < 2:
             continue
-        l0, slope = _line_fit(pts)
+        slope, l0 = block_rate_fit(pts)  # least-squares slope and intercept
         if l0 <= 0 or slope <= 0:
             continue
         bench = (f"tma_pair_probe one SM, one pair in flight, {source} ({result_path}: "

@@ -69,6 +69,17 @@ def trace_config(cfg, reps: int = REPS, flusher=None) -> dict:
     return got
 
 
+def event_seconds(cp, flusher, launch) -> float:
+    """One ``launch()`` timed by CUDA events, the L2 flushed (``flusher()``) before it."""
+    flusher()
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    start.record()
+    launch()
+    stop.record()
+    stop.synchronize()
+    return cp.cuda.get_elapsed_time(start, stop) * 1e-3
+
+
 def traced_runs(cp, flusher, launch_traced, launch_plain, buf, blocks: int, width: int, reps: int) -> dict:
     """Time the traced and the plain kernel in turn (the L2 flushed before each, two warm-up pairs), ``reps``
     times, reading after each traced run the stamp buffer ``buf`` of ``blocks`` rows of ``width`` words (word
@@ -77,13 +88,7 @@ def traced_runs(cp, flusher, launch_traced, launch_plain, buf, blocks: int, widt
     import numpy as np
 
     def timed(launch) -> float:
-        flusher()
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        launch()
-        stop.record()
-        stop.synchronize()
-        return cp.cuda.get_elapsed_time(start, stop) * 1e-3
+        return event_seconds(cp, flusher, launch)
 
     for _ in range(2):
         timed(launch_traced)

@@ -65,6 +65,7 @@ def trace_config(cfg, reps: int = REPS, flusher=None) -> dict:
 
     from validation.families.tc_gemm import runner, wgmma
     from validation.harness.timing import L2Flusher
+    from validation.studies.schedule_trace import event_seconds
 
     flusher = flusher or L2Flusher(cp)
     try:
@@ -83,13 +84,7 @@ def trace_config(cfg, reps: int = REPS, flusher=None) -> dict:
         return {"status": "wrong", "message": msg}
 
     def timed(launch) -> float:
-        flusher()
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        launch()
-        stop.record()
-        stop.synchronize()
-        return cp.cuda.get_elapsed_time(start, stop) * 1e-3
+        return event_seconds(cp, flusher, launch)
 
     for _ in range(2):  # warm-up pairs
         timed(traced.launch)
@@ -119,6 +114,7 @@ def trace_mma_config(cfg, reps: int = REPS, flusher=None) -> dict:
 
     from validation.families.tc_gemm import mma, runner
     from validation.harness.timing import L2Flusher
+    from validation.studies.schedule_trace import event_seconds
 
     flusher = flusher or L2Flusher(cp)
     try:
@@ -141,13 +137,7 @@ def trace_mma_config(cfg, reps: int = REPS, flusher=None) -> dict:
         kernel(g.grid, g.block, args, shared_mem=g.dynamic_smem_bytes)
 
     def timed(launch) -> float:
-        flusher()
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        launch()
-        stop.record()
-        stop.synchronize()
-        return cp.cuda.get_elapsed_time(start, stop) * 1e-3
+        return event_seconds(cp, flusher, launch)
 
     built = mma.Built(launch=traced_launch, kernel_names=src.name_expressions, attributes={})
     ok, _err, msg = runner.Case(cfg=cfg, built=built, a=plain.a, b=plain.b, c=plain.c).check()
