@@ -270,12 +270,14 @@ def cluster_release(hw) -> tuple[float, str]:
 
     The GEMM-shaped ring's whole release, ``cluster_release_arrive_cycles`` (cluster_probe's wgmma ring:
     1059 against 67 for a local arrive), and no hold; a ring's producer refills the stage only once it is
-    released (``StepCost.release_cycles``, the engine's refill delay). Session 17's judgement, with copies
-    issued once the step's data is in and that refill delay: over the 16 GEMM-shaped ring rows with remote
-    releases, this constant 9.1% (bias -4.8%; 2-stage rows 6.7%, 4-stage 11.5%), holding until the oldest
-    copy in flight lands 16.8%, until the last 20.3%, the fence alone 22.0%. The suite's cluster kernels
-    spend 1162-1434 cycles a k-step in the release (validation/results/h200/studies/tc_step_parts, not used
-    here). The figures before session 17 follow. The release's own fence was measured apart
+    released (``StepCost.release_cycles``, after the consumer's path to it, ``wgmma_refill_path_cycles``: the
+    engine's refill delay). Session 17's judgement, with copies issued once the step's data is in and that
+    refill delay: over the 16 GEMM-shaped ring rows with remote releases, this constant 12.9% (bias +1.4%;
+    2-stage rows 14.3% slow, 4-stage 11.5% fast), the fence alone 18.2%, holding until the oldest copy in
+    flight lands 19.1%, until the last 25.7% (with the refill right after the release and no consumer path:
+    9.1 / 22.0 / 16.8 / 20.3%, but the 32 rings without remote releases 16.5% against 8.1%). The suite's
+    cluster kernels spend 1146-1443 cycles a k-step in the release (validation/results/h200/studies/
+    tc_step_parts, not used here). The figures before session 17 follow. The release's own fence was measured apart
     (``cluster_release_fence_cycles``: 687 in the fence sync rows), and holding the step until the block's
     bulk copies land after it ("last" or "next") was weighed against the same probe's 16 GEMM-shaped ring
     rows with remote releases (wgmma.c{1,2}.s{2,4}.c2_{own,mc}_remote.rel_one, 16 MiB and 1 GiB tensors:

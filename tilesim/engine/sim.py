@@ -248,10 +248,18 @@ class _Plan:
         # a step whose arrives with cluster-scope release hold its end until bulk copies issued before them
         # land (StepCost.release_hold: "last" or "next"; "" none)
         self.release_hold = getattr(cost, "release_hold", "") if self.bulk else ""
-        # a pipelined ring whose stages are handed back by cluster-scope releases: the copies that refill a
-        # stage are issued once the release is done (the producer waits on the stage's empty barrier)
-        self.refill_delay_s = (getattr(cost, "release_cycles", 0.0) / clk
-                               if self.bulk and phase.pipeline_depth > 1 else 0.0)
+        # a pipelined ring of bulk copies that wgmma consumers read (a wgmma ring's producer): the copies that
+        # refill a stage are issued once the consumers have released it, after its data wait: they issue the step's wgmmas and
+        # wait_group (wgmma_refill_path_cycles, where measured), then arrive on the stage's empty barrier: a local
+        # arrive (mbarrier_local_release_cycles) or the step's cluster-scope releases (StepCost.release_cycles)
+        self.refill_delay_s = 0.0
+        consumers = any(isinstance(op, Mma) and op.scope == "warpgroup" for op in phase.step.compute)
+        if self.bulk and phase.pipeline_depth > 1 and consumers:
+            release = getattr(cost, "release_cycles", 0.0)
+            if not release and hw.has("mbarrier_local_release_cycles"):
+                release = hw.get("mbarrier_local_release_cycles")
+            path = hw.get("wgmma_refill_path_cycles") if hw.has("wgmma_refill_path_cycles") else 0.0
+            self.refill_delay_s = (path + release) / clk
         self.math_issue = cost.math_instructions
         # the tensor time of the step's warp-issued MMAs, which co-resident blocks run in phase
         # (StepCost.lockstep_tensor_cycles)

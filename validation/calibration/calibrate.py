@@ -33,6 +33,7 @@ import json
 import math
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -85,7 +86,11 @@ CLOCK_TMA_LOADS = ("tma_only", ("wgmma_rand_tma1x16k", "wgmma_rand_tma2x16k", "w
                                 "wgmma_rand_tma5x32k", "wgmma_rand_tma5x32k_shared"))
 FEED_FIELDS = ("ldgsts16_pipe_cycles", "ldgsts16_straddle_cycles_per_sector")
 SCHEDULERS_PER_SM = 4  # warp schedulers per SM, one instruction each per clock (H100 whitepaper; h200.toml)
-CLUSTER_FIELDS = ("cluster_release_arrive_cycles", "wgmma_consumer_step_cycles", "cluster_release_fence_cycles")
+CLUSTER_FIELDS = ("cluster_release_arrive_cycles", "wgmma_consumer_step_cycles", "cluster_release_fence_cycles",
+                  "wgmma_refill_path_cycles", "mbarrier_local_release_cycles")
+#: cluster_probe's 2-stage wgmma rings without a cluster (the H200's single-block ring GEMMs: 1 or 2 consumers,
+#: one local arrive per consumer and k-step): the consumer's path from its data wait to its stage release
+REFILL_ROWS = ("wgmma.c1.s2.c1.rel_one", "wgmma.c2.s2.c1.rel_one")
 #: the cluster_probe wgmma ring row like the H200's cluster GEMMs: 2 consumers, 4 stages, B loaded by
 #: each block, one thread per warpgroup arriving with cluster-scope release on the other block
 CLUSTER_RELEASE_ROW = "wgmma.c2.s4.c2_own_remote.rel_one"
@@ -1326,7 +1331,33 @@ def cluster_fields(rec: dict, result_path: str = "cluster_wgmma.json") -> dict:
             "how": "difference of two medians",
             "benchmark": f"cluster_probe {CLUSTER_RELEASE_ROW} ({result_path}): {period:.1f} cycles per k-step less the "
                          f"release's {rel:.1f} (of which {parts})"}
-    return out
+    return {**out, **refill_fields(rec, result_path)}
+
+
+def refill_fields(rec: dict, result_path: str = "cluster_wgmma.json") -> dict:
+    """What a wgmma ring's producer waits for between a stage's data landing in the next step and its refill:
+    the consumers issue that step's wgmmas, wait_group(1) and arrive on the stage's empty barrier. From the
+    2-stage rings without a cluster (:data:`REFILL_ROWS`), where every k-step waits for its data:
+    ``wgmma_refill_path_cycles``, the k-step less the consumer's full-barrier wait and its release (the wgmma
+    issue, wait_group and loop), and ``mbarrier_local_release_cycles``, the release (a local arrive); medians
+    over the rows (1 and 2 consumers)."""
+    rows = [(k, rec.get("wgmma", {}).get(k)) for k in REFILL_ROWS]
+    rows = [(k, r) for k, r in rows if r and all(f in r for f in ("full_wait_per_step", "release_per_step"))]
+    if not rows:
+        return {}
+    v = lambda r, f: float(r[f]["value"]) if isinstance(r[f], dict) else float(r[f])  # noqa: E731
+    paths = sorted(v(r, "value") - v(r, "full_wait_per_step") - v(r, "release_per_step") for _, r in rows)
+    rels = sorted(v(r, "release_per_step") for _, r in rows)
+    used = "; ".join(f"{k} {v(r, 'value'):.1f} - full wait {v(r, 'full_wait_per_step'):.1f} - release "
+                     f"{v(r, 'release_per_step'):.1f}" for k, r in rows)
+    date = rec.get("meta", {}).get("date_utc")
+    bench = f"cluster_probe 2-stage rings without a cluster ({result_path}: {used} cycles per k-step)"
+    return {"wgmma_refill_path_cycles": {"value": statistics.median(paths), "unit": "cycles", "benchmark": bench,
+                                         "n": len(paths), "p10": paths[0], "p90": paths[-1], "date": date,
+                                         "how": "median over the rows of the k-step less its full wait and release"},
+            "mbarrier_local_release_cycles": {"value": statistics.median(rels), "unit": "cycles", "benchmark": bench,
+                                              "n": len(rels), "p10": rels[0], "p90": rels[-1], "date": date,
+                                              "how": "median over the rows of release_per_step"}}
 
 
 def cluster_fence_fields(rec: dict, result_path: str = "cluster_fence.json") -> dict:
