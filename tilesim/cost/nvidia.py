@@ -189,6 +189,9 @@ class StepCost:
     # cycles of the step's cluster-scope releases (cluster_arrives x cluster_release): a ring's producer
     # refills the stage they hand back only after them
     release_cycles: float = 0.0
+    # the same against the bulk copies the block has in flight, [[copies, cycles], ...], where measured
+    # (cluster_release_cycles_by_inflight: the fence waits for them); the engine reads it at its ring's depth
+    release_cycles_by_inflight: list = field(default_factory=list)
 
     @property
     def issue(self) -> float:
@@ -271,11 +274,14 @@ def cluster_release(hw) -> tuple[float, str]:
     The GEMM-shaped ring's whole release, ``cluster_release_arrive_cycles`` (cluster_probe's wgmma ring:
     1059 against 67 for a local arrive), and no hold; a ring's producer refills the stage only once it is
     released (``StepCost.release_cycles``, after the consumer's path to it, ``wgmma_refill_path_cycles``: the
-    engine's refill delay). Session 17's judgement, with copies issued once the step's data is in and that
-    refill delay: over the 16 GEMM-shaped ring rows with remote releases, this constant 12.9% (bias +1.4%;
-    2-stage rows 14.3% slow, 4-stage 11.5% fast), the fence alone 18.2%, holding until the oldest copy in
-    flight lands 19.1%, until the last 25.7% (with the refill right after the release and no consumer path:
-    9.1 / 22.0 / 16.8 / 20.3%, but the 32 rings without remote releases 16.5% against 8.1%). The suite's
+    engine's refill delay), and where ``cluster_release_cycles_by_inflight`` is measured (the fence waits for
+    the copies its SM has in flight: 835 / 1059 / 1038 cycles with 1 / 2 / 4 boxes, cluster_fence.json's
+    stream rows) the engine reads that at its ring's depth - 1 in place of this
+    (StepCost.release_cycles_by_inflight). Session 17's judgement, with copies issued once the step's data is
+    in and that refill delay: over the 16 GEMM-shaped ring rows with remote releases, the release against
+    copies in flight 9.8% (bias -3.7%; 2-stage 7.5%, 4-stage 12.1%), this constant at every depth 12.9%, the
+    fence alone 18.2%, holding until the oldest copy in flight lands 19.1%, until the last 25.7%; the 32
+    rings without remote releases 8.1%. The suite's
     cluster kernels spend 1146-1443 cycles a k-step in the release (validation/results/h200/studies/
     tc_step_parts, not used here). The figures before session 17 follow. The release's own fence was measured apart
     (``cluster_release_fence_cycles``: 687 in the fence sync rows), and holding the step until the block's
@@ -470,6 +476,9 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
         cycles, c.release_hold = cluster_release(hw)
         crit += step.cluster_arrives * cycles
         c.release_cycles = step.cluster_arrives * cycles
+        if hw.has("cluster_release_cycles_by_inflight"):
+            c.release_cycles_by_inflight = [[n, step.cluster_arrives * y]
+                                            for n, y in hw.get("cluster_release_cycles_by_inflight")]
     c.barriers = float(step.barriers * warps_per_block)
     if step.barriers:
         crit += step.barriers * barrier_latency_cycles(hw, warps_per_block)

@@ -75,6 +75,7 @@ from tilesim.engine.channel import Channel, prepared, request_all
 from tilesim.engine.floors import PER_SM_TERMS, program_terms
 from tilesim.engine.l2 import L2Cache
 from tilesim.hardware import HardwareSpec, with_overrides
+from tilesim.hardware.spec import interp
 from tilesim.program import Affine, GlobalLoad, Mma, Phase, TileProgram, TileRef
 from tilesim.result import Interval, SimResult, Traffic
 
@@ -252,10 +253,18 @@ class _Plan:
         # refill a stage are issued once the consumers have released it, after its data wait: they issue the step's wgmmas and
         # wait_group (wgmma_refill_path_cycles, where measured), then arrive on the stage's empty barrier: a local
         # arrive (mbarrier_local_release_cycles) or the step's cluster-scope releases (StepCost.release_cycles)
+        release = getattr(cost, "release_cycles", 0.0)
+        by_inflight = getattr(cost, "release_cycles_by_inflight", ())
+        if release and by_inflight and phase.pipeline_depth > 1:
+            # a ring's cluster-scope releases wait for the copies its block has in flight: the ring's
+            # pipeline_depth - 1 while its steps run (StepCost.release_cycles_by_inflight), in place of the
+            # whole release the step's critical path was charged
+            at = interp(by_inflight, phase.pipeline_depth - 1)
+            self.crit_s += (at - release) / clk
+            release = at
         self.refill_delay_s = 0.0
         consumers = any(isinstance(op, Mma) and op.scope == "warpgroup" for op in phase.step.compute)
         if self.bulk and phase.pipeline_depth > 1 and consumers:
-            release = getattr(cost, "release_cycles", 0.0)
             if not release and hw.has("mbarrier_local_release_cycles"):
                 release = hw.get("mbarrier_local_release_cycles")
             path = hw.get("wgmma_refill_path_cycles") if hw.has("wgmma_refill_path_cycles") else 0.0

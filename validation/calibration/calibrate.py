@@ -87,7 +87,7 @@ CLOCK_TMA_LOADS = ("tma_only", ("wgmma_rand_tma1x16k", "wgmma_rand_tma2x16k", "w
 FEED_FIELDS = ("ldgsts16_pipe_cycles", "ldgsts16_straddle_cycles_per_sector")
 SCHEDULERS_PER_SM = 4  # warp schedulers per SM, one instruction each per clock (H100 whitepaper; h200.toml)
 CLUSTER_FIELDS = ("cluster_release_arrive_cycles", "wgmma_consumer_step_cycles", "cluster_release_fence_cycles",
-                  "wgmma_refill_path_cycles", "mbarrier_local_release_cycles")
+                  "wgmma_refill_path_cycles", "mbarrier_local_release_cycles", "cluster_release_cycles_by_inflight")
 #: cluster_probe's 2-stage wgmma rings without a cluster (the H200's single-block ring GEMMs: 1 or 2 consumers,
 #: one local arrive per consumer and k-step): the consumer's path from its data wait to its stage release
 REFILL_ROWS = ("wgmma.c1.s2.c1.rel_one", "wgmma.c2.s2.c1.rel_one")
@@ -1363,9 +1363,9 @@ def refill_fields(rec: dict, result_path: str = "cluster_wgmma.json") -> dict:
 def cluster_fence_fields(rec: dict, result_path: str = "cluster_fence.json") -> dict:
     """``cluster_release_fence_cycles`` from cluster_probe's fence rows
     (:func:`validation.calibration.cluster_probe.release_model_fields`)."""
-    from validation.calibration.cluster_probe import release_model_fields  # noqa: PLC0415
+    from validation.calibration.cluster_probe import release_by_inflight_field, release_model_fields  # noqa: PLC0415
 
-    return release_model_fields(rec, result_path)
+    return {**release_model_fields(rec, result_path), **release_by_inflight_field(rec, result_path)}
 
 
 def source_text(entry: dict, date: str) -> str:

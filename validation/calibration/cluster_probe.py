@@ -91,6 +91,7 @@ globaltimer start, count; a/b are the ring's empty/full waits, the TMA latency's
 
 from __future__ import annotations
 
+import re
 import sys
 import tempfile
 import time
@@ -622,6 +623,27 @@ def release_model_fields(rec: dict, result_path: str = "cluster_fence.json") -> 
         "value": _median(vals), "unit": "cycles", "n": len(vals), "p10": min(vals), "p90": max(vals),
         "how": f"median over {len(vals)} rows (p10/p90: the least and most)", "date": date,
         "benchmark": f"cluster_probe fence.sync.release.*.loader rows ({result_path}: {raw})"}}
+
+
+def release_by_inflight_field(rec: dict, result_path: str = "cluster_fence.json") -> dict:
+    """``cluster_release_cycles_by_inflight``: the GEMM's release (arrive.release.cluster on the peer) against
+    the copies its SM has in flight while every SM streams L2-resident 256 x 64 boxes and releases (the
+    stream rows ``fence.stream.release.l2.b256.if<N>.load_all.rel_pair``): [[boxes in flight, cycles], ...]."""
+    pts, used = [], []
+    for name, r in sorted(rec.get("fence", {}).items()):
+        m = re.fullmatch(r"fence\.stream\.release\.l2\.b256\.if(\d+)\.load_all\.rel_pair", name)
+        if m and r.get("value"):
+            pts.append([int(m.group(1)), float(r["value"])])
+            used.append(f"if{m.group(1)} {float(r['value']):.0f}")
+    if len(pts) < 2:
+        return {}
+    pts.sort()
+    vals = [y for _, y in pts]
+    return {"cluster_release_cycles_by_inflight": {
+        "value": pts, "unit": "cycles", "n": len(pts), "p10": min(vals), "p90": max(vals),
+        "how": "one point per row (boxes in flight, median release)", "date": rec.get("meta", {}).get("date_utc"),
+        "benchmark": f"cluster_probe fence.stream.release.l2.b256.if*.load_all.rel_pair ({result_path}: "
+                     f"{', '.join(used)} cycles)"}}
 
 
 def fence_fields(rec: dict, result_path: str = "cluster_fence.json") -> dict:

@@ -402,7 +402,11 @@ def ring_cycles(row: dict, source: str, rule: str = "const", hardware: str = "h2
     if fn is None:
         res = Engine(prog, hw).run()  # at the recorded clock: no settling
     else:
-        # the rule in place of the profile's; the cost cache must not keep (or hand out) the other rule's steps
+        # the rule in place of the profile's, at every ring depth (a flat release-against-copies-in-flight
+        # curve); the cost cache must not keep (or hand out) the other rule's steps
+        cycles = fn(hw)[0]
+        if hw.has("cluster_release_cycles_by_inflight"):
+            hw = with_overrides(hw, cluster_release_cycles_by_inflight=((1, cycles), (4, cycles)))
         cost._cache.clear()
         try:
             with mock.patch.object(nvidia, "cluster_release", fn):
