@@ -892,6 +892,18 @@ class Engine:
         if done > env._now and (wait := _wait(env, done - env._now)) is not None:
             yield wait
 
+    def _issue_through(self, pl: _Plan, slot: int, lane: _Lane, first: int, count: int, share: float, lead: bool,
+                       tally: _Tally, upto: int, delay_s: float) -> None:
+        """Issue the warp group's loads of its next steps up to step ``upto`` (excluded), each ready
+        ``delay_s`` after its data lands (a ring's refill waits for its consumers' release)."""
+        while lane.issued < upto:
+            ready = self._issue_loads(pl, lane.issued, first, count, share, lane if lead else None, tally,
+                                      lane.l1) + delay_s
+            lane.pending.append(ready)
+            if self.want_timeline:
+                self._record_loads(pl, slot, lane, ready)
+            lane.issued += 1
+
     def _steps(self, pl: _Plan, slot: int, lane: _Lane, first: int, count: int, share: float, lead: bool,
                start: int, steps: int, tally: _Tally):
         """One warp group runs steps ``start .. start+steps-1`` of a phase (a simpy process)."""
@@ -902,25 +914,16 @@ class Engine:
         # ``depth - 1`` steps'; after the wait: the step ``depth - 1`` ahead, whose slot the wait frees
         before = max(1, depth - 1)
         for i in range(start, start + steps):
-            while lane.issued < min(n, i + before):
-                ready = self._issue_loads(pl, lane.issued, first, count, share, lane if lead else None, tally,
-                                          lane.l1)
-                lane.pending.append(ready)
-                if self.want_timeline:
-                    self._record_loads(pl, slot, lane, ready)
-                lane.issued += 1
+            if lane.issued < min(n, i + before):
+                self._issue_through(pl, slot, lane, first, count, share, lead, tally, min(n, i + before), 0.0)
             ready = lane.pending.popleft()
             t0 = env._now
             if ready > t0 and (wait := _wait(env, ready - t0)) is not None:
                 yield wait
             t1 = env._now
-            while lane.issued < min(n, i + depth):
-                ready = self._issue_loads(pl, lane.issued, first, count, share, lane if lead else None, tally,
-                                          lane.l1) + pl.refill_delay_s
-                lane.pending.append(ready)
-                if self.want_timeline:
-                    self._record_loads(pl, slot, lane, ready)
-                lane.issued += 1
+            if lane.issued < min(n, i + depth):
+                self._issue_through(pl, slot, lane, first, count, share, lead, tally, min(n, i + depth),
+                                    pl.refill_delay_s)
             parts = yield from self._compute(pl, i, first, count, share, tally)
             if pl.release_hold and lane.pending:
                 # the step's release (at its end) waits for copies issued before it (later steps' stages):
