@@ -75,7 +75,7 @@ def test_slots_that_alternate_between_two_group_times_settle():
 
 
 def test_window_cycles_are_found_and_transients_are_not():
-    from tilesim.engine.sim import MAX_WINDOW_CYCLE, _window_cycle
+    from tilesim.engine.steady import MAX_WINDOW_CYCLE, _window_cycle
 
     first = [5.0]  # the loop's first window never counts
     assert _window_cycle(first + [2.0, 2.0, 2.0], 0.01) == 1
@@ -130,7 +130,7 @@ def test_rounds_of_group_completions_that_cycle_settle_on_the_cycle():
 
 
 def test_completion_cycles_are_found_and_jitter_is_not():
-    from tilesim.engine.sim import GROUP_CYCLE_ROUNDS, GROUP_SAMPLES, _completion_cycle
+    from tilesim.engine.steady import GROUP_CYCLE_ROUNDS, GROUP_SAMPLES, _completion_cycle
 
     slots = 8
     gaps = [0.41, 0.15, 0.11, 0.016, 0.047, 0.027, 0.02, 0.026, 0.31, 0.26, 0.22, 0.089, 0.064, 0.02, 0.026,
@@ -188,7 +188,7 @@ def test_step_costs_are_kept_and_handed_out_as_copies():
 
 
 def test_window_means_settle_jittering_loops_and_not_ramps():
-    from tilesim.engine.sim import STEADY_TOL, WINDOW_SAMPLES, WINDOW_SAMPLES_MIN, _window_mean
+    from tilesim.engine.steady import STEADY_TOL, WINDOW_SAMPLES, WINDOW_SAMPLES_MIN, _window_mean
 
     rng = random.Random(7)
     first = [5.0]  # the loop's first window never counts
@@ -260,7 +260,8 @@ def test_tile_projections_worked_out_by_column_match_block_by_block(family, knob
     are those (and in the first-seen order, which the L2 lookups follow) that substituting each
     block's indices into the tile's coordinates gives, with as many blocks each."""
     from tilesim.api import lower, resolve_hardware
-    from tilesim.engine.sim import Engine, _project
+    from tilesim.engine.projection import _project
+    from tilesim.engine.sim import Engine
 
     hw = resolve_hardware("h200")
     program = lower(registry.get(family).make(**knobs), hw)[0]

@@ -70,7 +70,7 @@ def test_the_profile_value_comes_from_the_probe_record():
 
 # ----- lines several SMs read (tensor_probe tma_share) ---------------------------------------------
 def test_a_tile_several_blocks_read_is_a_shared_line_load():
-    from tilesim.engine.sim import _read_by_several_blocks
+    from tilesim.engine.plan import _read_by_several_blocks
 
     a = TileRef("A", ("by", "k"), 1024)
     assert _read_by_several_blocks(a, (4, 2, 1))  # every block of a row of the grid reads it
@@ -80,7 +80,7 @@ def test_a_tile_several_blocks_read_is_a_shared_line_load():
 
 
 def test_shared_lines_take_the_measured_rate_on_the_l2_channel():
-    from tilesim.engine.sim import _l2_channel_scale
+    from tilesim.engine.plan import _l2_channel_scale
 
     shared, own = _box(8192), Step(loads=(GlobalLoad(TileRef("X", ("bx", "by"), 128 * 128),
                                                    _box(8192).loads[0].instructions, dest="bulk"),))

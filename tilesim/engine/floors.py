@@ -1,7 +1,7 @@
 """Floors of a tile program's time per resource, from its step costs alone (no simulation).
 
 Used by the tuner's lower bound (:mod:`tilesim.tune`) and by the engine's first guess of the SM clock
-under tensor load (:func:`tilesim.engine.sim._clock_guess`). Each term is a time no run of the program
+under tensor load (:func:`tilesim.engine.clock._clock_guess`). Each term is a time no run of the program
 can beat on that resource; their largest is a lower bound of the simulated time.
 """
 

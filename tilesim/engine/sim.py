@@ -58,243 +58,50 @@ holds are checked against).
 
 from __future__ import annotations
 
-import gc
 from collections import Counter, deque
-from contextlib import contextmanager
-from heapq import heappop, heappush
 
 import simpy
-from simpy.events import NORMAL, PENDING, URGENT, Event, Timeout
 
 from tilesim.analytic.bounds import roofline_time_s
 from tilesim.analytic.checks import check_not_faster_than_roofline, check_program
 from tilesim.analytic.occupancy import occupancy as occupancy_of
 from tilesim.analytic.waves import waves as waves_of
-from tilesim.cost import StepCost, step_cost
 from tilesim.engine.channel import Channel, prepared, request_all
-from tilesim.engine.floors import PER_SM_TERMS, program_terms
+from tilesim.engine.clock import CLOCK_ITERATIONS, CLOCK_TOLERANCE, _bulk_load_share, _clock_guess
+from tilesim.engine.events import _AllDone, _fewer_collections, _process, _run, _timeout, _wait
 from tilesim.engine.l2 import L2Cache
+from tilesim.engine.plan import (
+    CHANNELS,
+    COMPUTE_COUNTERS,
+    MATH_PIPES,
+    PER_SM_COUNTERS,
+    POSTED,
+    _Lane,
+    _Plan,
+    _Tally,
+)
+from tilesim.engine.projection import _form_column, _linear_forms, _project
+from tilesim.engine.steady import (
+    FALLBACK_WINDOWS,
+    GROUP_AVERAGE_ROUNDS,
+    GROUP_CYCLE_ROUNDS,
+    GROUP_SAMPLES,
+    GROUP_STEADY_SHARE,
+    GROUP_STEADY_TOL,
+    MAX_GROUP_CYCLE,
+    MAX_WINDOW_CYCLE,
+    MIN_GROUP_HOLD,
+    STEADY_TOL,
+    WINDOW_SAMPLES,
+    _completion_cycle,
+    _window_cycle,
+    _window_mean,
+)
 from tilesim.hardware import HardwareSpec, with_overrides
-from tilesim.hardware.spec import interp
-from tilesim.program import Affine, GlobalLoad, Mma, Phase, TileProgram, TileRef
+from tilesim.program import Mma, TileProgram, TileRef
 from tilesim.result import Interval, SimResult, Traffic
 
-STEADY_TOL = 0.01  # relative difference of two step windows that counts as settled
-GROUP_STEADY_TOL = 0.01  # relative difference of group completion runs that counts as settled
-# Whole block groups settle on the rate at which full groups complete over all slots, counted from the
-# end of the last slot's first group (the first groups carry the launch's ramp), in runs of c rounds
-# (c x slots completions; a round is one group a slot): _groups_settled. A run's time is taken ending
-# at each of the last max(c x slots, GROUP_SAMPLES) completions, so a lone late group or a cycle of
-# rounds (slots taking turns at a channel: 9-round cycles seen, reduction unroll_last_warp 2^26 at 8
-# slots) is averaged over instead of two runs matching by chance
-GROUP_SAMPLES = 4  # runs looked at, at least (one slot: its last four groups)
-# below GROUP_AVERAGE_ROUNDS rounds a run, this share of the runs must lie within GROUP_STEADY_TOL of
-# their median (in a cycle longer than the run, runs ending at different completions differ by its swing)
-GROUP_STEADY_SHARE = 0.75
-GROUP_AVERAGE_ROUNDS = 4  # from this many rounds a run, the runs' mean alone decides (2adea2c's run length)
-MAX_GROUP_CYCLE = 12  # rounds a run, at most
-# or once the runs of L completions (L any number up to MAX_GROUP_CYCLE rounds') ending at each of the
-# last max(L, GROUP_CYCLE_ROUNDS rounds, GROUP_SAMPLES) + 1 completions all take the same time (_completion_cycle):
-# the completions repeat every L however the slots take turns
-GROUP_CYCLE_ROUNDS = 2
-# whole groups are held only for at least this many group times (a slot in another phase than the
-# first holder's stretches or squeezes its groups to the common end, by up to half a group)
-MIN_GROUP_HOLD = 2
-MAX_WARP_GROUPS = 8  # independent warp groups simulated per block (warps aggregated beyond)
-MAX_ROUNDS = 4  # load-then-use rounds simulated per step (rounds beyond are aggregated)
-MAX_MATH_GROUPS = 4  # concurrent warp groups simulated per block between barriers
 MAX_TIMELINE = 20000
-FALLBACK_WINDOWS = 4  # steady windows after which a group holds alone
-# a k-loop whose step windows jitter around a steady mean (slots taking turns at a channel repeat
-# every few windows) is steady once its windows repeat in runs of c, for some c up to this (the
-# last three runs each within STEADY_TOL of the one before); it holds at their mean (_window_cycle)
-MAX_WINDOW_CYCLE = 12  # 9-window cycles seen: tile_sizes reg2d 64x128x16 t8x8 vec at 4096^3, 4 slots
-# a k-loop whose windows jitter without repeating is steady once the mean of its last windows is
-# known well enough (_window_mean): from WINDOW_SAMPLES_MIN to WINDOW_SAMPLES windows, a standard
-# error of their mean within WINDOW_SE_TOL x STEADY_TOL of it, and no ramp between their halves
-WINDOW_SAMPLES_MIN = 10
-WINDOW_SAMPLES = 16
-WINDOW_SE_TOL = 1.5
-WINDOW_TREND_TOL = 2.0
-MATH_PIPES = ("fma", "sfu", "int", "fp64", "shuffle")
-CHANNELS = ("issue", *MATH_PIPES, "tensor", "smem", "l1", "l2", "hbm", "dispatch", "atomic")
-COUNTERS = CHANNELS + ("hbm_read", "hbm_write", "l2_load", "l2_store", "smem_bytes", "smem_ideal", "ffma",
-                       "l1_fill", "hbm_flushed_writeback")
-COMPUTE_COUNTERS = ("issue", *MATH_PIPES, "tensor", "smem", "smem_bytes", "smem_ideal", "ffma")  # a step's compute adds
-POSTED = ("atomic",)  # chip-wide channels whose requests no block waits for: held work is queued, not reserved
-PER_SM_COUNTERS = ("issue", *MATH_PIPES, "tensor", "smem", "l1", "dispatch", "smem_bytes", "smem_ideal", "ffma")
-GC_THRESHOLD = 100_000  # allocations between the garbage collector's young-generation runs during a run (Engine.run)
-LOOP = "@"  # the loop index in a tile's projection (phases share tiles by position, not by name)
-
-
-class _Tally:
-    """Counters of one phase: channel amounts (what a reservation needs) and reporting counts."""
-
-    __slots__ = ("v",)
-
-    def __init__(self) -> None:
-        self.v = dict.fromkeys(COUNTERS, 0.0)
-
-    def add(self, other: _Tally, scale: float = 1.0) -> None:
-        v = self.v
-        if scale == 1.0:  # x * 1.0 is x: the same sums without the products
-            for k, x in other.v.items():
-                if x:  # adding nothing changes nothing
-                    v[k] += x
-            return
-        for k, x in other.v.items():
-            if x:
-                v[k] += x * scale
-
-
-class _Lane:
-    """A warp group's load pipeline: the completion times of loads issued ahead."""
-
-    __slots__ = ("pending", "issued", "missed", "l1", "l1_missed", "group")
-
-    def __init__(self, group: int = 0) -> None:
-        self.group = group  # the warp group's index in its block (for the timeline)
-        self.pending: deque = deque()
-        self.issued = 0
-        self.missed: dict = {}  # bytes missed per tile prefix in the current window
-        self.l1: dict = {}  # step -> (L2 bytes per block the L1 served, every load served): the group's
-        self.l1_missed: dict = {}  # L1 misses of the representative SM's block in the current window
-
-
-class _Plan:
-    """One phase, ready to run: its step's cost on this GPU and what the engine derives from it."""
-
-    def __init__(self, phase: Phase, hw: HardwareSpec, warps_per_block: int, active_warps: float,
-                 grid: tuple[int, int, int] = (1, 1, 1)) -> None:
-        self.phase = phase
-        self.trips = phase.trips
-        self.depth = phase.pipeline_depth
-        self.window = phase.pipeline_depth + 1
-        self.index = phase.index
-        cost: StepCost = step_cost(phase.step, hw, warps_per_block)
-        self.cost = cost
-        clk = hw.sm_clock_hz
-        t = _Tally()
-        v = t.v
-        v["issue"] = cost.issue
-        # the math of one step per pipe, in the pipe's cycles at each dtype's rate on this GPU
-        self.math: dict[str, float] = {}
-        for (pipe, dtype), count in cost.pipe_instructions.items():
-            if count:
-                rate = hw.pipe_warp_instr_per_clk(pipe, dtype, warps=active_warps if pipe == "fma" else None)
-                self.math[pipe] = self.math.get(pipe, 0.0) + count / rate
-        if cost.tensor_cycles:
-            self.math["tensor"] = cost.tensor_cycles
-        for pipe in MATH_PIPES:
-            v[pipe] = self.math.get(pipe, 0.0)
-        v["tensor"] = cost.tensor_cycles
-        v["smem"] = cost.smem_wavefronts
-        v["l1"] = cost.load_l1_cycles
-        v["l2_load"] = cost.load_l2_bytes
-        v["smem_bytes"] = cost.staging_bytes + cost.shared_load_bytes
-        v["smem_ideal"] = cost.staging_ideal + cost.shared_load_ideal + cost.shuffle_wavefronts  # shuffles never conflict
-        v["ffma"] = cost.ffma
-        self.tally = t
-        self.crit_s = cost.critical_path_cycles / clk
-        # what copies straddling sector boundaries add to the path to the step's fragment loads
-        # (StepCost.copy_straddle_cycles)
-        self.straddle_s = getattr(cost, "copy_straddle_cycles", 0.0) / clk
-        self.groups = min(phase.warp_groups, MAX_WARP_GROUPS)
-        self.rounds = min(phase.step.rounds, MAX_ROUNDS)
-        # barrier-free loops already run independent warp groups (``warp_groups``)
-        self.math_groups = min(warps_per_block, MAX_MATH_GROUPS) if self.groups == 1 else 1
-        # a loop body larger than the instruction cache leaves lone warps waiting on fetch
-        body_bytes = cost.issue / warps_per_block * hw.instruction_bytes
-        self.warp_ipc_per_s = hw.warp_issue_per_clk * hw.code_issue_factor(body_bytes) * clk
-        self.loads: tuple[GlobalLoad, ...] = phase.step.loads
-        self.stores = phase.step.stores
-        self.atomics = tuple(a for a in phase.step.atomics if a.space == "global")
-        # whether each load's, store's and global atomic's tile names the loop index: one that does
-        # not is the same data every step, looked up in the caches as k-step 0 (_key)
-        self.load_varies = tuple(phase.index in ld.tile.index_names() for ld in self.loads)
-        self.store_varies = tuple(phase.index in st.tile.index_names() for st in self.stores)
-        self.atomic_varies = tuple(phase.index in at.tile.index_names() for at in self.atomics)
-        # which loads the L1 caches (their L2 bytes each), when the cost model says
-        self.l1_loads = (tuple(zip(range(len(self.loads)), cost.load_l2_bytes_each, cost.load_l1_cacheable,
-                                   strict=True)) if len(cost.load_l2_bytes_each) == len(self.loads) else ())
-        # what a missed tile of each load costs in DRAM bytes per byte of the tile (StepCost.load_dram_bytes_each
-        # over load_l2_bytes_each: above 1 for isolated sectors whose 64-byte pair DRAM reads too), and a step's
-        # most DRAM bytes
-        l2_each = cost.load_l2_bytes_each
-        dram_each = getattr(cost, "load_dram_bytes_each", ())
-        same = len(dram_each) == len(self.loads) == len(l2_each)
-        self.dram_factor_each = (tuple(d / b if b > 0 else 1.0 for d, b in zip(dram_each, l2_each, strict=True))
-                                 if same else (1.0,) * len(self.loads))
-        self.load_dram_bytes = sum(dram_each) if same else cost.load_l2_bytes
-        # the L2 channel's bytes per L2 byte of the step's loads: lines that several blocks read are served
-        # at l2_shared_line_bytes_per_s where measured (tensor_probe tma_share), the others at l2_bytes_per_s
-        self.l2_channel_scale = _l2_channel_scale(self.loads, l2_each, grid, hw)
-        # what each load's missed DRAM bytes occupy of the HBM channel per byte: 1, or more for reads of
-        # less than a line (set by the engine, which knows the channel's rate: Engine._hbm_occupancy)
-        self.hbm_access_each = tuple(getattr(cost, "load_hbm_access_bytes_each", ()))
-        # a load whose warp instructions touch many lines waits for the last of them: the measured extra
-        # latency of such a burst from HBM and from the L2 (HardwareSpec.burst_extra_cycles_at)
-        lines = getattr(cost, "load_lines_per_instruction", 0.0)
-        self.burst_hbm_s = hw.burst_extra_cycles_at("hbm", lines) / clk if lines > 1 else 0.0
-        self.burst_l2_s = hw.burst_extra_cycles_at("l2", lines) / clk if lines > 1 else 0.0
-        self.hbm_occupancy_each = (1.0,) * len(self.loads)
-        self.hbm_occupancy = False
-        # the L1 cycles each load takes beyond load_l1_cycles when it misses in the L1 (the miss path's
-        # line a clock, StepCost.load_l1_miss_cycles_each), and all of them (no load served by the L1)
-        each = getattr(cost, "load_l1_miss_cycles_each", ())
-        self.l1_miss_each = tuple(each) if len(each) == len(self.loads) else (0.0,) * len(self.loads)
-        self.l1_miss_all = sum(self.l1_miss_each)
-        self.in_loop = phase.trips > 1
-        self.bulk = bool(self.loads) and all(ld.dest == "bulk" for ld in self.loads)
-        # a step whose arrives with cluster-scope release hold its end until bulk copies issued before them
-        # land (StepCost.release_hold: "last" or "next"; "" none)
-        self.release_hold = getattr(cost, "release_hold", "") if self.bulk else ""
-        # a pipelined ring of bulk copies that wgmma consumers read (a wgmma ring's producer): the copies that
-        # refill a stage are issued once the consumers have released it, after its data wait: they issue the step's wgmmas and
-        # wait_group (wgmma_refill_path_cycles, where measured), then arrive on the stage's empty barrier: a local
-        # arrive (mbarrier_local_release_cycles) or the step's cluster-scope releases (StepCost.release_cycles)
-        release = getattr(cost, "release_cycles", 0.0)
-        by_inflight = getattr(cost, "release_cycles_by_inflight", ())
-        if release and by_inflight and phase.pipeline_depth > 1:
-            # a ring's cluster-scope releases wait for the copies its block has in flight: the ring's
-            # pipeline_depth - 1 while its steps run (StepCost.release_cycles_by_inflight), in place of the
-            # whole release the step's critical path was charged
-            at = interp(by_inflight, phase.pipeline_depth - 1)
-            self.crit_s += (at - release) / clk
-            release = at
-        self.refill_delay_s = 0.0
-        consumers = any(isinstance(op, Mma) and op.scope == "warpgroup" for op in phase.step.compute)
-        if self.bulk and phase.pipeline_depth > 1 and consumers:
-            if not release and hw.has("mbarrier_local_release_cycles"):
-                release = hw.get("mbarrier_local_release_cycles")
-            path = hw.get("wgmma_refill_path_cycles") if hw.has("wgmma_refill_path_cycles") else 0.0
-            self.refill_delay_s = (path + release) / clk
-        self.math_issue = cost.math_instructions
-        # the tensor time of the step's warp-issued MMAs, which co-resident blocks run in phase
-        # (StepCost.lockstep_tensor_cycles)
-        self.lockstep_s = cost.lockstep_tensor_cycles / clk
-        self.math_rounds: dict = {}  # share of the step -> one round's requests (Engine._math_round)
-        self.compute_counts: dict = {}  # share of the step -> its COMPUTE_COUNTERS that are not 0 (Engine._compute)
-        self.staging: dict = {}  # share of the step -> its staging requests (Engine._staging)
-
-
-def _read_by_several_blocks(tile: TileRef, grid: tuple[int, int, int]) -> bool:
-    """Whether more than one block of ``grid`` reads ``tile``: some grid dimension of more than one
-    block is not among the names that place it."""
-    names = tile.index_names()
-    return any(extent > 1 and dim not in names for dim, extent in zip(("bx", "by", "bz"), grid, strict=True))
-
-
-def _l2_channel_scale(loads, l2_each, grid: tuple[int, int, int], hw: HardwareSpec) -> float:
-    """L2-channel bytes per L2 byte of a step's loads: ``l2_bytes_per_s / l2_shared_line_bytes_per_s`` for
-    a load whose tile several blocks read, 1 for the others, weighted by the loads' L2 bytes (1 without
-    the measurement)."""
-    if not hw.has("l2_shared_line_bytes_per_s") or len(l2_each) != len(loads) or not sum(l2_each):
-        return 1.0
-    shared = hw.l2_bytes_per_s / hw.get("l2_shared_line_bytes_per_s")
-    scaled = sum(b * (shared if _read_by_several_blocks(ld.tile, grid) else 1.0)
-                 for ld, b in zip(loads, l2_each, strict=True))
-    return scaled / sum(l2_each)
 
 
 class Engine:
@@ -1368,332 +1175,10 @@ class Engine:
         )
 
 
-@contextmanager
-def _fewer_collections():
-    """The garbage collector's young generation runs every GC_THRESHOLD allocations (at least) inside.
-
-    A run allocates many short-lived objects that reference counting frees, and keeps large tables
-    (tile ids, the caches' last touches) that every collection walks again: the collector runs less
-    often meanwhile. Nested uses keep the outermost's threshold until it ends; the collector sees
-    the same objects either way (no prediction depends on it)."""
-    thresholds = gc.get_threshold()
-    gc.set_threshold(max(thresholds[0], GC_THRESHOLD), *thresholds[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*thresholds)
-
-
-def _timeout(env: simpy.Environment, delay_s: float) -> Timeout:
-    """``env.timeout(delay_s)``: the same event, scheduled alike (at ``now + delay_s``, normal priority,
-    the environment's next id), without the calls of its constructor (simpy 4's Timeout.__init__ and
-    Environment.schedule, inlined)."""
-    if delay_s < 0:
-        raise ValueError(f"Negative delay {delay_s}")
-    ev = _new_event(Timeout)
-    ev.env = env
-    ev.callbacks = []
-    ev._value = None
-    ev._delay = delay_s
-    ev._ok = True
-    heappush(env._queue, (env._now + delay_s, NORMAL, next(env._eid), ev))
-    return ev
-
-
-_new_event = object.__new__
-
-
-def _process(env: simpy.Environment, generator) -> _Sub:
-    """``env.process(generator)`` for the engine's sub-processes (warp groups, math groups): started
-    alike (a start event scheduled now, urgent, with the environment's next id, as simpy's Initialize
-    is) and, when the generator ends, scheduled alike as the event others wait on (now, normal
-    priority, the next id, as simpy's Process is); a :class:`_Sub`, with what simpy's run loop and
-    :class:`_AllDone` read of an event, in slots."""
-    proc = _Sub(env, generator)
-    heappush(env._queue, (env._now, URGENT, next(env._eid), _Start(proc._resume)))
-    return proc
-
-
-class _Start:
-    """The event that starts a :class:`_Sub` (simpy's Initialize, in a slot: only the process waits on it)."""
-
-    __slots__ = ("callbacks",)
-    _ok = True
-    _value = None
-
-    def __init__(self, resume) -> None:
-        self.callbacks = [resume]
-
-
-class _Sub:
-    """A process of the engine's own (:func:`_process`): simpy 4's ``Process._resume`` without the
-    environment's active-process bookkeeping (nothing here reads it), and an event in slots. What it
-    sends its generator, when it is scheduled, and at which priority and place, are simpy's."""
-
-    __slots__ = ("env", "callbacks", "_generator", "_ok", "_value", "_defused")
-
-    def __init__(self, env: simpy.Environment, generator) -> None:
-        self.env = env
-        self.callbacks = []
-        self._generator = generator
-        self._ok = True
-        self._value = PENDING
-
-    def _resume(self, event) -> None:
-        gen = self._generator
-        while True:
-            try:
-                if event._ok:
-                    event = gen.send(event._value)
-                else:
-                    event._defused = True
-                    exc = type(event._value)(*event._value.args)
-                    exc.__cause__ = event._value
-                    event = gen.throw(exc)
-            except StopIteration as e:
-                self._value = e.args[0] if e.args else None
-                env = self.env
-                heappush(env._queue, (env._now, NORMAL, next(env._eid), self))
-                return
-            except BaseException as e:
-                self._ok = False
-                self._value = e
-                env = self.env
-                heappush(env._queue, (env._now, NORMAL, next(env._eid), self))
-                return
-            callbacks = event.callbacks
-            if callbacks is not None:
-                callbacks.append(self._resume)
-                return
-
-
-class _AllDone(Event):
-    """``simpy.AllOf(env, events)`` for waiting on all of them: triggered (scheduled) at the same
-    moment, the same way; its value is None, not a ConditionValue (nobody reads it)."""
-
-    def __init__(self, env: simpy.Environment, events: list) -> None:
-        self.env = env
-        self.callbacks = []
-        self._value = PENDING
-        self._left = len(events)
-        if not events:
-            self.succeed()
-            return
-        for event in events:
-            if event.callbacks is None:
-                self._check(event)
-            else:
-                event.callbacks.append(self._check)
-
-    def _check(self, event: Event) -> None:
-        if self._value is not PENDING:
-            return
-        self._left -= 1
-        if not event._ok:
-            event._defused = True
-            self.fail(event._value)
-        elif not self._left:
-            self.succeed()
-
-
-def _run(env: simpy.Environment) -> None:
-    """``env.run()`` until no event is left: simpy 4's Environment.step in one loop (the engine never
-    stops a run early)."""
-    queue = env._queue
-    while queue:
-        env._now, _, _, event = heappop(queue)
-        callbacks, event.callbacks = event.callbacks, None
-        for callback in callbacks:
-            callback(event)
-        if not event._ok and not hasattr(event, "_defused"):
-            exc = type(event._value)(*event._value.args)
-            exc.__cause__ = event._value
-            raise exc
-
-
-def _wait(env: simpy.Environment, delay_s: float) -> _Wake | None:
-    """What a process waits on for ``delay_s``: None where the clock is advanced in place because no
-    event is due until then, else a timeout (scheduled), for the process to yield.
-
-    Advancing in place is the same simulation as the timeout: the waiting process would be the next
-    to run, at ``now + delay_s`` (the very sum the timeout would be scheduled at), and simpy's
-    tie-breaking counter only orders events due at one instant, so every other event keeps its place
-    and time; what is saved is the Timeout, its heap push and pop, and the resumption of the process's
-    chain of generators. The timeout, where one is needed, is scheduled here too (as :func:`_timeout`
-    schedules its event, but a :class:`_Wake`), one call for both: the engine's hot loops wait
-    millions of times a run. (It reads and sets the environment's ``_now`` and ``_queue``, simpy 4's.)"""
-    at = env._now + delay_s
-    queue = env._queue
-    if not queue or queue[0][0] > at:
-        env._now = at
-        return None
-    if delay_s < 0:
-        raise ValueError(f"Negative delay {delay_s}")
-    ev = _new_event(_Wake)
-    ev.callbacks = []
-    heappush(queue, (at, NORMAL, next(env._eid), ev))
-    return ev
-
-
-class _Wake:
-    """The timeout :func:`_wait` schedules: only the process that yields it waits on it, so it carries
-    just what simpy's ``Process._resume`` and the run loop (:func:`_run`) read of an event (its
-    callbacks, ``_ok`` and ``_value``), in a slot, without an Event's attribute dictionary; scheduled
-    as :func:`_timeout`'s event is (same time, priority and place in the environment's order)."""
-
-    __slots__ = ("callbacks",)
-    _ok = True
-    _value = None
-
-
 def _key(varies: bool, k: int) -> int:
     """The k-step the caches know a tile by at step ``k``: ``k`` when the tile's coordinates name
     the loop index (``varies``), else 0: the same data at every step is one tile, not one a step."""
     return k if varies else 0
-
-
-def _window_cycle(per_step: list[float], tol: float) -> int:
-    """How many step windows a k-loop's period spans once settled: the smallest ``c`` (1 to
-    MAX_WINDOW_CYCLE) for which the last three runs of ``c`` windows (``per_step``, seconds per
-    step) each took what the run before took, within ``tol``, and the last window took what the
-    window ``c`` before took (slots taking turns at a channel make single windows jitter around a
-    steady mean, repeating every few); 0 when none (a negative ``tol``: never). The loop's first
-    window (it fills the pipeline) never counts.
-
-    A period of one window needs three alike too: windows that take one of a few values in no
-    fixed order (reg2d 64x64x8 t4x4 vectorized at 4096^3: 1.238 and 1.270 us a step) match two in a
-    row by chance, and a hold at that sample missed the mean by 2%."""
-    n = len(per_step)
-    for c in range(1, MAX_WINDOW_CYCLE + 1):
-        if n < 3 * c + 1:
-            break
-        s0, s1, s2 = (sum(per_step[n - (b + 1) * c:n - b * c]) for b in range(3))
-        if (s1 > 0 and s2 > 0 and abs(s0 - s1) <= tol * s1 and abs(s1 - s2) <= tol * s2
-                and abs(per_step[-1] - per_step[-1 - c]) <= tol * per_step[-1 - c]):
-            return c
-    return 0
-
-
-def _window_mean(per_step: list[float], tol: float) -> int:
-    """How many of the last step windows (``per_step``, seconds per step) a k-loop's period is
-    averaged over once their mean is known within ``tol``: the largest ``n`` from
-    WINDOW_SAMPLES_MIN to WINDOW_SAMPLES for which the standard error of the last ``n`` windows'
-    mean is at most WINDOW_SE_TOL times ``tol`` of it and the means of their first and second
-    halves differ by at most WINDOW_TREND_TOL times ``tol`` of it (no ramp); 0 when none (a
-    negative ``tol``: never). The loop's first window (it fills the pipeline) never counts.
-
-    Slots stepping together take turns at the SM's channels, so single windows jitter about a
-    steady mean (about 5% seen: reg2d 4x4 tilings at 8 to 10 slots) without repeating: two windows
-    alike are then a chance match and hold at a sample, not at the mean."""
-    if tol < 0:
-        return 0
-    samples = per_step[1:]
-    for n in range(min(len(samples), WINDOW_SAMPLES), WINDOW_SAMPLES_MIN - 1, -1):
-        last = samples[-n:]
-        mean = sum(last) / n
-        if mean <= 0:
-            continue
-        var = sum((x - mean) ** 2 for x in last) / (n - 1)
-        half = n // 2
-        first, second = sum(last[:half]) / half, sum(last[n - half:]) / half
-        if (var / n <= (WINDOW_SE_TOL * tol * mean) ** 2
-                and abs(second - first) <= WINDOW_TREND_TOL * tol * mean):
-            return n
-    return 0
-
-
-def _completion_cycle(ends, slots: int, tol: float) -> int:
-    """How many group completions (``ends``, ``slots`` a round) the completions repeat after once
-    settled: the smallest ``L`` (1 to MAX_GROUP_CYCLE rounds' worth) for which the runs of ``L``
-    completions ending at each of the last ``max(L, GROUP_CYCLE_ROUNDS rounds, GROUP_SAMPLES) + 1``
-    completions all took the same time within ``tol`` (then the gaps between completions repeat
-    every ``L``, however the slots take turns), with never fewer completions looked at than runs of
-    one round need in ``_groups_settled``; 0 when none (a negative ``tol``: never). A slot's group
-    time is then a run's time over ``L``, times ``slots``: the mean over the cycle.
-
-    Slots taking turns at a channel can make the completions repeat after a number of completions
-    that is no whole number of rounds (18 completions at 8 slots, 2.25 rounds: reduction 2-pass at
-    2^26), which runs of whole rounds see as a cycle of 9 rounds."""
-    if tol < 0:
-        return 0
-    n = len(ends)
-    for length in range(1, MAX_GROUP_CYCLE * slots + 1):
-        # runs looked at: never fewer completions than runs of one round need (GROUP_SAMPLES)
-        w = max(length, GROUP_CYCLE_ROUNDS * slots, GROUP_SAMPLES) + 1
-        if n < w + max(length, slots):
-            break
-        lo = hi = ends[-1] - ends[-1 - length]
-        for i in range(n - 2, n - w - 1, -1):  # newest first: a run off the others ends the look
-            run = ends[i] - ends[i - length]
-            lo, hi = min(lo, run), max(hi, run)
-            if hi - lo > tol * lo:
-                break
-        else:
-            if lo > 0:
-                return length
-    return 0
-
-
-def _form_column(form: tuple, first: int, count: int, column) -> list:
-    """One coordinate of a tile (a form of :func:`_linear_forms`) for each of the ``count`` blocks from
-    ``first`` (``column(first, count, axis)`` gives their ``bx``, ``by`` or ``bz``, axis 0, 1 or 2):
-    what :func:`_project` gives for it, block by block (a column itself when the coordinate is one
-    index: not to be changed)."""
-    cx, cy, cz, f, step = form
-    if cx is None:
-        return [f] * count
-    if (cx, cy, cz, f) == (1, 0, 0, 0):
-        values = column(first, count, 0)
-    elif (cx, cy, cz, f) == (0, 1, 0, 0):
-        values = column(first, count, 1)
-    else:
-        values = [cx * bx + cy * by + cz * bz + f for bx, by, bz in zip(
-            column(first, count, 0), column(first, count, 1), column(first, count, 2), strict=True)]
-    return values if step is None else [(LOOP, step, v) for v in values]
-
-
-def _project(coord, named: dict, index: str):
-    """One coordinate of a tile for a block: block indices substituted, the loop index kept
-    symbolic (as ``LOOP``, so phases with other index names share tiles by position)."""
-    if isinstance(coord, Affine):
-        rest = sum(c * named[n] for n, c in coord.terms if n != index) + coord.const
-        step = sum(c for n, c in coord.terms if n == index)
-        return (LOOP, step, rest) if step else rest
-    if coord == index:
-        return LOOP
-    if isinstance(coord, str):
-        return named[coord]
-    return coord
-
-
-def _linear_forms(coords: tuple, index: str) -> list | None:
-    """Each coordinate of a tile as ``(cx, cy, cz, const, step)``: ``cx*bx + cy*by + cz*bz + const``,
-    wrapped as ``(LOOP, step, ...)`` when the loop index enters with ``step`` (``step`` None when it
-    does not); ``(None, None, None, value, None)`` for a coordinate that is ``value`` whatever the
-    block. What :func:`_project` gives, with the integer arithmetic done per coefficient; None when
-    a coordinate names an index other than the block indices and ``index``."""
-    forms = []
-    for coord in coords:
-        if isinstance(coord, Affine):
-            co = {"bx": 0, "by": 0, "bz": 0}
-            step = 0
-            for n, c in coord.terms:
-                if n == index:
-                    step += c
-                elif n in co:
-                    co[n] += c
-                else:
-                    return None
-            forms.append((co["bx"], co["by"], co["bz"], coord.const, step or None))
-        elif coord == index:
-            forms.append((None, None, None, LOOP, None))
-        elif isinstance(coord, str):
-            if coord not in ("bx", "by", "bz"):
-                return None
-            forms.append((int(coord == "bx"), int(coord == "by"), int(coord == "bz"), 0, None))
-        else:
-            forms.append((None, None, None, coord, None))
-    return forms
 
 
 def simulate_program(program: TileProgram, hw: HardwareSpec, *, timeline: bool = False,
@@ -1716,30 +1201,6 @@ def simulate_program(program: TileProgram, hw: HardwareSpec, *, timeline: bool =
                                on_progress=on_progress, flushed_dirty_bytes=flushed_dirty_bytes)
     check_not_faster_than_roofline(result)
     return result
-
-
-def _access_bytes(access) -> float:
-    """Bytes a block's GlobalLoad or GlobalStore moves in one step: lanes x width x repeat."""
-    return access.repeat * sum(w.width_bytes * sum(1 for o in w.offsets if o is not None)
-                               for w in access.instructions)
-
-
-def _bulk_load_share(program: TileProgram) -> float:
-    """The share of the program's global load bytes (lanes x width x repeat x trips, over its phases)
-    that the TMA brings (``GlobalLoad.dest == "bulk"``): those L2 reads cost the clock at the TMA's
-    measured slope, not the load units'."""
-    bulk = total = 0.0
-    for ph in program.phases:
-        for ld in ph.step.loads:
-            nbytes = ph.trips * _access_bytes(ld)
-            total += nbytes
-            if ld.dest == "bulk":
-                bulk += nbytes
-    return bulk / total if total else 0.0
-
-
-CLOCK_ITERATIONS = 4  # runs at most to settle the SM clock under tensor load (each a full simulation)
-CLOCK_TOLERANCE = 0.005  # a clock within 0.5% of the last run's is settled
 
 
 def _settle_clock(program: TileProgram, hw: HardwareSpec, **run) -> SimResult:
@@ -1790,34 +1251,3 @@ def _settle_clock(program: TileProgram, hw: HardwareSpec, **run) -> SimResult:
         clock = nxt
         result = Engine(program, with_overrides(hw, sm_clock_hz=clock), **run).run()
     return result
-
-
-def _clock_guess(program: TileProgram, hw: HardwareSpec, tensor_clocks: float, tma_share: float) -> float:
-    """A first SM clock for :func:`_settle_clock`, without a run: the fixed point of the same measured
-    curve and slopes fed with a busy time from the program's floors (:func:`tilesim.engine.floors.program_terms`:
-    the per-SM channels' and the critical path's clocks at the clock tried, the L2, HBM and FP32 floors
-    in seconds), L2 reads of every global load byte (the TMA's share at its slope) and stores, and HBM
-    bytes of the compulsory traffic. ``tensor_clocks``: the tensor FLOPs (tf32 weighted) over the
-    chip's fp16 dense FLOPs per clock. Only where the search starts: the clock kept is a run's."""
-    terms = program_terms(program, hw)
-    top = hw.sm_clock_hz
-    clocks = top * max(v for k, v in terms.items() if k in PER_SM_TERMS or k == "latency")
-    floor_s = max((v for k, v in terms.items() if k in ("l2", "hbm", "fp32")), default=0.0)
-    load = store = 0.0
-    for ph in program.phases:
-        load += ph.trips * sum(_access_bytes(ld) for ld in ph.step.loads)
-        store += ph.trips * sum(_access_bytes(st) for st in ph.step.stores)
-    load *= program.launch.blocks
-    store *= program.launch.blocks
-    hbm = float(program.min_hbm_bytes)
-    clock = top
-    for _ in range(8):
-        busy_s = max(clocks / clock, floor_s, 1e-12)
-        nxt = hw.sm_clock_hz_at_tensor_activity(
-            min(1.0, tensor_clocks / (busy_s * clock)), l2_bytes_per_s=((1.0 - tma_share) * load + store) / busy_s,
-            l2_tma_bytes_per_s=tma_share * load / busy_s, hbm_bytes_per_s=hbm / busy_s)
-        if abs(nxt - clock) <= 1e-4 * clock:
-            return min(nxt, top)
-        clock = nxt
-    return min(clock, top)
-
