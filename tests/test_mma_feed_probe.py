@@ -615,3 +615,65 @@ def test_copy_straddle_fields_on_synthetic_and_recorded_rows():
     rec = json.loads((mf.RESULTS_ROOT / "h200" / "calibration" / mf.RESULT_FILE).read_text())
     got = mf.copy_straddle_fields(rec, 2, "src")["ldgsts16_straddle_cycles_per_sector"]
     assert 0.8 < got["value"] < 1.0 and got["p90"] - got["p10"] < 0.1  # 1077 - 722 cycles over 384 sectors
+
+
+# ----- group gemm_bcol ---------------------------------------------------------------------------------------
+def test_bcol_kernels_and_defines_match_the_configs():
+    for i, r in enumerate(mf.GB_READS):
+        assert re.search(rf"#define MF_GB_{r.upper()} {i}\b", CU), r
+    built = {f"mfgb_{n}": (bcol, read) for n, bcol, read in
+             re.findall(r"^MF_GB_KERNEL\((\w+), (\w+), MF_GB_(\w+)\)", CU, re.M)}
+    rows = [r for r in mf.GB_CONFIGS if r.kernel.startswith("mfgb_")]
+    assert set(built) == {r.kernel for r in rows}
+    for r in rows:
+        assert built[r.kernel] == ("true" if r.bcol else "false", r.read.upper()), r.key
+    assert any(r.kernel == "mfgt_gemm_k2" for r in mf.GB_CONFIGS)
+    assert len({r.key for r in mf.GB_CONFIGS}) == len(mf.GB_CONFIGS)
+    assert {mf._error_group(r.key) for r in mf.GB_CONFIGS} | {mf._error_group("gb_suite_1wave")} == {"gemm_bcol"}
+    assert mf.parse_only("gemm_bcol") == ("gemm_bcol",)
+
+
+def test_bcol_copy_lines():
+    """K x N B copies: 2 A copies of 8 half-lines and 4 B copies of one 512-byte row (4 lines), 5.33 lines a
+    copy (ncu's 5.33 shared wavefronts a LDGSTS for mfgt_gemm_k2); N x K: every copy 8 half-lines; the
+    swizzled destinations are 4 shared lines (512 contiguous bytes) either way."""
+    row = {r.bcol: r.ldgsts_lines() for r in mf.GB_CONFIGS}
+    assert row[False]["global_lines"] == [8, 8, 4, 4, 4, 4] and row[True]["global_lines"] == [8] * 6
+    assert row[False]["global_lines_mean"] == pytest.approx(16 / 3)
+    assert row[False]["smem_lines"] == row[True]["smem_lines"] == [4] * 6
+    assert all(r.traffic.smem_bytes == 196608 for r in mf.GB_CONFIGS)
+    cfg = mf.gb_suite_config()
+    from validation.families.tc_gemm import mma
+    g = mma.launch_geometry(cfg)
+    assert g.grid[0] * g.grid[1] == 132 and mma.kernel_name(cfg).startswith("tcg_mma_fp16_of32_Bcol_128x256x32")
+
+
+def test_bcol_summary_table_and_merge():
+    bc = mf.GB_CONFIGS[2]
+    runs = [{"cycles_per_kstep": c, "hmma_per_clk_sm": 512 / c, "clock_hz": 1.8e9, "max_coresident": 1,
+             "distinct_sms": 132} for c in (1500.0, 1510.0, 1490.0)]
+    row = mf.summarize_bcol(bc, runs)
+    assert row["cycles_per_kstep"]["value"] == 1500.0 and row["b_layout"] == "n_x_k"
+    res = {"meta": {"groups_run": ["gemm_bcol"]}, "errors": {},
+           "gemm_bcol": {bc.key: row, "gb_suite_1wave": {"status": "ok", "message": "",
+                                                        "parts_per_kstep": {"loop": {"value": 1600.0}}}}}
+    assert bc.key in mf.format_table(res)
+    assert mf.compact_summary(res) == {bc.key: 1500.0, "gb_suite_1wave": {"loop": 1600.0}}
+    old = {"meta": {"date_utc": "old"}, "errors": {"gb_x": "old", "gp_y": "old"}, "gemm_path": {"gp": 1},
+           "gemm_bcol": {"gb_old": 1}}
+    out = mf.merge_results(old, {**res, "meta": {"date_utc": "new", "groups_run": ["gemm_bcol"]}})
+    assert set(out["gemm_bcol"]) == {bc.key, "gb_suite_1wave"} and out["gemm_path"] == {"gp": 1}
+    assert out["errors"] == {"gp_y": "old"} and out["group_runs"]["gemm_bcol"]["date_utc"] == "new"
+
+
+@pytest.mark.slow  # the probe's nvcc build (~30 s): python -m pytest -m slow
+def test_bcol_kernels_sass(built):
+    """Every gemm_bcol kernel's hot loop: 64 HMMA, 16 LDSM (8 .trans where B is read K x N), 6 LDGSTS, one BAR,
+    DEPBAR and LDGDEPBAR a k-step."""
+    _, sass = built
+    if sass is None:
+        pytest.skip("nvdisasm not on PATH")
+    for r in mf.GB_CONFIGS:
+        if r.kernel.startswith("mfgb_"):
+            c = mf.check_bcol_sass(r, mf.sass_summary(sass, r.kernel))
+            assert c["ok"], (r.key, c)

@@ -725,3 +725,164 @@ MF_GP_KERNEL(copy, MF_GP_COPY_FIRST, 4, 2, 3, brow, false)
 MF_GP_KERNEL(ldsm, MF_GP_LDSM_FIRST, 4, 2, 3, brow, false)
 MF_GP_KERNEL(copy, MF_GP_COPY_FIRST, 4, 2, 3, bcol, true)
 MF_GP_KERNEL(copy, MF_GP_COPY_FIRST, 4, 1, 3, brow, false)
+
+// ======================================================================================================
+// GEMM k-step with B stored N x K (mma_feed_probe.py GB_CONFIGS, group "gemm_bcol", kernels
+// mfgb_<copy>_<read>): what the suite's mma_fp16_Bcol_128x256x32_w64x64_swz_s4 loop has that mfgt_gemm_k2
+// (gemm_traffic) has not. mfgt_gemm_k2 copies B row-major (K x N: each warp cp.async covers one B row of
+// 512 contiguous bytes, 4 lines; A's cover 8 rows x 64 bytes, 8 half-lines) and reads a fixed compute ring
+// with ldmatrix.trans; the suite kernel (Bcol) copies B as 256 rows of 64 bytes (every warp cp.async, A or B,
+// covers 8 rows x 64 bytes: 8 half-lines) and reads the ring slot it copied, B with non-transposed ldmatrix.
+// 8 warps (64x64 warp tiles, block tile 128 x 256), 1 block per SM, bk 32, a 4-stage cp.async ring;
+// the loop of tc_gemm's shared_gemm: cp.async.wait_group(2), __syncthreads, tc_gemm's load_tile of the
+// k-tile 3 ahead (mfgt::load_tile with a B-layout-aware tile view; `nk < kt_limit` guard), commit_group,
+// then two k-slices of ldmatrix.x4 + 32 mma.sync. Knobs: BCOL (the copies' B layout: global B N x K and the
+// shared B tile 256 rows x 4 chunks, or K x N and 32 rows x 32 chunks; tc_gemm's swizzle either way) and
+// READ: MF_GB_FIXED_BROW (mf_load from the fixed compute ring at the start of shared memory, B with
+// ldmatrix.trans: as mfgt_gemm_k2), MF_GB_FIXED_BCOL (the fixed ring's B read as an N x K swizzled tile
+// with non-transposed ldmatrix, tc_gemm's compute_mma BCOL addressing), MF_GB_RING (tc_gemm's compute_mma
+// on the copy ring's slot kt % 4 through cvta'd generic pointers, B in the copies' layout: the suite's loop).
+// Same kernel arguments as the MF_GT kernels (noise and src_bytes unused).
+
+#define MF_GB_FIXED_BROW 0
+#define MF_GB_FIXED_BCOL 1
+#define MF_GB_RING 2
+
+namespace mfgt {
+template <int THREADS_, int BN_, bool BCOL_>
+struct SC {  // tcg::Shared<FP16, ..., BM 128, BN_, BK 32, WM 64, WN 64, SWIZZLED, ...> with its B layout
+    typedef unsigned short T;
+    static constexpr int CE = 8, THREADS = THREADS_, A_ROWS = 128, A_LC = 4;
+    static constexpr int B_ROWS = BCOL_ ? BN_ : 32, B_LC = BCOL_ ? 4 : BN_ / 8;
+    static constexpr int A_ELEMS = A_ROWS * A_LC * CE, B_ELEMS = B_ROWS * B_LC * CE;
+};
+}  // namespace mfgt
+
+// one k-slice's fragments, tc_gemm compute_mma's addressing (A: 128 x 4 chunks; B: BCOL 256 rows of 4
+// chunks, non-transposed ldmatrix; else 32 rows of 32 chunks, ldmatrix.trans), shared byte bases a_base, b_base
+template <bool BCOL>
+__device__ __forceinline__ void mf_gb_load(unsigned (&af)[4][4], unsigned (&bf)[8][2], unsigned a_base,
+                                           unsigned b_base, int ks, int wm0, int wn0, int lane) {
+    constexpr int B_LC = BCOL ? 4 : 32;
+#pragma unroll
+    for (int mi = 0; mi < 4; ++mi) {
+        const int r = wm0 + mi * 16 + (lane & 15), c = ks * 2 + (lane >> 4);
+        mf_ldsm_x4(af[mi], a_base + mfgt::chunk_off<mfgt::SWIZZLED, 4, 8>(r, c) * 2);
+    }
+#pragma unroll
+    for (int p = 0; p < 4; ++p) {
+        unsigned q[4];
+        if constexpr (BCOL) {
+            const int r = wn0 + p * 16 + (lane & 7) + ((lane >> 4) << 3), c = ks * 2 + ((lane >> 3) & 1);
+            mf_ldsm_x4(q, b_base + mfgt::chunk_off<mfgt::SWIZZLED, B_LC, 8>(r, c) * 2);
+        } else {
+            const int r = ks * 16 + (lane & 15), c = (wn0 + p * 16) / 8 + (lane >> 4);
+            mf_ldsm_x4_trans(q, b_base + mfgt::chunk_off<mfgt::SWIZZLED, B_LC, 8>(r, c) * 2);
+        }
+        bf[2 * p][0] = q[0];
+        bf[2 * p][1] = q[1];
+        bf[2 * p + 1][0] = q[2];
+        bf[2 * p + 1][1] = q[3];
+    }
+}
+
+template <bool BCOL, int READ>
+__device__ __forceinline__ void mf_gb_body(int iters, int stage_mask, long long* clk, float* out,
+                                           const unsigned short* __restrict__ A,
+                                           const unsigned short* __restrict__ B, const int* __restrict__ tile_m0,
+                                           const int* __restrict__ tile_n0, int M, int N, int K, int kt_limit) {
+    constexpr int WARPS = 8, CSTAGES = MF_GT_CSTAGES, BKE = 32;
+    typedef MfGeom<64, 64, WARPS> G;
+    typedef mfgt::SC<32 * WARPS, G::BN, BCOL> LS;
+    constexpr int CSLOT = LS::A_ELEMS + LS::B_ELEMS;  // elements of one copy-ring slot (A tile, then B tile)
+    extern __shared__ __align__(128) unsigned char mf_dyn[];
+    const int ring_bytes = (stage_mask + 1) * G::STAGE_BYTES;  // the fixed compute ring; the copy ring follows
+    for (int i = threadIdx.x * 16; i < ring_bytes; i += blockDim.x * 16)
+        *reinterpret_cast<uint4*>(mf_dyn + i) = make_uint4(0u, 0u, 0u, 0u);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int wm0 = (warp % MF_WARPS_M) * 64, wn0 = (warp / MF_WARPS_M) * 64;
+    const unsigned sbase = mf_smem_u32(mf_dyn), mask = (unsigned)stage_mask;
+    const int m0 = tile_m0[blockIdx.x], n0 = tile_n0[blockIdx.x];
+    unsigned short* cring = reinterpret_cast<unsigned short*>(mf_dyn + ring_bytes);
+    float acc[4][8][4];
+#pragma unroll
+    for (int mi = 0; mi < 4; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < 8; ++ni)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) acc[mi][ni][i] = 0.f;
+    unsigned af[4][4], bf[8][2];
+    int kn = 0;
+    auto issue = [&](int slot, int nk) {
+        if (nk < kt_limit)
+            mfgt::load_tile<LS, mfgt::SWIZZLED, BCOL>(A, B, cring + slot * CSLOT, cring + slot * CSLOT + LS::A_ELEMS,
+                                                      m0, n0, kn, M, N, K);
+        kn += BKE;
+        if (kn + BKE > K) kn = 0;
+        mf_gt_commit();
+    };
+#pragma unroll
+    for (int s = 0; s < CSTAGES - 1; ++s) issue(s, s);
+    __syncthreads();  // the fill is done
+    const long long c0 = clock64();
+    const unsigned long long g0 = mf_global_ns();
+    int slot = 0, next = CSTAGES - 1;
+    for (int it = 0; it < iters; ++it) {
+        mf_gt_wait<CSTAGES - 2>();
+        __syncthreads();
+        issue(next, it + CSTAGES - 1);
+        unsigned a_base, b_base;
+        if constexpr (READ == MF_GB_RING) {  // compute_mma: smem_addr of the slot's generic pointers
+            const unsigned short* sA = cring + slot * CSLOT;
+            a_base = mf_gt_smem_addr(sA);
+            b_base = mf_gt_smem_addr(sA + LS::A_ELEMS);
+        } else {
+            a_base = sbase + ((unsigned)it & mask) * (unsigned)G::STAGE_BYTES;
+            b_base = a_base + (unsigned)G::A_BYTES;
+        }
+#pragma unroll
+        for (int ks = 0; ks < 2; ++ks) {
+            mf_gb_load<READ == MF_GB_RING ? BCOL : READ == MF_GB_FIXED_BCOL>(af, bf, a_base, b_base, ks, wm0, wn0,
+                                                                            lane);
+            mf_mmas<64, 64>(acc, af, bf);
+        }
+        slot = (slot + 1 == CSTAGES) ? 0 : slot + 1;
+        next = (next + 1 == CSTAGES) ? 0 : next + 1;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const long long c1 = clock64();
+        const unsigned long long g1 = mf_global_ns();
+        long long* r = clk + MF_REC * blockIdx.x;
+        r[0] = c1 - c0;
+        r[1] = (long long)(g1 - g0);
+        r[2] = mf_smid();
+        r[3] = (long long)g0;
+    }
+    mf_gt_wait<0>();  // drain (after the timed part)
+    unsigned bits = 0u;
+#pragma unroll
+    for (int mi = 0; mi < 4; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < 8; ++ni)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) bits ^= __float_as_uint(acc[mi][ni][i]);
+    if (bits == 0x9E3779B9u + (unsigned)stage_mask + (unsigned)kt_limit)  // never at run time
+        out[blockIdx.x * blockDim.x + threadIdx.x] = (float)bits;
+}
+
+// mfgb_<brow|bcol>_<fixed|fixedcol|ring>: the MF_GT kernel arguments (noise, src_bytes unused)
+#define MF_GB_KERNEL(NAME, BCOL, READ)                                                                        \
+extern "C" __global__ void __launch_bounds__(256, 1)                                                          \
+mfgb_##NAME(int iters, int stage_mask, long long* clk, float* out, int noise, const unsigned short* A,        \
+            const unsigned short* B, const int* tile_m0, const int* tile_n0, int M, int N, int K, int kt_limit, \
+            int src_bytes) {                                                                                  \
+    mf_gb_body<BCOL, READ>(iters, stage_mask, clk, out, A, B, tile_m0, tile_n0, M, N, K, kt_limit);          \
+}
+
+// mma_feed_probe.py GB_CONFIGS lists these (group gemm_bcol)
+MF_GB_KERNEL(brow_fixed, false, MF_GB_FIXED_BROW)
+MF_GB_KERNEL(bcol_fixed, true, MF_GB_FIXED_BROW)
+MF_GB_KERNEL(bcol_fixedcol, true, MF_GB_FIXED_BCOL)
+MF_GB_KERNEL(bcol_ring, true, MF_GB_RING)
+MF_GB_KERNEL(brow_ring, false, MF_GB_RING)

@@ -1,7 +1,8 @@
 """The mma.sync GEMM inner loop in isolation: how fast ldmatrix-fed mma.sync m16n8k16 runs (H200, sm_90a).
 
 ``python -m validation.calibration.mma_feed_probe [--out DIR] [--quick] [--only GROUP[,GROUP]]`` runs the
-groups (``sweep``, ``gemm_traffic``, ``gemm_traffic_w4``, ``gemm_traffic_ragged``, ``gemm_path``; default all) on the current GPU (CuPy), prints a table and writes
+groups (``sweep``, ``gemm_traffic``, ``gemm_traffic_w4``, ``gemm_traffic_ragged``, ``gemm_path``,
+``gemm_bcol``; default all) on the current GPU (CuPy), prints a table and writes
 ``<DIR>/mma_feed.json`` (default DIR: ``validation/results/<gpu>/calibration``). With ``--only`` the groups
 run replace theirs in an existing mma_feed.json of DIR, the others stay (:func:`merge_results`). Without a
 GPU it says so in one line and exits 2. About 5 s of GPU time for ``sweep`` (``--quick``: about 1 s), well
@@ -63,6 +64,17 @@ geometry. :func:`check_path_sass` reads the control codes: in the copy-first ker
 LDGDEPBAR waits on the copies' read barrier before the first HMMA. :func:`gemm_path_fields` gives the
 per-copy constants it was written for (not merged by calibrate: the rows do not show a per-copy wait);
 :func:`copy_straddle_fields` gives ``ldgsts16_straddle_cycles_per_sector`` (merged by calibrate). About 28 rows, a few seconds of GPU time.
+
+Group ``gemm_bcol`` (:data:`GB_CONFIGS`, section ``gemm_bcol``, kernels ``mfgb_*`` and ``mfgt_gemm_k2``): the suite's
+``mma_fp16_Bcol_128x256x32_w64x64_swz_s4`` k-step (issue #9: in situ its fragments + MMAs take ~190 cycles more
+than the engine, which matches mfgt_gemm_k2) rebuilt from mfgt_gemm_k2 one difference at a time, 8 warps x 1
+block, L2-resident 2048^3 data: B copied N x K (every warp cp.async then covers 8 rows x 64 bytes, 8 half
+lines, where a K x N B copy covers one 512-byte row, 4 lines: ``ldgsts_lines_computed``), B fragments by
+non-transposed ldmatrix of an N x K tile, fragments read from the copy ring's slot (tc_gemm's compute_mma), and
+the Brow counterpart; cycles per k-step (median block) per row, the hot loop's SASS order, and the suite
+kernel itself on one wave (``gb_suite_1wave``: tc_gemm.cu with TC_PARTS on 1408 x 3072 x 3072, one block per
+SM, validation/studies/tc_step_parts.py's parts). Prints one JSON line of the rows' cycles per k-step.
+About 10 s of GPU time plus the compile.
 """
 
 from __future__ import annotations
@@ -175,7 +187,7 @@ SWEEP_GROUP = "sweep"
 GT_GROUP = "gemm_traffic"
 GT_W4_GROUP = "gemm_traffic_w4"  # rows in the gemm_traffic section too, beside GT_GROUP's
 GT_RAGGED_GROUP = "gemm_traffic_ragged"  # ditto
-GROUPS = (SWEEP_GROUP, GT_GROUP, GT_W4_GROUP, GT_RAGGED_GROUP, "gemm_path")
+GROUPS = (SWEEP_GROUP, GT_GROUP, GT_W4_GROUP, GT_RAGGED_GROUP, "gemm_path", "gemm_bcol")
 GT_CSTAGES = 4  # MF_GT_CSTAGES: copy ring stages of the 8-warp kernels (tc_gemm's 4-stage configuration)
 GT_MODES = ("none", "commit", "zfill", "copy", "gemm", "gemm_pad")  # MF_GT_NONE .. MF_GT_GEMM_PAD
 GT_LOAD_TILE_MODES = ("gemm", "gemm_pad")  # tc_gemm's load_tile (bk 32 only)
@@ -689,6 +701,142 @@ def summarize_path(pc_: PathConfig, runs: list[dict]) -> dict:
             "distinct_sms": min(r["distinct_sms"] for r in runs), "runs": runs}
 
 
+# ----- group gemm_bcol: the suite's Bcol k-step against mfgt_gemm_k2 (must match MF_GB_* of the .cu) --------
+GB_GROUP = "gemm_bcol"
+GB_READS = ("fixed_brow", "fixed_bcol", "ring")  # MF_GB_FIXED_BROW, MF_GB_FIXED_BCOL, MF_GB_RING
+#: the suite kernel itself on one wave (one 128x256 block per SM: 11 x 12 tiles), L2-sized operands
+GB_SUITE_SHAPE = (11 * GT_BM, 12 * GT_BN, 3072)
+GB_SUITE_LABEL = "mma_fp16_Bcol_128x256x32_w64x64_swz_s4"
+
+
+@dataclass(frozen=True)
+class BcolConfig:
+    """One gemm_bcol row: ``kernel`` (mfgb_* of the .cu, or mfgt_gemm_k2), the copies' B layout (``bcol``:
+    B stored N x K) and where the fragments come from (``read``, GB_READS). 8 warps, 1 block per SM, the
+    128x256x32 4-stage ring of mfgt_gemm_k2, L2-resident 2048^3 data on the tile grid."""
+
+    key: str
+    kernel: str
+    bcol: bool
+    read: str
+    note: str
+
+    def __post_init__(self) -> None:
+        if self.read not in GB_READS:
+            raise ValueError(f"BcolConfig {self.key}: read = {self.read!r} must be one of {GB_READS}")
+
+    @property
+    def traffic(self) -> TrafficConfig:
+        """The gemm_traffic row of the same geometry and data (its smem, copies, HMMA per k-step)."""
+        return TrafficConfig(self.key, "gemm", 2, "l2", STAGES, self.note)
+
+    def ldgsts_lines(self, warp: int = 0, k0: int = 0) -> dict:
+        """Per warp cp.async of the k-step (A_IT A copies, then B_IT B ones, tc_gemm's load_tile lane map):
+        the distinct 128-byte global lines (``global_lines``) and 128-byte shared-memory lines
+        (``smem_lines``, the swizzled destination) its 32 lanes touch, and their means over the thread's
+        copies (computed from the addresses; data 2048^3, tile origin 0)."""
+        threads, bn, k, n = 32 * GT_WARPS, GT_BN, GT_L2_MNK, GT_L2_MNK
+        a_it = GT_BM * 4 // threads
+        b_rows, b_lc = (bn, 4) if self.bcol else (BK, bn // 8)
+        b_it = b_rows * b_lc // threads
+        a_elems = GT_BM * 4 * 8
+
+        def swz(r: int, c: int, lc: int) -> int:  # mfgt::chunk_off<SWIZZLED, lc, 8> in chunks
+            rpg, m = (1, 7) if lc >= 8 else (8 // lc, lc - 1)
+            return r * lc + (c ^ ((r // rpg) & m))
+
+        glob, shr = [], []
+        for j in range(a_it + b_it):
+            g, s_ = set(), set()
+            for t in range(32 * warp, 32 * warp + 32):
+                if j < a_it:
+                    r, c = divmod(t + j * threads, 4)
+                    ga, sa = (r * k + k0 + c * 8) * 2, swz(r, c, 4) * CHUNK_BYTES
+                else:
+                    r, c = divmod(t + (j - a_it) * threads, b_lc)
+                    ga = ((r * k + k0 + c * 8) if self.bcol else ((k0 + r) * n + c * 8)) * 2
+                    sa = a_elems * 2 + swz(r, c, b_lc) * CHUNK_BYTES
+                g.add(ga // LINE_BYTES)
+                s_.add(sa // LINE_BYTES)
+            glob.append(len(g))
+            shr.append(len(s_))
+        return {"global_lines": glob, "smem_lines": shr, "global_lines_mean": sum(glob) / len(glob),
+                "smem_lines_mean": sum(shr) / len(shr)}
+
+
+GB_CONFIGS = (
+    BcolConfig("gb_gt_gemm", "mfgt_gemm_k2", False, "fixed_brow", "mfgt_gemm_k2 as in gemm_traffic (gt_gemm_l2_k2)"),
+    BcolConfig("gb_brow_fixed", "mfgb_brow_fixed", False, "fixed_brow",
+               "the same loop in mf_gb_body: B K x N copies, fixed ring, B by ldmatrix.trans"),
+    BcolConfig("gb_bcol_fixed", "mfgb_bcol_fixed", True, "fixed_brow",
+               "+ the suite's B N x K copies (every warp copy 8 rows x 64 B), fixed ring as before"),
+    BcolConfig("gb_bcol_fixedcol", "mfgb_bcol_fixedcol", True, "fixed_bcol",
+               "+ B fragments by non-transposed ldmatrix of an N x K tile (fixed ring)"),
+    BcolConfig("gb_bcol_ring", "mfgb_bcol_ring", True, "ring",
+               "+ fragments from the copy ring's slot (compute_mma): the suite's Bcol loop"),
+    BcolConfig("gb_brow_ring", "mfgb_brow_ring", False, "ring",
+               "B K x N copies, fragments from the copy ring: the suite's Brow loop"),
+)
+
+
+def summarize_bcol(bc: BcolConfig, runs: list[dict]) -> dict:
+    """The JSON row of one gemm_bcol configuration (compact: per-rep cycles only)."""
+    tc = bc.traffic
+    return {"kernel": bc.kernel, "note": bc.note, "b_layout": "n_x_k" if bc.bcol else "k_x_n", "read": bc.read,
+            "data": "l2", "k_elems": GT_L2_MNK, "copies_per_thread_per_kstep": tc.copies_per_thread,
+            "hmma_per_kstep_block": tc.hmma_per_kstep, "ldgsts_lines_computed": bc.ldgsts_lines(),
+            "cycles_per_kstep": summarize([r["cycles_per_kstep"] for r in runs]),
+            "cycles_per_kstep_reps": [round(r["cycles_per_kstep"], 2) for r in runs],
+            "hmma_per_clk_sm": summarize([r["hmma_per_clk_sm"] for r in runs]),
+            "clock_hz": summarize([r["clock_hz"] for r in runs])["value"],
+            "blocks_per_sm_seen": max(r["max_coresident"] for r in runs),
+            "distinct_sms": min(r["distinct_sms"] for r in runs)}
+
+
+def check_bcol_sass(bc: BcolConfig, s: dict) -> dict:
+    """The hot loop's counts per k-step (HMMA 64, LDSM 16, of them .trans 8 where B is read K x N, LDGSTS 6,
+    BAR, DEPBAR, LDGDEPBAR 1) and its order; ``ok`` when they hold (times a whole unroll)."""
+    if not s.get("ok"):
+        return s
+    hist = Counter(s["histogram"])
+    trans = sum(v for k_, v in hist.items() if k_.startswith("LDSM") and ".MT88" in k_)
+    read_col = bc.read == "fixed_bcol" or (bc.read == "ring" and bc.bcol)
+    unroll = s["hmma"] / (2 * GT_MMA_PER_SLICE)
+    want = {"ldsm": 2 * GT_LDSM_PER_SLICE, "ldsm_trans": 0 if read_col else 2 * (GT_WN // 16),
+            "bar": 1, "ldgsts": 6, "depbar": 1, "ldgdepbar": 1}
+    have = {"ldsm": s["ldsm"], "ldsm_trans": trans, "bar": s["bar"], "ldgsts": count_prefix(hist, "LDGSTS"),
+            "depbar": count_prefix(hist, "DEPBAR"), "ldgdepbar": count_prefix(hist, "LDGDEPBAR")}
+    bad = [f"{k_} {have[k_]} != {want[k_] * unroll:g}" for k_ in want if have[k_] != want[k_] * unroll]
+    ok = unroll == int(unroll) and unroll >= 1 and not bad
+    return {"ok": ok, "problem": "" if ok else "; ".join(bad), "instructions": s["instructions"],
+            "order": s["order"], **have}
+
+
+def gb_suite_config():
+    """The suite configuration GB_SUITE_LABEL on GB_SUITE_SHAPE (one 128x256 block per SM on 132 SMs)."""
+    from tilesim.kernels.tc_gemm.config import TcGemmConfig  # noqa: PLC0415
+
+    m, n, k = GB_SUITE_SHAPE
+    return TcGemmConfig(m=m, n=n, k=k, dtype="fp16", out_dtype="fp32", b_layout="col", instruction="mma_sync",
+                        bm=128, bn=256, bk=32, wm=64, wn=64, layout="swizzled", stages=4, epilogue="direct")
+
+
+def run_gb_suite(reps: int) -> dict:
+    """The suite kernel itself (tc_gemm.cu with TC_PARTS, validation/studies/tc_step_parts.py) on one wave:
+    thread 0's k-loop parts, cycles per k-step (median over blocks, then over reps); compact (no records)."""
+    from validation.studies.tc_step_parts import trace_mma_config  # noqa: PLC0415
+
+    cfg = gb_suite_config()
+    r = trace_mma_config(cfg, reps=reps)
+    out = {"label": GB_SUITE_LABEL, "shape": list(GB_SUITE_SHAPE), "status": r.get("status"),
+           "message": r.get("message"), "note": "the suite kernel (TC_PARTS), 132 blocks: one wave; L2 flushed "
+           "before each launch (tc_step_parts' timing)"}
+    if r.get("status") == "ok":
+        out.update(blocks=r["blocks"], ktiles=r["ktiles"], traced_s=r["traced_s"], plain_s=r["plain_s"],
+                   parts_per_kstep=r["parts_per_kstep"])
+    return out
+
+
 def control_codes(sass: str, kernel: str) -> list[tuple[int, str, int, int, int]]:
     """(address, instruction text, read barrier, write barrier, wait mask) of every instruction of
     ``kernel`` in a listing with the encodings (``cuobjdump -sass`` or ``nvdisasm -hex``): the control bits
@@ -1181,6 +1329,27 @@ class _Device:
                 "problem": {"m": pr["m"], "n": pr["n"], "k": pr["k"], "bytes": pr["bytes"]}}
         return runs, iters, info
 
+    def run_bcol(self, bc: BcolConfig) -> tuple[list[dict], int, dict]:
+        """One gemm_bcol row: run_traffic's launch (the MF_GT arguments) of ``bc.kernel``."""
+        cp = self.cp
+        tc = bc.traffic
+        f = pc.get_kernel(self.mod, bc.kernel, tc.smem_bytes)
+        grid = self.sm_count
+        d = self.gt_data("l2", BK, grid, tc.block_tile, GT_L2_MNK)
+        clk = cp.zeros(REC * grid, dtype=cp.int64)
+
+        def args(iters):
+            return (cp.int32(iters), cp.int32(STAGES - 1), clk, self.out, cp.int32(0), d["a"], d["b"], d["m0_dev"],
+                    d["n0_dev"], cp.int32(d["m"]), cp.int32(d["n"]), cp.int32(d["k"]), cp.int32(GT_KT_LIMIT),
+                    cp.int32(CHUNK_BYTES))
+
+        iters = self.size_iters(f, grid, tc.threads, args, tc.smem_bytes)
+        runs = []
+        for _ in range(self.reps):
+            s = self.launch_timed(f, grid, tc.threads, args(iters), tc.smem_bytes)
+            runs.append(traffic_metrics(tc, parse_records(clk.get(), grid), iters, s, self.sm_count))
+        return runs, iters, {**pc.kernel_attributes(f), "smem_bytes": tc.smem_bytes, "grid": grid}
+
     def run_config(self, cfg: Config, noise: int = 0) -> tuple[list[dict], int, dict]:
         cp = self.cp
         smem = SMEM_ONE_BLOCK_BYTES if cfg.blocks == 1 else SMEM_TWO_BLOCKS_BYTES
@@ -1263,6 +1432,24 @@ def run_probe(quick: bool = False, tensor_json: Path | None = None, only: Sequen
                 res["errors"][row.key] = f"{type(exc).__name__}: {exc}"
         res["meta"][f"{GP_GROUP}_wall_s"] = time.perf_counter() - t1
         res["fields_gemm_path"] = gemm_path_fields(res)
+    if GB_GROUP in only:
+        res.setdefault(GB_GROUP, {})
+        t1 = time.perf_counter()
+        for bc in GB_CONFIGS:
+            try:
+                runs, iters, info = dev.run_bcol(bc)
+                out = summarize_bcol(bc, runs)
+                out.update(iters=iters, reps=dev.reps, **info)
+                if dev.sass:
+                    out["sass"] = check_bcol_sass(bc, sass_summary(dev.sass, bc.kernel))
+                res[GB_GROUP][bc.key] = out
+            except Exception as exc:  # noqa: BLE001  (recorded, the others still run)
+                res["errors"][bc.key] = f"{type(exc).__name__}: {exc}"
+        try:
+            res[GB_GROUP]["gb_suite_1wave"] = run_gb_suite(dev.reps)
+        except Exception as exc:  # noqa: BLE001
+            res["errors"]["gb_suite_1wave"] = f"{type(exc).__name__}: {exc}"
+        res["meta"][f"{GB_GROUP}_wall_s"] = time.perf_counter() - t1
     res["meta"].update(probe_wall_s=time.perf_counter() - t0, quick=quick, sm_count=dev.sm_count,
                        target_kernel_s=dev.target_s, reps=dev.reps, groups_run=list(only))
     return res
@@ -1271,7 +1458,7 @@ def run_probe(quick: bool = False, tensor_json: Path | None = None, only: Sequen
 _W4_KEYS = frozenset(tc.key for tc in GT_W4_CONFIGS)
 _RAGGED_KEYS = frozenset(tc.key for tc in GT_RAGGED_CONFIGS)
 SECTIONS = {SWEEP_GROUP: "configs", GT_GROUP: "gemm_traffic", GT_W4_GROUP: "gemm_traffic",
-            GT_RAGGED_GROUP: "gemm_traffic", GP_GROUP: GP_GROUP}
+            GT_RAGGED_GROUP: "gemm_traffic", GP_GROUP: GP_GROUP, GB_GROUP: GB_GROUP}
 
 
 def _error_group(key: str) -> str:
@@ -1282,14 +1469,16 @@ def _error_group(key: str) -> str:
         return GT_RAGGED_GROUP
     if key.startswith("gp_") or key == "fields_gemm_path":
         return GP_GROUP
+    if key.startswith("gb_"):
+        return GB_GROUP
     return GT_GROUP if key.startswith("gt_") else SWEEP_GROUP
 
 
 def _has_rows(rec: dict, group: str) -> bool:
     if group == SWEEP_GROUP:
         return "configs" in rec
-    if group == GP_GROUP:
-        return bool(rec.get(GP_GROUP))
+    if group in (GP_GROUP, GB_GROUP):
+        return bool(rec.get(group))
     return any(_error_group(k) == group for k in rec.get("gemm_traffic", {}))
 
 
@@ -1367,9 +1556,37 @@ def format_table(res: dict) -> str:
                          + f" {r['cycles_per_kstep']['value']:9.1f} {r['clock_hz'] / 1e9:5.3f}  {sass}{gate}")
         for name, f in (res.get("fields_gemm_path") or {}).items():
             lines.append(f"  {name} = {f['value']:.4g} ({f['p10']:.4g}..{f['p90']:.4g})")
+    gb = res.get(GB_GROUP) or {}
+    if gb:
+        lines.append("")
+        lines.append(f"{'gemm_bcol':18s} {'B copies':8s} {'read':10s} {'lines/cp':>8s} {'cyc/kstep/blk':>13s} "
+                     f"{'p10..p90':>15s} {'GHz':>5s}  SASS loop order")
+        for k, r in gb.items():
+            if k == "gb_suite_1wave":
+                pp = r.get("parts_per_kstep") or {}
+                lines.append(f"{k:18s} {r.get('status')}: " + " ".join(f"{n} {v['value']:.0f}" for n, v in pp.items())
+                             + f" ({r.get('message') or ''})")
+                continue
+            s = r.get("sass") or {}
+            order = (s.get("order", "-") + ("" if s.get("ok", True) else f" ! {s.get('problem')}")) if s else "-"
+            c = r["cycles_per_kstep"]
+            lines.append(f"{k:18s} {r['b_layout']:8s} {r['read']:10s} "
+                         f"{r['ldgsts_lines_computed']['global_lines_mean']:8.2f} {c['value']:13.1f} "
+                         f"{c['p10']:7.1f}..{c['p90']:<7.1f} {r['clock_hz'] / 1e9:5.3f}  {order}")
     for k, e in res.get("errors", {}).items():
         lines.append(f"{k:34s} FAILED: {e}")
     return "\n".join(lines)
+
+
+def compact_summary(res: dict) -> dict:
+    """One line for the log: the gemm_bcol rows' cycles per k-step (and the suite kernel's parts)."""
+    out = {}
+    for k, r in (res.get(GB_GROUP) or {}).items():
+        if k == "gb_suite_1wave":
+            out[k] = {n: round(v["value"], 1) for n, v in (r.get("parts_per_kstep") or {}).items()} or r.get("status")
+        else:
+            out[k] = round(r["cycles_per_kstep"]["value"], 1)
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1397,6 +1614,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     res = merge_results(old, res)
     pc.write_json(path, res)
     print(format_table(res))
+    if GB_GROUP in res["meta"].get("groups_run", []):
+        print(json.dumps({"gemm_bcol_cycles_per_kstep": compact_summary(res)}, separators=(",", ":")))
     print(f"peak {res['peak_flop_per_clk_sm']:.5g} FLOP/clk/SM ({res['peak_source']})")
     if res["compile"].get("ptxas_warnings"):
         print("ptxas warnings:\n  " + "\n  ".join(res["compile"]["ptxas_warnings"]))
