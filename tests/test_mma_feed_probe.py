@@ -677,3 +677,20 @@ def test_bcol_kernels_sass(built):
         if r.kernel.startswith("mfgb_"):
             c = mf.check_bcol_sass(r, mf.sass_summary(sass, r.kernel))
             assert c["ok"], (r.key, c)
+
+
+def test_the_line_cost_is_the_bcol_pairs_difference_over_its_extra_lines():
+    """calibrate.copy_line_fields: (N x K row - K x N row) cycles a k-step over the extra global lines of the
+    block's warp copies (8 warps); none without both rows or without extra lines."""
+    from validation.calibration.calibrate import copy_line_fields
+
+    def row(cycles, lines):
+        return {"cycles_per_kstep": {"value": cycles}, "blocks_per_sm_seen": 1,
+                "ldgsts_lines_computed": {"global_lines": lines, "smem_lines": [4] * len(lines)}}
+
+    rec = {"gemm_bcol": {"gb_bcol_fixed": row(1100.0, [8] * 6), "gb_brow_fixed": row(1000.0, [8, 8, 4, 4, 4, 4])}}
+    got = copy_line_fields(rec)["ldgsts16_line_cycles"]
+    assert got["value"] == pytest.approx(100.0 / (16 * 8))
+    assert copy_line_fields({"gemm_bcol": {"gb_bcol_fixed": rec["gemm_bcol"]["gb_bcol_fixed"]}}) == {}
+    same = {"gemm_bcol": {"gb_bcol_fixed": row(1100.0, [4] * 6), "gb_brow_fixed": row(1000.0, [4] * 6)}}
+    assert copy_line_fields(same) == {}

@@ -66,7 +66,7 @@ MEASURED_FIELDS = (
     "sfu_rsq_latency_cycles", "lop3_latency_cycles", "reduce_step_latency_cycles",
     "block_launch_per_clk_per_sm_by_threads", "hbm_read_bytes_per_s", "hbm_write_bytes_per_s",
     "tma_latency_cycles", "tma_hbm_latency_cycles", "sm_clock_hz_by_tensor_activity", "ldgsts16_pipe_cycles",
-    "ldgsts16_straddle_cycles_per_sector",
+    "ldgsts16_straddle_cycles_per_sector", "ldgsts16_line_cycles",
     "wgmma_latency_cycles_by_n", "cluster_release_arrive_cycles", "wgmma_consumer_step_cycles",
     "cluster_release_fence_cycles", "wgmma_refill_path_cycles", "mbarrier_local_release_cycles",
     "cluster_release_cycles_by_inflight",

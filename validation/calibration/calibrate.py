@@ -84,7 +84,10 @@ CLOCK_MEMORY_LOADS = {"l2": ("l2_only", "wgmma_rand_l2"), "hbm": ("hbm_only", "w
 #: several rates (one point: the median activity and the median slope of these loads)
 CLOCK_TMA_LOADS = ("tma_only", ("wgmma_rand_tma1x16k", "wgmma_rand_tma2x16k", "wgmma_rand_tma2x32k",
                                 "wgmma_rand_tma5x32k", "wgmma_rand_tma5x32k_shared"))
-FEED_FIELDS = ("ldgsts16_pipe_cycles", "ldgsts16_straddle_cycles_per_sector")
+FEED_FIELDS = ("ldgsts16_pipe_cycles", "ldgsts16_straddle_cycles_per_sector", "ldgsts16_line_cycles")
+#: mma_feed_probe gemm_bcol's pair of loops alike but for B's copies: B stored N x K (every warp copy reads 8
+#: half-lines) against K x N (whole lines), each copy writing 4 shared lines
+BCOL_LINE_ROWS = ("gb_bcol_fixed", "gb_brow_fixed")
 SCHEDULERS_PER_SM = 4  # warp schedulers per SM, one instruction each per clock (H100 whitepaper; h200.toml)
 CLUSTER_FIELDS = ("cluster_release_arrive_cycles", "wgmma_consumer_step_cycles", "cluster_release_fence_cycles",
                   "wgmma_refill_path_cycles", "mbarrier_local_release_cycles", "cluster_release_cycles_by_inflight")
@@ -1295,6 +1298,7 @@ def mma_feed_fields(rec: dict, result_path: str = "mma_feed.json") -> dict:
         v = row["cycles_per_kstep"]
         return float(v["value"] if isinstance(v, dict) else v)
 
+    fields = copy_line_fields(rec, result_path)
     per_thread = with_copies["copies_per_thread_per_kstep"]
     warps = with_copies["warps_per_block"] * with_copies["blocks_per_sm"]
     copies = per_thread * warps
@@ -1306,7 +1310,42 @@ def mma_feed_fields(rec: dict, result_path: str = "mma_feed.json") -> dict:
                                      f"gt_commit_k2 {cyc(without):.1f} cycles per k-step, less {issue:.0f} cycles of "
                                      f"issue for {extra} address instructions per warp, over {copies} warp copies)",
         "n": 1, "p10": value, "p90": value, "how": "difference of two medians",
-        "date": rec.get("meta", {}).get("date_utc")}}
+        "date": (rec.get("group_runs", {}).get("gemm_traffic") or rec.get("meta", {})).get("date_utc")}, **fields}
+
+
+def copy_line_fields(rec: dict, result_path: str = "mma_feed.json") -> dict:
+    """``ldgsts16_line_cycles``: what each global line a warp's 16-byte cp.async reads beyond the shared lines
+    it writes adds to the k-step of an ldmatrix-fed mma.sync loop (the L1 writes a copy into shared memory
+    once per global line it reads: a half line costs a wavefront as a whole one does; Nsight Compute's shared
+    wavefronts per LDGSTS are the lines per copy, 5.33 and 6.0, in mma_feed's gemm_traffic rows): the cycles per
+    k-step the B N x K copies (8 half-lines a warp copy) add over B K x N ones (4 lines) in mma_feed_probe's
+    gemm_bcol pair of otherwise alike loops, over the extra lines of the block's warp copies a k-step
+    (the records' ``ldgsts_lines_computed``, from the copies' addresses)."""
+    rows = rec.get("gemm_bcol", {})
+    more, fewer = (rows.get(name) for name in BCOL_LINE_ROWS)
+    if not more or not fewer:
+        return {}
+
+    def cyc(row):
+        v = row["cycles_per_kstep"]
+        return float(v["value"] if isinstance(v, dict) else v)
+
+    def beyond(row):  # global lines beyond the shared lines written, over one thread's copies of a k-step
+        lines = row["ldgsts_lines_computed"]
+        return sum(max(0, g - s) for g, s in zip(lines["global_lines"], lines["smem_lines"], strict=True))
+
+    from validation.calibration.mma_feed_probe import GT_WARPS  # noqa: PLC0415  (the gemm_bcol loops' warps a block)
+
+    extra = (beyond(more) - beyond(fewer)) * GT_WARPS * more.get("blocks_per_sm_seen", 1)
+    if extra <= 0:
+        return {}
+    value = (cyc(more) - cyc(fewer)) / extra
+    return {"ldgsts16_line_cycles": {
+        "value": value, "benchmark": f"mma_feed_probe gemm_bcol ({result_path}: {BCOL_LINE_ROWS[0]} {cyc(more):.1f} - "
+                                     f"{BCOL_LINE_ROWS[1]} {cyc(fewer):.1f} cycles per k-step over {extra} more "
+                                     "global lines than shared lines in the block's warp copies)",
+        "n": 1, "p10": value, "p90": value, "how": "difference of two medians",
+        "date": rec.get("group_runs", {}).get("gemm_bcol", {}).get("date_utc") or rec.get("meta", {}).get("date_utc")}}
 
 
 def cluster_fields(rec: dict, result_path: str = "cluster_wgmma.json") -> dict:
@@ -1520,8 +1559,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from validation.calibration.mma_feed_probe import copy_straddle_fields  # noqa: PLC0415
 
             rel = feed.resolve().relative_to(REPO_ROOT) if feed.resolve().is_relative_to(REPO_ROOT) else feed
+            line = results["fields"].get("ldgsts16_line_cycles", {}).get("value", 0.0)
             results["fields"].update(copy_straddle_fields(json.loads(feed.read_text()), int(group["value"]),
-                                                          "ldgsts16_sector_group_lanes, tc_feed_ncu_split", str(rel)))
+                                                          "ldgsts16_sector_group_lanes, tc_feed_ncu_split", str(rel),
+                                                          line_cycles=line))
         # hbm_tiles_probe's _4w_f512 cases under Nsight Compute (raw CSV in hbm_tiles_ncu/, the record beside)
         tiles_ncu = Path(args.from_json).with_name("hbm_tiles_ncu") / "ncu_raw.csv"
         tiles = Path(args.from_json).with_name("hbm_tiles.json")

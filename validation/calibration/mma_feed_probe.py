@@ -581,6 +581,21 @@ class PathConfig:
                 addrs.append(((r * k + k0 + c * 8) if self.bcol else ((k0 + r) * n + c * 8)) * 2)
         return addrs
 
+    def lines_beyond_per_kstep(self) -> float:
+        """Per block and k-step, over the k-steps before k wraps: the global 128-byte lines the ``real``
+        copies' warps read beyond the 4 shared lines each writes (512 contiguous bytes), summed: what
+        ``ldgsts16_line_cycles`` is charged on (computed from the addresses)."""
+        hbm = self.data == "hbm"
+        steps = min((GT_L2_MNK if hbm else self.k_elems) // BK, 64)
+        beyond = 0
+        for ks in range(steps):
+            for j in range(self.real):
+                for w in range(self.warps):
+                    addrs = self._warp_copy_addresses(ks * BK, j, w)
+                    lines = {a // LINE_BYTES for a in addrs} | {(a + CHUNK_BYTES - 1) // LINE_BYTES for a in addrs}
+                    beyond += max(0, len(lines) - 32 * CHUNK_BYTES // LINE_BYTES)
+        return beyond / steps
+
     def received_sectors_per_kstep(self, group_lanes: int) -> dict:
         """Per block and k-step, over the k-steps before k wraps (computed from the addresses, as
         :meth:`copy_sectors_per_kstep`): ``received``, the sectors the SM receives for the ``real`` copies
@@ -983,13 +998,16 @@ def gemm_path_fields(rec: dict, result_path: str = "mma_feed.json") -> dict:
 STRADDLE_PAIR = ("gp_w8b1_K2008ab_copy_r6", "gp_w8b1_bcolK2048_copy_r6")
 
 
-def copy_straddle_fields(rec: dict, group_lanes: int, group_source: str, result_path: str = "mma_feed.json") -> dict:
+def copy_straddle_fields(rec: dict, group_lanes: int, group_source: str, result_path: str = "mma_feed.json",
+                         line_cycles: float = 0.0) -> dict:
     """``ldgsts16_straddle_cycles_per_sector`` (calibrate.py's field format): how much longer the path from a
     k-step's barrier to its first HMMA gets per sector that the lane groups of its 16-byte cp.async copies
     add by straddling sector boundaries (PathConfig.received_sectors_per_kstep with ``group_lanes``, named
     by ``group_source``): STRADDLE_PAIR's (b2c + c2h of the row) - (the same of the control), over the
     row's extra sectors per block and k-step (b2c: barrier_to_copies_issued, c2h:
-    copies_issued_to_first_hmma), per rep (the reps' medians of warps x stamped k-steps), median over reps.
+    copies_issued_to_first_hmma), per rep (the reps' medians of warps x stamped k-steps), median over reps,
+    less ``line_cycles`` (``ldgsts16_line_cycles``, measured apart) for each global line the row's copies read
+    beyond the control's (PathConfig.lines_beyond_per_kstep): a straddling copy reads more lines too.
 
     Reading of the rows: from the barrier to the copies issued takes the same 570-590 cycles (8 warps x 1
     block) whether 0, 2, 4 or 6 of a thread's copies read data, from L2 or HBM, and the span to the first
@@ -1011,15 +1029,18 @@ def copy_straddle_fields(rec: dict, group_lanes: int, group_source: str, result_
     def b2h(r: dict, i: int | None = None) -> float:
         return _span(r, "barrier_to_copies_issued", i) + _span(r, "copies_issued_to_first_hmma", i)
 
+    lines = cfg[key].lines_beyond_per_kstep() - cfg[ctl_key].lines_beyond_per_kstep()
     n = min(len(r["spans"]["copies_issued_to_first_hmma"]["rep_medians"]) for r in (row, ctl))
-    vals = [(b2h(row, i) - b2h(ctl, i)) / extra for i in range(n)]
+    vals = [(b2h(row, i) - b2h(ctl, i) - line_cycles * lines) / extra for i in range(n)]
     return {"ldgsts16_straddle_cycles_per_sector": {
         "value": pc.median(vals), "n": len(vals), "p10": min(vals), "p90": max(vals),
         "benchmark": f"mma_feed_probe gemm_path ({result_path}: {key} barrier -> first HMMA {b2h(row):.0f} - "
-                     f"{ctl_key} {b2h(ctl):.0f} cycles over {extra:.0f} extra sectors a block and k-step, lane "
-                     f"groups of {group_lanes}: {group_source})",
+                     f"{ctl_key} {b2h(ctl):.0f} cycles"
+                     + (f", less {line_cycles:.3f} cycles for each of {lines:.0f} more global lines read "
+                        "(ldgsts16_line_cycles)" if line_cycles and lines else "")
+                     + f", over {extra:.0f} extra sectors a block and k-step, lane groups of {group_lanes}: {group_source})",
         "how": "per-rep difference of the spans' medians over the extra sectors, median over reps",
-        "date": rec.get("meta", {}).get("date_utc")}}
+        "date": (rec.get("group_runs", {}).get(GP_GROUP) or rec.get("meta", {})).get("date_utc")}}
 
 
 # ----- pure: records, rates ---------------------------------------------------------------------------

@@ -146,9 +146,10 @@ def _traffic_program(row: dict, control: dict | None = None) -> tuple[TileProgra
     # are resident in L2. The program's k-loop is longer than that problem's k, and the engine's L2
     # knows a tile by its k-step, so each k-step's A and B tiles are given to every block alike: the
     # L2 serves all but their first touch, and its channel still carries every block's bytes
-    # B as the probe copies it: row-major (bk rows of bn halves; load_tile's BCOL false), which only the padded
-    # layout tells apart (rows of 17 chunks, not 5)
-    b_cfg = replace(cfg, layout=a_cfg.layout, b_layout="row") if row["mode"] == "gemm_pad" else cfg
+    # B as the probe copies it: row-major (bk rows of bn halves; load_tile's BCOL false): the padded layout
+    # tells it apart (rows of 17 chunks, not 5), and the global lines a warp's copy reads (4 whole lines,
+    # not a column tile's 8 half-lines: ldgsts16_line_cycles); the gemm_bcol rows' n_x_k copies are column-major
+    b_cfg = replace(cfg, layout=a_cfg.layout, b_layout="col" if row.get("b_layout") == "n_x_k" else "row")
     la, lb = _operand_loads(a_cfg, "async")[0], _operand_loads(b_cfg, "async")[1]
     # the HBM rows (1 GiB): every block streams its own bm rows of A and bn columns of B (gt_problem), each
     # k-step's tiles read once: named by the block and the k-step
@@ -225,6 +226,10 @@ def path_check(path: Path = FEED, hardware: str = "h200") -> list[tuple[str, str
     return out
 
 
+#: the gemm_traffic row whose geometry and loop the gemm_bcol rows share (mma_feed_probe GB_CONFIGS)
+GB_BASE = "gt_gemm_l2_k2"
+
+
 def check(path: Path = FEED, hardware: str = "h200") -> dict[str, list[tuple[str, float, float]]]:
     """``{group: [(row, measured, predicted HMMA/clk/SM), ...]}``."""
     hw = load(hardware)
@@ -239,6 +244,16 @@ def check(path: Path = FEED, hardware: str = "h200") -> dict[str, list[tuple[str
     out["gemm_traffic_hbm"] = []
     rows += [("gemm_traffic_hbm", r, partial(_traffic_program, control=controls.get(_geometry(r))))
              for r in traffic if r.get("data") == "hbm" and r["slices_per_kstep"] == 2]
+    # gemm_bcol: gt_gemm_l2_k2's loop with B's copies K x N or N x K and the fragments read from a fixed ring
+    # or from the copy ring (the engine tells only the copies' global lines apart); the suite kernel's own
+    # row (gb_suite_1wave) is no loop of this geometry's program
+    out["gemm_bcol"] = []
+    base = rec.get("gemm_traffic", {}).get(GB_BASE)
+    if base is not None:
+        for key, gb in rec.get("gemm_bcol", {}).items():
+            if "hmma_per_clk_sm" in gb:
+                row = {**base, **{k: gb[k] for k in ("kernel", "b_layout", "sass", "hmma_per_clk_sm")}}
+                rows.append(("gemm_bcol", row, partial(_traffic_program, control=controls.get(_geometry(base)))))
     for group, row, build in rows:
         prog, hmma_per_sm = build(row)
         res = simulate_program(prog, hw)
@@ -291,7 +306,7 @@ def tma_check(path: Path = TENSOR, hardware: str = "h200", stages: tuple = (1, 2
 
 TMA_PAIR = FEED.with_name("tma_pair.json")
 TMA_PAIR_SHARE = FEED.with_name("tma_pair_share.json")
-GROUPS = ("feed", "gemm_traffic", "gemm_traffic_hbm", "gemm_path", "tma", "tma_pair", "ring")
+GROUPS = ("feed", "gemm_traffic", "gemm_traffic_hbm", "gemm_bcol", "gemm_path", "tma", "tma_pair", "ring")
 
 
 def _box_load(tensor: str, box_rows: int, coords: tuple, pitch: int = 8192) -> GlobalLoad:
@@ -466,10 +481,10 @@ def main(argv=None) -> int:
             print(f"  MAPE {sub:20s} {mape(rows) * 100:5.1f}%  (bias {statistics.mean(p / m - 1 for _, m, p in rows) * 100:+5.1f}%)")
         for name, m, p in pair:
             print(f"  {name:42s} measured {m:6.0f}  engine {p:6.0f}  {(p / m - 1) * 100:+6.1f}%")
-    if not want & {"feed", "gemm_traffic", "gemm_traffic_hbm", "gemm_path", "tma", "ring"}:
+    if not want & {"feed", "gemm_traffic", "gemm_traffic_hbm", "gemm_bcol", "gemm_path", "tma", "ring"}:
         return 0
     try:
-        got = check(Path(args.results)) if want & {"feed", "gemm_traffic", "gemm_traffic_hbm"} else {}
+        got = check(Path(args.results)) if want & {"feed", "gemm_traffic", "gemm_traffic_hbm", "gemm_bcol"} else {}
     except (OSError, KeyError, ValueError) as e:
         print(f"tensor_engine_check: {e}", file=sys.stderr)
         return 2
