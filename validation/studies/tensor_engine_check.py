@@ -250,7 +250,7 @@ def check(path: Path = FEED, hardware: str = "h200") -> dict[str, list[tuple[str
     out["gemm_bcol"] = []
     base = rec.get("gemm_traffic", {}).get(GB_BASE)
     if base is not None:
-        for key, gb in rec.get("gemm_bcol", {}).items():
+        for gb in rec.get("gemm_bcol", {}).values():
             if "hmma_per_clk_sm" in gb:
                 row = {**base, **{k: gb[k] for k in ("kernel", "b_layout", "sass", "hmma_per_clk_sm")}}
                 rows.append(("gemm_bcol", row, partial(_traffic_program, control=controls.get(_geometry(base)))))
