@@ -741,12 +741,16 @@ MF_GP_KERNEL(copy, MF_GP_COPY_FIRST, 4, 1, 3, brow, false)
 // READ: MF_GB_FIXED_BROW (mf_load from the fixed compute ring at the start of shared memory, B with
 // ldmatrix.trans: as mfgt_gemm_k2), MF_GB_FIXED_BCOL (the fixed ring's B read as an N x K swizzled tile
 // with non-transposed ldmatrix, tc_gemm's compute_mma BCOL addressing), MF_GB_RING (tc_gemm's compute_mma
-// on the copy ring's slot kt % 4 through cvta'd generic pointers, B in the copies' layout: the suite's loop).
+// on the copy ring's slot kt % 4 through cvta'd generic pointers, B in the copies' layout: the suite's loop),
+// MF_GB_RING0 (MF_GB_RING with the copy ring at the start of dynamic shared memory, as tc_gemm's `ring = smem`:
+// its generic address is then the extern __shared__ symbol's, which ptxas rematerializes every k-step from
+// S2UR SR_CgaCtaId / SR_SWINHI as in the suite kernel; no fixed compute ring, nothing zeroed).
 // Same kernel arguments as the MF_GT kernels (noise and src_bytes unused).
 
 #define MF_GB_FIXED_BROW 0
 #define MF_GB_FIXED_BCOL 1
 #define MF_GB_RING 2
+#define MF_GB_RING0 3
 
 namespace mfgt {
 template <int THREADS_, int BN_, bool BCOL_>
@@ -795,15 +799,18 @@ __device__ __forceinline__ void mf_gb_body(int iters, int stage_mask, long long*
     typedef MfGeom<64, 64, WARPS> G;
     typedef mfgt::SC<32 * WARPS, G::BN, BCOL> LS;
     constexpr int CSLOT = LS::A_ELEMS + LS::B_ELEMS;  // elements of one copy-ring slot (A tile, then B tile)
+    constexpr bool FROM_RING = READ == MF_GB_RING || READ == MF_GB_RING0;
     extern __shared__ __align__(128) unsigned char mf_dyn[];
-    const int ring_bytes = (stage_mask + 1) * G::STAGE_BYTES;  // the fixed compute ring; the copy ring follows
+    // the fixed compute ring, then the copy ring (MF_GB_RING0: the copy ring alone, at offset 0)
+    const int ring_bytes = READ == MF_GB_RING0 ? 0 : (stage_mask + 1) * G::STAGE_BYTES;
     for (int i = threadIdx.x * 16; i < ring_bytes; i += blockDim.x * 16)
         *reinterpret_cast<uint4*>(mf_dyn + i) = make_uint4(0u, 0u, 0u, 0u);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int wm0 = (warp % MF_WARPS_M) * 64, wn0 = (warp / MF_WARPS_M) * 64;
     const unsigned sbase = mf_smem_u32(mf_dyn), mask = (unsigned)stage_mask;
     const int m0 = tile_m0[blockIdx.x], n0 = tile_n0[blockIdx.x];
-    unsigned short* cring = reinterpret_cast<unsigned short*>(mf_dyn + ring_bytes);
+    unsigned short* cring = READ == MF_GB_RING0 ? reinterpret_cast<unsigned short*>(mf_dyn)
+                                                : reinterpret_cast<unsigned short*>(mf_dyn + ring_bytes);
     float acc[4][8][4];
 #pragma unroll
     for (int mi = 0; mi < 4; ++mi)
@@ -832,7 +839,7 @@ __device__ __forceinline__ void mf_gb_body(int iters, int stage_mask, long long*
         __syncthreads();
         issue(next, it + CSTAGES - 1);
         unsigned a_base, b_base;
-        if constexpr (READ == MF_GB_RING) {  // compute_mma: smem_addr of the slot's generic pointers
+        if constexpr (FROM_RING) {  // compute_mma: smem_addr of the slot's generic pointers
             const unsigned short* sA = cring + slot * CSLOT;
             a_base = mf_gt_smem_addr(sA);
             b_base = mf_gt_smem_addr(sA + LS::A_ELEMS);
@@ -842,8 +849,7 @@ __device__ __forceinline__ void mf_gb_body(int iters, int stage_mask, long long*
         }
 #pragma unroll
         for (int ks = 0; ks < 2; ++ks) {
-            mf_gb_load<READ == MF_GB_RING ? BCOL : READ == MF_GB_FIXED_BCOL>(af, bf, a_base, b_base, ks, wm0, wn0,
-                                                                            lane);
+            mf_gb_load<FROM_RING ? BCOL : READ == MF_GB_FIXED_BCOL>(af, bf, a_base, b_base, ks, wm0, wn0, lane);
             mf_mmas<64, 64>(acc, af, bf);
         }
         slot = (slot + 1 == CSTAGES) ? 0 : slot + 1;
@@ -871,7 +877,7 @@ __device__ __forceinline__ void mf_gb_body(int iters, int stage_mask, long long*
         out[blockIdx.x * blockDim.x + threadIdx.x] = (float)bits;
 }
 
-// mfgb_<brow|bcol>_<fixed|fixedcol|ring>: the MF_GT kernel arguments (noise, src_bytes unused)
+// mfgb_<brow|bcol>_<fixed|fixedcol|ring|ring0>: the MF_GT kernel arguments (noise, src_bytes unused)
 #define MF_GB_KERNEL(NAME, BCOL, READ)                                                                        \
 extern "C" __global__ void __launch_bounds__(256, 1)                                                          \
 mfgb_##NAME(int iters, int stage_mask, long long* clk, float* out, int noise, const unsigned short* A,        \
@@ -886,3 +892,4 @@ MF_GB_KERNEL(bcol_fixed, true, MF_GB_FIXED_BROW)
 MF_GB_KERNEL(bcol_fixedcol, true, MF_GB_FIXED_BCOL)
 MF_GB_KERNEL(bcol_ring, true, MF_GB_RING)
 MF_GB_KERNEL(brow_ring, false, MF_GB_RING)
+MF_GB_KERNEL(bcol_ring0, true, MF_GB_RING0)

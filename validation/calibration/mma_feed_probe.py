@@ -70,11 +70,13 @@ Group ``gemm_bcol`` (:data:`GB_CONFIGS`, section ``gemm_bcol``, kernels ``mfgb_*
 than the engine, which matches mfgt_gemm_k2) rebuilt from mfgt_gemm_k2 one difference at a time, 8 warps x 1
 block, L2-resident 2048^3 data: B copied N x K (every warp cp.async then covers 8 rows x 64 bytes, 8 half
 lines, where a K x N B copy covers one 512-byte row, 4 lines: ``ldgsts_lines_computed``), B fragments by
-non-transposed ldmatrix of an N x K tile, fragments read from the copy ring's slot (tc_gemm's compute_mma), and
-the Brow counterpart; cycles per k-step (median block) per row, the hot loop's SASS order, and the suite
+non-transposed ldmatrix of an N x K tile, fragments read from the copy ring's slot (tc_gemm's compute_mma), the
+Brow counterpart, and ``gb_bcol_ring0``: the copy ring at the start of dynamic shared memory as tc_gemm's (its
+generic address is then the extern __shared__ symbol's: ptxas redoes it every k-step with two S2UR, puts
+LDGDEPBAR right after the copies and 12 LDSM before the first HMMA, the suite kernel's SASS loop); cycles per k-step (median block) per row, the hot loop's SASS order, and the suite
 kernel itself on one wave (``gb_suite_1wave``: tc_gemm.cu with TC_PARTS on 1408 x 3072 x 3072, one block per
 SM, validation/studies/tc_step_parts.py's parts). Prints one JSON line of the rows' cycles per k-step.
-About 10 s of GPU time plus the compile.
+About 12 s of GPU time plus the compile.
 """
 
 from __future__ import annotations
@@ -718,7 +720,7 @@ def summarize_path(pc_: PathConfig, runs: list[dict]) -> dict:
 
 # ----- group gemm_bcol: the suite's Bcol k-step against mfgt_gemm_k2 (must match MF_GB_* of the .cu) --------
 GB_GROUP = "gemm_bcol"
-GB_READS = ("fixed_brow", "fixed_bcol", "ring")  # MF_GB_FIXED_BROW, MF_GB_FIXED_BCOL, MF_GB_RING
+GB_READS = ("fixed_brow", "fixed_bcol", "ring", "ring0")  # MF_GB_FIXED_BROW, MF_GB_FIXED_BCOL, MF_GB_RING, MF_GB_RING0
 #: the suite kernel itself on one wave (one 128x256 block per SM: 11 x 12 tiles), L2-sized operands
 GB_SUITE_SHAPE = (11 * GT_BM, 12 * GT_BN, 3072)
 GB_SUITE_LABEL = "mma_fp16_Bcol_128x256x32_w64x64_swz_s4"
@@ -791,6 +793,10 @@ GB_CONFIGS = (
                "+ fragments from the copy ring's slot (compute_mma): the suite's Bcol loop"),
     BcolConfig("gb_brow_ring", "mfgb_brow_ring", False, "ring",
                "B K x N copies, fragments from the copy ring: the suite's Brow loop"),
+    BcolConfig("gb_bcol_ring0", "mfgb_bcol_ring0", True, "ring0",
+               "gb_bcol_ring with the copy ring at the dynamic shared symbol (tc_gemm's ring = smem): ptxas "
+               "redoes the ring's generic address (S2UR SR_CgaCtaId, SR_SWINHI) every k-step, LDGDEPBAR right "
+               "after the copies, 12 LDSM before the first HMMA: the suite kernel's SASS loop"),
 )
 
 
@@ -810,17 +816,19 @@ def summarize_bcol(bc: BcolConfig, runs: list[dict]) -> dict:
 
 def check_bcol_sass(bc: BcolConfig, s: dict) -> dict:
     """The hot loop's counts per k-step (HMMA 64, LDSM 16, of them .trans 8 where B is read K x N, LDGSTS 6,
-    BAR, DEPBAR, LDGDEPBAR 1) and its order; ``ok`` when they hold (times a whole unroll)."""
+    BAR, DEPBAR, LDGDEPBAR 1; S2UR 2 for read ``ring0``, the ring's generic address redone, else 0) and its
+    order; ``ok`` when they hold (times a whole unroll)."""
     if not s.get("ok"):
         return s
     hist = Counter(s["histogram"])
     trans = sum(v for k_, v in hist.items() if k_.startswith("LDSM") and ".MT88" in k_)
-    read_col = bc.read == "fixed_bcol" or (bc.read == "ring" and bc.bcol)
+    read_col = bc.read == "fixed_bcol" or (bc.read in ("ring", "ring0") and bc.bcol)
     unroll = s["hmma"] / (2 * GT_MMA_PER_SLICE)
     want = {"ldsm": 2 * GT_LDSM_PER_SLICE, "ldsm_trans": 0 if read_col else 2 * (GT_WN // 16),
-            "bar": 1, "ldgsts": 6, "depbar": 1, "ldgdepbar": 1}
+            "bar": 1, "ldgsts": 6, "depbar": 1, "ldgdepbar": 1, "s2ur": 2 if bc.read == "ring0" else 0}
     have = {"ldsm": s["ldsm"], "ldsm_trans": trans, "bar": s["bar"], "ldgsts": count_prefix(hist, "LDGSTS"),
-            "depbar": count_prefix(hist, "DEPBAR"), "ldgdepbar": count_prefix(hist, "LDGDEPBAR")}
+            "depbar": count_prefix(hist, "DEPBAR"), "ldgdepbar": count_prefix(hist, "LDGDEPBAR"),
+            "s2ur": count_prefix(hist, "S2UR")}
     bad = [f"{k_} {have[k_]} != {want[k_] * unroll:g}" for k_ in want if have[k_] != want[k_] * unroll]
     ok = unroll == int(unroll) and unroll >= 1 and not bad
     return {"ok": ok, "problem": "" if ok else "; ".join(bad), "instructions": s["instructions"],
