@@ -89,6 +89,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from validation.calibration import probe_common as pc
@@ -1416,64 +1417,49 @@ def run_probe(quick: bool = False, tensor_json: Path | None = None, only: Sequen
     peak, peak_src = peak_from_tensor_json(tj)
     res: dict = {"meta": meta, "compile": dev.compile, "peak_flop_per_clk_sm": peak, "peak_source": peak_src,
                  "errors": {}}
+    def record(section: str, key: str, run, summarize, check, **extra) -> None:
+        """One row: ``run()`` -> (runs, iters, info), ``summarize(runs)``, ``check()`` of its SASS (when
+        the SASS was read); an exception is recorded under ``key`` and the other rows still run."""
+        try:
+            runs, iters, info = run()
+            row = summarize(runs)
+            row.update(iters=iters, reps=dev.reps, **extra, **info)
+            if dev.sass:
+                row["sass"] = check()
+            res[section][key] = row
+        except Exception as exc:  # noqa: BLE001  (recorded, the others still run)
+            res["errors"][key] = f"{type(exc).__name__}: {exc}"
+
     if SWEEP_GROUP in only:
         res["configs"] = {}
         cfgs = sweep(quick)
         # the tc_gemm configuration (64x64, 8 warps, one block, barrier every 2 slices) with random operands
         extra = [(Config(64, 64, 8, 1, 2, 0), 1)]
         for cfg, noise in [(c, 0) for c in cfgs] + extra:
-            key = cfg.name + ("_noise" if noise else "")
-            try:
-                runs, iters, info = dev.run_config(cfg, noise)
-                row = summarize_config(cfg, runs, peak)
-                row.update(iters=iters, reps=dev.reps, operands="random fp16" if noise else "zeros", **info)
-                if dev.sass:
-                    row["sass"] = check_sass(cfg, sass_summary(dev.sass, cfg.name))
-                res["configs"][key] = row
-            except Exception as exc:  # noqa: BLE001  (recorded, the others still run)
-                res["errors"][key] = f"{type(exc).__name__}: {exc}"
+            record("configs", cfg.name + ("_noise" if noise else ""), partial(dev.run_config, cfg, noise),
+                   partial(summarize_config, cfg, peak_flop=peak), lambda cfg=cfg: check_sass(cfg, sass_summary(dev.sass, cfg.name)),
+                   operands="random fp16" if noise else "zeros")
     for group in [g for g in GT_GROUP_CONFIGS if g in only]:  # both groups' rows in res["gemm_traffic"]
         res.setdefault("gemm_traffic", {})
         t1 = time.perf_counter()
         for tc in GT_GROUP_CONFIGS[group]:
-            try:
-                runs, iters, info = dev.run_traffic(tc)
-                row = summarize_traffic(tc, runs, peak)
-                row.update(iters=iters, reps=dev.reps, operands="zeros", **info)
-                if dev.sass:
-                    row["sass"] = check_traffic_sass(tc, sass_summary(dev.sass, tc.kernel))
-                res["gemm_traffic"][tc.key] = row
-            except Exception as exc:  # noqa: BLE001  (recorded, the others still run)
-                res["errors"][tc.key] = f"{type(exc).__name__}: {exc}"
+            record("gemm_traffic", tc.key, partial(dev.run_traffic, tc), partial(summarize_traffic, tc, peak_flop=peak),
+                   lambda tc=tc: check_traffic_sass(tc, sass_summary(dev.sass, tc.kernel)), operands="zeros")
         res["meta"][f"{group}_wall_s"] = time.perf_counter() - t1
     if GP_GROUP in only:
         res.setdefault(GP_GROUP, {})
         t1 = time.perf_counter()
         for row in GP_CONFIGS:
-            try:
-                runs, iters, info = dev.run_path(row)
-                out = summarize_path(row, runs)
-                out.update(iters=iters, reps=dev.reps, **info)
-                if dev.sass:
-                    out["sass"] = check_path_sass(row, dev.sass)
-                res[GP_GROUP][row.key] = out
-            except Exception as exc:  # noqa: BLE001  (recorded, the others still run)
-                res["errors"][row.key] = f"{type(exc).__name__}: {exc}"
+            record(GP_GROUP, row.key, partial(dev.run_path, row), partial(summarize_path, row),
+                   lambda row=row: check_path_sass(row, dev.sass))
         res["meta"][f"{GP_GROUP}_wall_s"] = time.perf_counter() - t1
         res["fields_gemm_path"] = gemm_path_fields(res)
     if GB_GROUP in only:
         res.setdefault(GB_GROUP, {})
         t1 = time.perf_counter()
         for bc in GB_CONFIGS:
-            try:
-                runs, iters, info = dev.run_bcol(bc)
-                out = summarize_bcol(bc, runs)
-                out.update(iters=iters, reps=dev.reps, **info)
-                if dev.sass:
-                    out["sass"] = check_bcol_sass(bc, sass_summary(dev.sass, bc.kernel))
-                res[GB_GROUP][bc.key] = out
-            except Exception as exc:  # noqa: BLE001  (recorded, the others still run)
-                res["errors"][bc.key] = f"{type(exc).__name__}: {exc}"
+            record(GB_GROUP, bc.key, partial(dev.run_bcol, bc), partial(summarize_bcol, bc),
+                   lambda bc=bc: check_bcol_sass(bc, sass_summary(dev.sass, bc.kernel)))
         try:
             res[GB_GROUP]["gb_suite_1wave"] = run_gb_suite(dev.reps)
         except Exception as exc:  # noqa: BLE001
