@@ -1126,7 +1126,7 @@ class Engine:
 
     def run(self) -> SimResult:
         for s in range(self.occ.blocks_per_sm):
-            self.env.process(self._slot(s))
+            _process(self.env, self._slot(s))
         with _fewer_collections():
             _run(self.env)
         hw, p, v = self.hw, self.p, self.total.v
