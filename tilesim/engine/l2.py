@@ -175,5 +175,19 @@ class L2Cache:
         Returns the record ``[k0, k1, start_s, period_s]``; lowering its k1 cuts the range short."""
         mark = [k0, k1, start_s, period_s]
         if k1 > k0:
-            self._ranges.setdefault(prefix, []).append(mark)
+            got = self._ranges.setdefault(prefix, [])
+            # the oldest ranges whose last touch lies more than the capacity behind now can never make a
+            # hit again (the clock only grows): dropped, oldest first, so that the newest range holding a
+            # k-step is the one it was, or none holds it and none could have hit
+            if got:
+                limit = self.clock(start_s) - self.capacity_bytes
+                drop = 0
+                for r0, r1, t0, period in got:
+                    end = t0 + (r1 - r0) * period
+                    if end >= start_s or self._clock_at(end) >= limit:
+                        break
+                    drop += 1
+                if drop:
+                    del got[:drop]
+            got.append(mark)
         return mark
