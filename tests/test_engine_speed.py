@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tilesim.api import simulate
 from tilesim.engine.l2 import L2Cache
@@ -281,3 +283,45 @@ def test_tile_projections_worked_out_by_column_match_block_by_block(family, knob
                 assert engine._projections(tile, phase.index, first, count) == list(expected.items())
                 checked += 1
     assert checked >= 4
+
+
+class _KeepEveryRange:
+    """L2Cache.touch_range as it was before held ranges were dropped: every range kept."""
+
+    @staticmethod
+    def touch_range(cache, prefix, k0, k1, start_s, period_s):
+        mark = [k0, k1, start_s, period_s]
+        if k1 > k0:
+            cache._ranges.setdefault(prefix, []).append(mark)
+        return mark
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["touch", "range", "range", "stream", "stop"]), st.integers(0, 1),
+                          st.integers(0, 5), st.integers(1, 8), st.floats(0.1, 3.0)), min_size=5, max_size=60))
+def test_dropping_ranges_that_can_no_longer_hit_changes_no_answer(ops):
+    """The L2 drops a tile's oldest held ranges once their last touch lies more than the capacity behind
+    (the byte clock only grows): every lookup answers as with every range kept."""
+    from tilesim.engine.l2 import L2Cache
+
+    kept, dropped = L2Cache(100), L2Cache(100)
+    now = 0.0
+    rate = 0.0
+    for op, prefix, k, span, dt in ops:
+        now += dt
+        if op == "touch":
+            assert kept.access(prefix, k, 30, now) == dropped.access(prefix, k, 30, now)
+            assert kept.access_many([prefix, prefix + 10], k, 30, now) == dropped.access_many(
+                [prefix, prefix + 10], k, 30, now)
+        elif op == "range":
+            _KeepEveryRange.touch_range(kept, prefix, k, k + span, now, dt)
+            dropped.touch_range(prefix, k, k + span, now, dt)
+        elif op == "stream":
+            rate += 40.0
+            kept.start_stream(40.0, now)
+            dropped.start_stream(40.0, now)
+        elif rate > 0:
+            rate -= 40.0
+            kept.stop_stream(40.0, now)
+            dropped.stop_stream(40.0, now)
+    assert sum(map(len, dropped._ranges.values())) <= sum(map(len, kept._ranges.values()))
