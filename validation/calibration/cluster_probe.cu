@@ -495,6 +495,223 @@ ringw_c2(int iters, int stages, int multicast, int remote, int release_all, long
 
 }  // extern "C"
 
+// ================================ the wgmma ring moved toward the suite kernel, one difference at a time ==
+// ringd_c2: ringw_c2's cluster-2 ring with remote releases by one thread per destination CTA (the GEMM's
+// release, rel_one; identical SASS: MEMBAR.ALL.CTA; MEMBAR.ALL.GPU; ERRBAR; CGAERRBAR;
+// SYNCS.ARRIVE.TRANS64.RED) and 2 consumer warpgroups, plus runtime switches (``sd`` bits) that each move it
+// one step toward validation/families/tc_gemm/wgmma.cu (label wgmma_fp16_Bcol_128x256x64_swz_s4_c2_cl2):
+//   CP_SD_SUITE_SYNC: the suite's synchronization code form: every mbarrier wait is wgmma.cu's tight
+//     try_wait.acquire.cluster loop (no clock reads inside; bounded here by CP_SD_TRY_LIMIT tries), and the
+//     producer warpgroup's threads other than thread 0 go straight to the closing cluster barrier (arrive +
+//     wait) as wgmma.cu's do, sitting in barrier.cluster.wait through the k-loop; the block's timed window
+//     then ends at that cluster barrier instead of __syncthreads.
+//   CP_SD_WALK: the suite's data walk on one wave: block b is tile (b % tm, b / tm) of a tm-wide wave (tm
+//     even: a cluster pair shares its B tile, GROUP_M order); every `kboxes` k-steps (one tile's K) the wave
+//     moves to fresh tiles: A row block (j * tm + tile_m) mod a_tiles, B row block b_row_base / b_rows +
+//     (j * tn + tile_n) mod b_tiles, j = kt / kboxes, so each box is first read from HBM by one block and then
+//     hit in L2 by the others of the wave reading it (the suite's ~85% L2 hit rate), instead of the probe's
+//     16 MiB L2-resident tensor read over and over.
+//   kboxes: box columns per tensor row (64 for a 4096-half row; 31 for the suite's ragged K = 2008: rows of
+//     4016 B, every 128-byte box row straddling two 128-byte lines). Box column = kt mod kboxes.
+// Record and aux as ringw_body's (release: consumer warpgroup 1 thread 0's cycles from wait_group(1) done to
+// the release done).
+#define CP_SD_SUITE_SYNC 1
+#define CP_SD_WALK 2
+#define CP_SD_TRY_LIMIT 1048576  // try_wait attempts before a tight wait gives up (each >= ~20 cycles)
+
+// wgmma.cu's mbar_wait (try_wait.parity.acquire.cluster in a tight loop), bounded: false after
+// CP_SD_TRY_LIMIT unsuccessful tries
+__device__ __forceinline__ bool mbar_wait_tight(u32 bar, u32 parity) {
+    u32 ok;
+    asm volatile(
+        "{\n"
+        ".reg .pred done, more;\n"
+        ".reg .u32 left;\n"
+        "mov.u32 left, %3;\n"
+        "SD_WAIT:\n"
+        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%1], %2;\n"
+        "@done bra SD_DONE;\n"
+        "sub.u32 left, left, 1;\n"
+        "setp.ne.u32 more, left, 0;\n"
+        "@more bra SD_WAIT;\n"
+        "SD_DONE:\n"
+        "selp.u32 %0, 1, 0, done;\n"
+        "}\n" : "=r"(ok) : "r"(bar), "r"(parity), "n"(CP_SD_TRY_LIMIT) : "memory");
+    return ok != 0u;
+}
+
+__device__ __forceinline__ bool sd_wait(bool tight, u32 bar, u32 parity) {
+    return tight ? mbar_wait_tight(bar, parity) : mbar_wait<true>(bar, parity);
+}
+
+__device__ __forceinline__ void cluster_arrive_release() {
+    asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+}
+
+__device__ __forceinline__ void cluster_wait_acquire() {
+    asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+}
+
+__device__ __forceinline__ void ringd_body(int iters, int stages, int multicast, int sd, long long* rec,
+                                           long long* aux, int* flag, const TmaMap* ma, const TmaMap* mb,
+                                           int a_rows, int a_tiles, int b_tiles, int kboxes, int tm, int tn,
+                                           int b_row_base) {
+    __shared__ __align__(8) u64 full_bar[CP_MAX_STAGES];
+    __shared__ __align__(8) u64 empty_bar[CP_MAX_STAGES];
+    __shared__ long long s_full_wait[2];
+    constexpr u32 CLUSTER = 2;
+    constexpr int b_rows = CP_WG_N;
+    const u32 base = (smem_u32(cp_dyn) + 1023u) & ~1023u;
+    const u32 a_bytes = (u32)a_rows * 128u, b_bytes = (u32)b_rows * 128u;
+    const u32 stage_bytes = a_bytes + b_bytes;
+    const int consumers = (int)(blockDim.x / 128) - 1;
+    const u32 rank = cluster_rank();
+    const bool mc = multicast != 0;
+    const bool tight = (sd & CP_SD_SUITE_SYNC) != 0;
+    const bool walk = (sd & CP_SD_WALK) != 0;
+    const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
+    const bool parked = tight && wg == 0 && t != 0;
+
+    if (threadIdx.x == 0) {
+        prefetch_map(ma);
+        prefetch_map(mb);
+        for (int s = 0; s < stages; ++s) {
+            mbar_init(smem_u32(&full_bar[s]), 1u);
+            mbar_init(smem_u32(&empty_bar[s]), (u32)consumers * CLUSTER);
+        }
+        s_full_wait[0] = 0;
+        s_full_wait[1] = 0;
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    cluster_sync();
+    __syncthreads();
+    const int pair = blockIdx.x / CLUSTER;
+    const int tile_m = walk ? (int)(blockIdx.x % (u32)tm) : (int)(blockIdx.x % (u32)a_tiles);
+    const int tile_n = walk ? (int)(blockIdx.x / (u32)tm) : pair % b_tiles;
+    const long long c0 = clock64();
+    const u64 g0 = global_ns();
+    long long empty_wait = 0, group_wait = 0, release = 0;
+    int done = 0, cdone = 0;
+    float sink = 0.0f;
+
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(CP_PRODUCER_REGS));
+        if (parked) {
+            cluster_arrive_release();  // wgmma.cu: straight to the closing cluster_sync
+            cluster_wait_acquire();
+        } else if (t == 0) {
+            u32 s = 0, phase = 0;
+            for (int kt = 0; kt < iters; ++kt) {
+                const u32 full = smem_u32(&full_bar[s]), empty = smem_u32(&empty_bar[s]);
+                const long long w0 = clock64();
+                if (!sd_wait(tight, empty, phase ^ 1u)) {  // round 0 passes at once
+                    flag[blockIdx.x] = 1;
+                    break;
+                }
+                if (kt >= stages) empty_wait += clock64() - w0;
+                mbar_expect_tx(full, stage_bytes);
+                const u32 a_dst = base + s * stage_bytes, b_dst = a_dst + a_bytes;
+                const int kx = (kt % kboxes) * CP_BOX_COLS;
+                int ar = tile_m, br = tile_n;
+                if (walk) {
+                    const int j = kt / kboxes;
+                    ar = (j * tm + tile_m) % a_tiles;
+                    br = (j * tn + tile_n) % b_tiles;
+                }
+                tma_load_2d(a_dst, ma, full, kx, ar * a_rows);
+                const int b_row = (walk ? b_row_base : 0) + br * b_rows;
+                if (mc) {
+                    if (rank == 0) tma_load_2d_multicast(b_dst, mb, full, kx, b_row, (unsigned short)3u);
+                } else {
+                    tma_load_2d(b_dst, mb, full, kx, b_row);
+                }
+                if (++s == (u32)stages) {
+                    s = 0;
+                    phase ^= 1u;
+                }
+                done = kt + 1;
+            }
+        }
+        if (!tight) __syncwarp();
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(CP_CONSUMER_REGS));
+        const int cw = wg - 1;
+        float acc[CP_WG_N / 2];
+#pragma unroll
+        for (int i = 0; i < CP_WG_N / 2; ++i) acc[i] = 0.0f;
+        u32 s = 0, phase = 0, prev = 0;
+        long long full_wait = 0;
+        for (int kt = 0; kt < iters; ++kt) {
+            const u32 full = smem_u32(&full_bar[s]);
+            const long long w0 = clock64();
+            if (!sd_wait(tight, full, phase)) {
+                flag[blockIdx.x] = 1;
+                break;
+            }
+            full_wait += clock64() - w0;
+            const u32 a_st = base + s * stage_bytes + (u32)(cw * CP_WG_M) * 128u;
+            const u32 b_st = base + s * stage_bytes + a_bytes;
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < CP_WG_KSLICES; ++kk) {
+                const u64 db = smem_desc(b_st + kk * 32, 16, 1024);
+                const u64 da = smem_desc(a_st + kk * 32, 16, 1024);
+                wgmma_m64n256k16(acc, da, db);
+            }
+            wgmma_commit();
+            const long long g0w = clock64();
+            wgmma_wait<1>();  // the previous k-step's group is done: release its stage
+            const long long g1w = clock64();
+            group_wait += g1w - g0w;
+            if (kt > 0) {
+                if (t < (int)CLUSTER) mbar_arrive_cluster(smem_u32(&empty_bar[prev]), (u32)t);
+                release += clock64() - g1w;
+            }
+            prev = s;
+            if (++s == (u32)stages) {
+                s = 0;
+                phase ^= 1u;
+            }
+            cdone = kt + 1;
+        }
+        wgmma_wait<0>();
+        if (t == 0) s_full_wait[cw & 1] = full_wait;
+#pragma unroll
+        for (int i = 0; i < CP_WG_N / 2; ++i) sink += acc[i];
+    }
+    if (tight) {
+        // wgmma.cu's end: everyone but the parked threads arrives now; the barrier completes when both CTAs'
+        // loops are done (no peer arrives or multicasts afterwards: no second cluster barrier needed)
+        if (!parked) cluster_sync();
+    } else {
+        __syncthreads();
+    }
+    const long long c1 = clock64();
+    const u64 g1 = global_ns();
+    if (threadIdx.x == 0) write_record(rec, c1 - c0, g0, g1, rank, empty_wait, s_full_wait[0], done);
+    if (threadIdx.x == 128) {
+        long long* x = aux + CP_AUX * blockIdx.x;
+        x[0] = group_wait;
+        x[1] = release;
+        x[2] = s_full_wait[1];
+        x[3] = cdone;
+    }
+    if (sink != sink) flag[blockIdx.x] = 2;
+    if (!tight) cluster_sync();
+}
+
+extern "C" {
+
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1)
+ringd_c2(int iters, int stages, int multicast, int sd, long long* rec, long long* aux, int* flag,
+         const __grid_constant__ TmaMap ma, const __grid_constant__ TmaMap mb, int a_rows, int a_tiles,
+         int b_tiles, int kboxes, int tm, int tn, int b_row_base) {
+    ringd_body(iters, stages, multicast, sd, rec, aux, flag, &ma, &mb, a_rows, a_tiles, b_tiles, kboxes, tm, tn,
+               b_row_base);
+}
+
+}  // extern "C"
+
 // ================================ mbarrier ping-pong ==================================================
 // Lane 0 of warp 0 (A) and a partner (B) hand one token back and forth `iters` times through two mbarriers
 // of count 1: A arrives on B's barrier and waits on its own, B waits on its own and arrives on A's. A's

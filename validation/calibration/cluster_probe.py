@@ -4,7 +4,8 @@
 ``cluster_probe.cu`` on the current GPU (CuPy), prints a table and writes ``<DIR>/cluster.json`` (default
 DIR: ``validation/results/<gpu>/calibration``) with every rep's raw per-block records, the summaries and
 the machine's metadata (validation/harness/metadata.py). Without a GPU it says so in one line and exits 2.
-The whole probe is meant to take a few seconds of GPU time (well under 40 s; ``--only fence`` about 10 s).
+The whole probe is meant to take a few seconds of GPU time (well under 40 s; ``--only fence`` about 10 s;
+``--only suite_diff`` well under 3 minutes, most of it compiling).
 
 Why: the validation wgmma GEMM (validation/families/tc_gemm/wgmma.cu) runs 25-35% slower with cluster=2
 (B multicast by rank 0 to the pair, each empty barrier counting the consumers of both CTAs) than with
@@ -85,12 +86,28 @@ window the loaders covered, the clock. :func:`fence_fields` turns the rows into 
 into calibrate.py). Every wait is bounded (CP_WAIT_LIMIT_CYCLES, flag[block] reported by the host); the
 group gives up after FENCE_MAX_FAILURES failed rows in a row.
 
+Suite-difference rows (``--only suite_diff``, not part of the default run; kernel ``ringd_c2``, written to
+``cluster_suite_diff.json``, one JSON line ``{"suite_diff": {row: {step, release, full, empty}}}`` printed): why
+the suite's cluster wgmma GEMM (``wgmma_fp16_Bcol_128x256x64_swz_s4_c2_cl2``, tc_step_parts: release 1146-1178
+cycles a k-step) releases slower than the wgmma ring above (1059). ``ringd_c2`` is ``ringw_c2`` at S = 4, 2
+consumers, rel_one (the same release SASS as wgmma.cu: MEMBAR.ALL.CTA; MEMBAR.ALL.GPU; ERRBAR; CGAERRBAR;
+SYNCS.ARRIVE.TRANS64.RED, tests/test_cluster_suite_diff.py), with switches that each move it one step toward
+wgmma.cu (:data:`SD_CONFIGS`): ``mc`` rank 0 multicasts B (the suite's loads); ``sync`` the suite's sync code form
+(tight try_wait loops, the producer warpgroup's idle threads parked in the closing barrier.cluster.wait);
+``stream`` the suite's data walk on one wave (12 x 11 tiles, fresh A and B tiles every 64 k-steps from a 2 GiB
+tensor: each box read once from HBM, then from L2 by the wave's other blocks, as a 4096^3 wave does);
+``k2008`` rows of 4016 bytes (the ragged shape's K). ``value`` = cycles per k-step, ``release_per_step`` its
+release part, as the wgmma rows. Then the suite kernel itself on one wave (``suite_1wave.*``: wgmma.cu with
+TC_TRACE 2 on 1536 x 2816 x K, validation/studies/tc_step_parts.trace_config, checked against float64; L2
+flushed before each launch, or warm with K = 2048), whose parts are the suite's.
+
 Records (``REC`` longs per block, cluster_probe.cu write_record): cycles, ns, smid, rank, a, b,
 globaltimer start, count; a/b are the ring's empty/full waits, the TMA latency's pair sum.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 import tempfile
@@ -150,6 +167,7 @@ QUICK_WGMMA_CONSUMERS = (2,)
 TENSOR_FLOPS_PER_CLK_PER_SM = 4096
 WGMMA_CYCLES = 64 * WG_N * 16 * 2 // TENSOR_FLOPS_PER_CLK_PER_SM  # 128
 GROUPS = ("ping", "tma_lat", "ring", "wgmma", "fence", "fence_gap")
+EXTRA_GROUPS = ("suite_diff",)  # run only when named with --only (not part of the default run)
 RING_ITERS = 2048  # k-steps per launch (about 1 ms at spin 1000)
 QUICK_RING_ITERS = 256
 PING_MODES = {"local_cta": 0, "local_cluster_scope": 1, "remote": 2}
@@ -195,6 +213,37 @@ FENCE_MAX_FAILURES = 3  # consecutive failed fence rows after which the group gi
 FENCE_SAMPLES_KEPT_BLOCKS = 2  # rows with at most this many releasers keep their raw samples in the JSON
 FENCE_FLAGS = {1: "an mbarrier wait timed out", 3: "a loader ran past CP_WAIT_LIMIT_CYCLES without its stop signal",
                4: "bad kernel arguments"}
+
+# ----- the suite_diff rows (ringd_c2 and the suite kernel): the probe's ring moved toward wgmma.cu ---------
+# must match the #defines of cluster_probe.cu
+SD_SUITE_SYNC = 1  # CP_SD_SUITE_SYNC: wgmma.cu's tight try_wait loops, producer threads parked at the cluster barrier
+SD_WALK = 2  # CP_SD_WALK: the suite's tile walk on one wave, fresh tiles every kboxes k-steps (HBM + L2 sharing)
+SD_TRY_LIMIT = 1 << 20  # CP_SD_TRY_LIMIT
+SD_GROUP = "suite_diff"
+SD_STREAM_BYTES = 2 << 30  # the walk's tensor: A rows in the first half, B rows in the second, never re-read
+SD_WAVE_TM = 12  # tiles along M of the walk's wave (even: a cluster pair shares its B tile); 12 x 11 = 132 blocks
+SD_RAGGED_K = 2008  # the suite's ragged K: rows of 4016 B (box rows straddle two 128-byte lines)
+SD_ITERS = 2048
+SD_REPS = 5
+#: name -> (multicast, sd bits, source "l2" | "stream", K of the tensor rows: 4096 or SD_RAGGED_K)
+SD_CONFIGS = {
+    "sd.l2.own": (0, 0, "l2", TENSOR_COLS),  # = wgmma.c2.s4.c2_own_remote.rel_one (the engine's anchor, 1412)
+    "sd.l2.mc": (1, 0, "l2", TENSOR_COLS),  # + the suite's B multicast by rank 0 (= c2_mc_remote)
+    "sd.l2.mc.sync": (1, SD_SUITE_SYNC, "l2", TENSOR_COLS),  # + the suite's wait loops and parked producer threads
+    "sd.l2.mc.k2008": (1, 0, "l2", SD_RAGGED_K),  # + the ragged shape's 4016-byte rows (L2-resident)
+    "sd.stream.own": (0, SD_WALK, "stream", TENSOR_COLS),  # the anchor on the suite's data walk
+    "sd.stream.mc": (1, SD_WALK, "stream", TENSOR_COLS),  # + multicast: the suite's loads
+    "sd.stream.mc.sync": (1, SD_WALK | SD_SUITE_SYNC, "stream", TENSOR_COLS),  # + the suite's sync code form
+    "sd.stream.mc.k2008": (1, SD_WALK, "stream", SD_RAGGED_K),  # the ragged shape's rows, streamed
+}
+SD_SUITE_LABEL = "wgmma_fp16_Bcol_128x256x64_swz_s4_c2_cl2"
+#: the suite kernel itself (wgmma.cu with TC_TRACE 2, validation/studies/tc_step_parts.py) on one wave of 132
+#: blocks (12 x 11 tiles of 128 x 256): name -> (M, N, K, L2 flushed before each launch)
+SD_SUITE_RUNS = {
+    "suite_1wave.k4096.flushed": (12 * 128, 11 * 256, 4096, True),  # one 4096^3 tile's K, cold L2 (the suite)
+    "suite_1wave.k2048.flushed": (12 * 128, 11 * 256, 2048, True),
+    "suite_1wave.k2048.warm": (12 * 128, 11 * 256, 2048, False),  # A + B 17 MiB: L2-resident after warm-up
+}
 
 ONE_BLOCK_SMEM_BYTES = 120 * 1024  # > half of the 228 KiB an SM has (H100 whitepaper): one block per SM
 MAX_BLOCK_SMEM_BYTES = 227 * 1024  # the most shared memory one block may opt in to (CUDA C++ guide, cc 9.0)
@@ -742,6 +791,70 @@ def fence_fields(rec: dict, result_path: str = "cluster_fence.json") -> dict:
     return out
 
 
+# ----- the suite_diff group: ringd_c2 moved toward the suite kernel, and the suite kernel on one wave ----------
+def sd_geometry(src: str, k: int, grid: int, iters: int, tensor_bytes: int = L2_TENSOR_BYTES) -> dict:
+    """ringd_c2's data arguments for source ``src`` ("l2": the probe's tensor of ``tensor_bytes``, read over and
+    over; "stream": SD_STREAM_BYTES, the suite's tile walk on a wave of SD_WAVE_TM tiles along M) with rows of
+    ``k`` halves: rows, a_tiles, b_tiles, kboxes (box columns per row), tm, tn, b_row_base. ValueError when
+    ``k`` holds no box, or the walk of ``iters`` k-steps would come back to tiles it already read."""
+    kboxes = k // BOX_COLS
+    if kboxes < 1 or (k * ELEM_BYTES) % 16:
+        raise ValueError(f"suite_diff: k = {k}: rows must hold a {BOX_COLS}-half box and be 16-byte multiples")
+    if src == "l2":
+        rows = tensor_bytes // (k * ELEM_BYTES)
+        return {"rows": rows, "a_tiles": rows // A_ROWS, "b_tiles": rows // WG_N, "kboxes": kboxes, "tm": 1,
+                "tn": 1, "b_row_base": 0}
+    if src != "stream":
+        raise ValueError(f"suite_diff: source {src!r}: must be 'l2' or 'stream'")
+    if SD_WAVE_TM % CLUSTER:
+        raise ValueError(f"suite_diff: SD_WAVE_TM = {SD_WAVE_TM} must be a multiple of the cluster ({CLUSTER})")
+    rows = SD_STREAM_BYTES // (k * ELEM_BYTES)
+    a_tiles = rows // 2 // A_ROWS
+    b_row_base = a_tiles * A_ROWS
+    b_tiles = (rows - b_row_base) // WG_N
+    tn = -(-grid // SD_WAVE_TM)
+    rounds = -(-iters // kboxes)
+    if rounds * SD_WAVE_TM > a_tiles or rounds * tn > b_tiles:
+        raise ValueError(f"suite_diff: {iters} k-steps walk {rounds} rounds of {SD_WAVE_TM} A and {tn} B tiles: more "
+                         f"than the {a_tiles} A / {b_tiles} B tiles of the {SD_STREAM_BYTES >> 20} MiB tensor")
+    return {"rows": rows, "a_tiles": a_tiles, "b_tiles": b_tiles, "kboxes": kboxes, "tm": SD_WAVE_TM, "tn": tn,
+            "b_row_base": b_row_base}
+
+
+def sd_row(name: str, reps: list[dict], iters: int, grid: int, smem: int, geo: dict) -> dict:
+    """The summary of a ringd_c2 row's reps (wgmma_rep dicts plus event_s and the raw records)."""
+    mc, sd, src, k = SD_CONFIGS[name]
+    return {"kernel": "ringd_c2", "multicast": bool(mc), "suite_sync": bool(sd & SD_SUITE_SYNC),
+            "walk": bool(sd & SD_WALK), "sd": sd, "src": src, "k": k, "geometry": geo, "stages": 4,
+            "consumers": CONSUMERS, "release": "one", "a_rows": A_ROWS, "b_rows": WG_N, "iters": iters, "grid": grid,
+            "threads": THREADS, "smem_bytes": smem, "unit": "cycles per k-step",
+            **summarize([r["cycles_per_step"] for r in reps]),
+            "release_per_step": _stat(reps, "release_per_step", "consumer 1 cycles in the release per k-step"),
+            "full_wait_per_step": _stat(reps, "full_wait_per_step", "consumer 1 cycles per k-step"),
+            "full_wait_wg2_per_step": _stat(reps, "full_wait_wg2_per_step", "consumer 2 cycles per k-step"),
+            "empty_wait_per_step": _stat(reps, "empty_wait_per_step", "producer cycles per k-step"),
+            "wait_group_per_step": _stat(reps, "wait_group_per_step", "consumer 1 cycles in wait_group(1) per k-step"),
+            "tensor_activity": _stat(reps, "tensor_activity", "wgmma x WGMMA_CYCLES / elapsed cycles per SM"),
+            **_reps_tail(reps)}
+
+
+def sd_compact(rows: dict) -> dict:
+    """One line for the log: per suite_diff row, cycles per k-step and the release part (ringd rows: step,
+    release, full and empty waits; suite rows: tc_step_parts' consumer loop, release, full wait, producer
+    empty wait), rounded to the cycle; failed rows say their status."""
+    out = {}
+    for k, r in rows.items():
+        if "parts_per_kstep" in r or "status" in r:
+            p = r.get("parts_per_kstep") or {}
+            out[k] = ({"step": round(p["consumer_loop"]["value"]), "release": round(p["consumer_release"]["value"]),
+                       "full": round(p["consumer_full_wait"]["value"]),
+                       "empty": round(p["producer_empty_wait"]["value"])} if p else r.get("status"))
+        else:
+            out[k] = {"step": round(r["value"]), "release": round(r["release_per_step"]["value"]),
+                      "full": round(r["full_wait_per_step"]["value"]), "empty": round(r["empty_wait_per_step"]["value"])}
+    return out
+
+
 # ----- compile (no GPU needed) -----------------------------------------------------------------------
 def compile_cubin(workdir: Path, arch: str = ARCH, src: Path = KERNEL_SRC) -> tuple[Path, str]:
     """:func:`probe_common.compile_cubin` of cluster_probe.cu for sm_90a: (cubin, ptxas log)."""
@@ -840,6 +953,83 @@ def run_wgmma(dev: _Device, cfg: dict, iters: int, reps: int) -> dict:
         runs.append({**wgmma_rep(recs, auxs, iters, cfg["consumers"], bool(mc)), "event_s": event_s,
                      "records": compact(recs), "aux": [[x[k] for k in AUX_FIELDS] for x in auxs]})
     return wgmma_row(cfg, runs, iters, grid, smem)
+
+
+def _sd_fill_random(cp, t, seed: int) -> None:
+    """Uniform random fp16 in [-1, 1] into ``t`` in chunks (the 2 GiB tensor without a float64 temporary)."""
+    rs = cp.random.RandomState(seed)
+    flat = t.ravel()
+    step = 1 << 26
+    for i in range(0, flat.size, step):
+        n = min(step, flat.size - i)
+        flat[i:i + n] = (rs.random_sample(n, dtype=cp.float32) * 2.0 - 1.0).astype(cp.float16)
+
+
+def run_sd_suite(name: str, reps: int) -> dict:
+    """The suite kernel SD_SUITE_LABEL on one wave (validation/studies/tc_step_parts.trace_config: checked
+    against float64, then TC_TRACE 2 parts), the L2 flushed before each launch or left warm."""
+    import dataclasses  # noqa: PLC0415
+
+    from validation.harness.suite import load_suite  # noqa: PLC0415
+    from validation.studies.tc_step_parts import trace_config  # noqa: PLC0415
+
+    m, n, k, flushed = SD_SUITE_RUNS[name]
+    base = next((c for c in load_suite("tc_gemm") if c.label == SD_SUITE_LABEL), None)
+    if base is None:
+        raise ValueError(f"suite_diff: no suite row {SD_SUITE_LABEL}")
+    cfg = dataclasses.replace(base, m=m, n=n, k=k)
+    r = trace_config(cfg, reps=reps, flusher=None if flushed else (lambda: None))
+    return {"label": SD_SUITE_LABEL, "shape": [m, n, k], "l2_flushed": flushed, **r,
+            "note": "the suite kernel (wgmma.cu, TC_TRACE 2) on 132 blocks: one wave"}
+
+
+def run_sd_group(dev: _Device, reps: int, iters: int = SD_ITERS) -> tuple[dict, dict]:
+    """Every SD_CONFIGS row on ringd_c2, then the SD_SUITE_RUNS: (rows, errors)."""
+    cp, tma = dev.cp, dev.tma
+    rows, errors = {}, {}
+    grid = dev.sm_count - dev.sm_count % CLUSTER
+    smem = ring_smem_bytes(4, WG_N)
+    dev.fill_random()
+    stream = cp.empty(SD_STREAM_BYTES // ELEM_BYTES, dtype=cp.float16)
+    _sd_fill_random(cp, stream, 2)
+    tensors = {"l2": (dev.tensor, L2_TENSOR_BYTES), "stream": (stream, SD_STREAM_BYTES)}
+    rec = cp.zeros(REC * grid, dtype=cp.int64)
+    aux = cp.zeros(AUX * grid, dtype=cp.int64)
+    for name, (mc, sd, src, k) in SD_CONFIGS.items():
+        try:
+            geo = sd_geometry(src, k, grid, iters)
+            t, _ = tensors[src]
+            maps = {}
+            for box in (A_ROWS, WG_N):
+                a = tma.tiled_args(f"sd_{src}_k{k}_box{box}", "fp16", t.data.ptr, (k, geo["rows"]),
+                                   (k * ELEM_BYTES,), (BOX_COLS, box))
+                maps[box] = tma.as_kernel_arg(tma.encode(a))
+            args = (cp.int32(iters), cp.int32(4), cp.int32(mc), cp.int32(sd), rec, aux, dev.flag, maps[A_ROWS],
+                    maps[WG_N], cp.int32(A_ROWS), cp.int32(geo["a_tiles"]), cp.int32(geo["b_tiles"]),
+                    cp.int32(geo["kboxes"]), cp.int32(geo["tm"]), cp.int32(geo["tn"]), cp.int32(geo["b_row_base"]))
+            if src == "l2":
+                dev.warm_l2()
+            dev.launch("ringd_c2", grid, THREADS, smem, args)  # warm-up
+            runs = []
+            for _ in range(reps):
+                event_s = dev.launch("ringd_c2", grid, THREADS, smem, args)
+                recs = parse_records(rec.get(), grid)
+                auxs = parse_aux(aux.get(), grid)
+                runs.append({**wgmma_rep(recs, auxs, iters, CONSUMERS, bool(mc)), "event_s": event_s,
+                             "records": compact(recs), "aux": [[x[f] for f in AUX_FIELDS] for x in auxs]})
+            rows[name] = sd_row(name, runs, iters, grid, smem, geo)
+        except Exception as exc:  # noqa: BLE001  (recorded; the others still run)
+            errors[name] = f"{type(exc).__name__}: {exc}"
+    del stream, tensors
+    cp.get_default_memory_pool().free_all_blocks()
+    for name in SD_SUITE_RUNS:
+        try:
+            rows[name] = run_sd_suite(name, reps)
+            if rows[name].get("status") != "ok":
+                errors[name] = f"{rows[name].get('status')}: {rows[name].get('message')}"
+        except Exception as exc:  # noqa: BLE001
+            errors[name] = f"{type(exc).__name__}: {exc}"
+    return rows, errors
 
 
 def run_ping(dev: _Device, mode: int, iters: int, reps: int) -> dict:
@@ -973,15 +1163,15 @@ def run_fence_group(dev: _Device, quick: bool, reps: int, configs: Sequence[dict
 def run_probes(quick: bool = False, only: Sequence[str] = GROUPS, tensor_bytes: int = L2_TENSOR_BYTES) -> dict:
     """The groups ``only`` (default: every group) on the current GPU (JSON-ready): meta, compile, ring, ping,
     tma_lat, wgmma, errors. ValueError naming an unknown group."""
-    bad = [g for g in only if g not in GROUPS]
+    bad = [g for g in only if g not in GROUPS + EXTRA_GROUPS]
     if bad:
-        raise ValueError(f"only = {bad}: groups are {list(GROUPS)}")
+        raise ValueError(f"only = {bad}: groups are {list(GROUPS + EXTRA_GROUPS)}")
     t0 = time.perf_counter()
     meta = pc.collect_metadata()
     dev = _Device(tensor_bytes)
     reps = QUICK_REPS if quick else REPS
     res: dict = {"meta": meta, "compile": dev.compile, "ring": {}, "ping": {}, "tma_lat": {}, "wgmma": {},
-                 "fence": {}, "errors": {}}
+                 "fence": {}, SD_GROUP: {}, "errors": {}}
     dev.warm_l2()
     for name, mode in PING_MODES.items() if "ping" in only else ():
         try:
@@ -1019,6 +1209,10 @@ def run_probes(quick: bool = False, only: Sequence[str] = GROUPS, tensor_bytes: 
     if "fence_gap" in only:
         rows, errors = run_fence_group(dev, quick, QUICK_REPS if quick else FENCE_REPS, fence_gap_configs(quick))
         res["fence"].update(rows)
+        res["errors"].update(errors)
+    if SD_GROUP in only:
+        res[SD_GROUP], errors = run_sd_group(dev, QUICK_REPS if quick else SD_REPS,
+                                             QUICK_RING_ITERS if quick else SD_ITERS)
         res["errors"].update(errors)
     res["meta"].update({"probe_wall_s": time.perf_counter() - t0, "reps": reps, "quick": quick,
                         "sm_count": dev.sm_count, "tensor_bytes": tensor_bytes, "tensor_cols": TENSOR_COLS,
@@ -1065,6 +1259,13 @@ def format_table(results: dict) -> str:
                      f"{r['inflight_mean']:5.2f} {num(r['load_bytes_per_s_per_sm'], 1e9):>8s} "
                      f"{num(r['load_bytes_per_s_gpu'], 1e12, '8.2f'):>8s} {num(r['land_wait_per_op'], 1, '6.0f'):>6s} "
                      f"{num(r['loads_cover_min'], 1, '5.2f'):>5s} {r['clock_hz'] / 1e9:5.2f}")
+    if results.get(SD_GROUP):
+        lines.append(f"{'suite_diff row':38s} {'cyc/step':>9s} {'release':>8s} {'fullW':>7s} {'emptyW':>7s}")
+        for k, r in sd_compact(results[SD_GROUP]).items():
+            if isinstance(r, dict):
+                lines.append(f"{k:38s} {r['step']:9d} {r['release']:8d} {r['full']:7d} {r['empty']:7d}")
+            else:
+                lines.append(f"{k:38s} {r}")
     for k, e in results.get("errors", {}).items():
         lines.append(f"{k:38s} FAILED: {e}")
     return "\n".join(lines)
@@ -1082,8 +1283,9 @@ def result_file(only: Sequence[str] = GROUPS, tensor_mib: int | None = None) -> 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = pc.probe_parser("cluster_probe", __doc__.splitlines()[0], RESULT_FILE, "few reps, short launches, fewer configurations")
-    ap.add_argument("--only", action="append", choices=GROUPS, default=None,
-                    help="run only this group (repeatable); the results then go to cluster_<groups>.json")
+    ap.add_argument("--only", action="append", choices=GROUPS + EXTRA_GROUPS, default=None,
+                    help="run only this group (repeatable); the results then go to cluster_<groups>.json; "
+                         f"{', '.join(EXTRA_GROUPS)} only run when named")
     ap.add_argument("--tensor-mib", type=int, default=None,
                     help=f"size of the tensor the rings read, MiB (default {L2_TENSOR_BYTES >> 20}: L2-resident); "
                          "e.g. 1024: every block streams its own rows from HBM")
@@ -1099,6 +1301,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     path = pc.results_dir(args.out, res["meta"]) / result_file(only, args.tensor_mib)
     pc.write_json(path, res, indent=None)  # one line: the raw records make it large
     print(format_table(res))
+    if res.get(SD_GROUP):
+        print(json.dumps({SD_GROUP: sd_compact(res[SD_GROUP])}, separators=(",", ":")))
     if res["compile"].get("ptxas_warnings"):
         print("ptxas warnings:\n  " + "\n  ".join(res["compile"]["ptxas_warnings"]))
     print(f"wrote {path} in {res['meta']['probe_wall_s']:.1f} s")

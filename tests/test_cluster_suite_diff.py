@@ -1,0 +1,125 @@
+"""cluster_probe's suite_diff group (ringd_c2: the GEMM-shaped wgmma ring moved toward the suite kernel
+wgmma.cu one difference at a time): constants match the CUDA source, the walk's geometry never re-reads a
+tile, the group runs only when named, and (nvcc) the probe's stage release compiles to the suite kernel's
+instruction sequence. Synthetic rows only, never measurements."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from validation.calibration import cluster_probe as cp
+from validation.calibration import probe_common as pc
+
+CU = cp.KERNEL_SRC.read_text()
+
+
+def _define(name: str) -> int:
+    m = re.search(rf"#define {name} (\d+)", CU)
+    assert m, f"#define {name} missing from {cp.KERNEL_SRC.name}"
+    return int(m.group(1))
+
+
+def test_the_suite_diff_constants_match_the_cuda_defines():
+    for py, cu in (("SD_SUITE_SYNC", "CP_SD_SUITE_SYNC"), ("SD_WALK", "CP_SD_WALK"), ("SD_TRY_LIMIT", "CP_SD_TRY_LIMIT")):
+        assert getattr(cp, py) == _define(cu), py
+    assert re.search(r"__cluster_dims__\(2, 1, 1\)[^\n]*\n\s*ringd_c2\(", CU)
+    assert cp.SD_GROUP in cp.EXTRA_GROUPS and cp.SD_GROUP not in cp.GROUPS
+    assert cp.result_file((cp.SD_GROUP,)) == "cluster_suite_diff.json"
+
+
+def test_the_rows_move_one_step_at_a_time_from_the_calibrated_ring():
+    # the first row is the calibrated ring's (wgmma.c2.s4.c2_own_remote.rel_one): no switch on
+    assert cp.SD_CONFIGS["sd.l2.own"] == (0, 0, "l2", cp.TENSOR_COLS)
+    for name, (mc, sd, src, k) in cp.SD_CONFIGS.items():
+        assert mc in (0, 1) and sd in (0, 1, 2, 3) and src in ("l2", "stream") and k in (cp.TENSOR_COLS, cp.SD_RAGGED_K)
+        assert bool(sd & cp.SD_WALK) == (src == "stream"), name
+    for m, n, k, _ in cp.SD_SUITE_RUNS.values():
+        assert (m // 128) * (n // 256) == 132 and k % 64 == 0
+
+
+def test_the_geometry_of_the_sources():
+    l2 = cp.sd_geometry("l2", 4096, 132, 2048)
+    assert l2["rows"] == 2048 and l2["a_tiles"] == 16 and l2["b_tiles"] == 8 and l2["kboxes"] == 64
+    rag = cp.sd_geometry("l2", cp.SD_RAGGED_K, 132, 2048)
+    assert rag["kboxes"] == 31 and rag["rows"] == cp.L2_TENSOR_BYTES // 4016
+    st = cp.sd_geometry("stream", 4096, 132, 2048)
+    assert st["tm"] == 12 and st["tn"] == 11 and st["b_row_base"] == st["a_tiles"] * cp.A_ROWS
+    # the B rows stay inside the tensor, and the walk reads every tile once
+    assert st["b_row_base"] + st["b_tiles"] * cp.WG_N <= st["rows"]
+    assert (2048 // 64) * 12 <= st["a_tiles"] and (2048 // 64) * 11 <= st["b_tiles"]
+    assert cp.sd_geometry("stream", cp.SD_RAGGED_K, 132, 2048)["kboxes"] == 31
+    with pytest.raises(ValueError, match="more than"):
+        cp.sd_geometry("stream", 4096, 132, 1 << 20)
+    with pytest.raises(ValueError, match="source"):
+        cp.sd_geometry("hbm", 4096, 132, 2048)
+    with pytest.raises(ValueError, match="box"):
+        cp.sd_geometry("l2", 32, 132, 2048)
+
+
+def test_the_compact_line():
+    row = {"value": 1411.6, "release_per_step": {"value": 1059.2}, "full_wait_per_step": {"value": 65.7},
+           "empty_wait_per_step": {"value": 988.5}}
+    suite = {"status": "ok", "parts_per_kstep": {"consumer_loop": {"value": 1617.0}, "consumer_release": {"value": 1146.0},
+                                                 "consumer_full_wait": {"value": 148.0},
+                                                 "producer_empty_wait": {"value": 1396.0}}}
+    out = cp.sd_compact({"sd.l2.own": row, "suite_1wave.k4096.flushed": suite, "suite_1wave.k2048.warm":
+                         {"status": "wrong", "message": "x"}})
+    assert out == {"sd.l2.own": {"step": 1412, "release": 1059, "full": 66, "empty": 988},
+                   "suite_1wave.k4096.flushed": {"step": 1617, "release": 1146, "full": 148, "empty": 1396},
+                   "suite_1wave.k2048.warm": "wrong"}
+
+
+# ----- the probe's release is the suite kernel's, instruction for instruction (nvcc + a disassembler) -------
+_RELEASE = ("MEMBAR.ALL.CTA", "MEMBAR.ALL.GPU", "ERRBAR", "CGAERRBAR", "SYNCS.ARRIVE.TRANS64.RED")
+
+
+def _disassemble(cubin) -> str:
+    if shutil.which("cuobjdump"):
+        return pc.disassemble(cubin)
+    from validation.calibration.mma_feed_probe import nvdisasm_as_cuobjdump  # noqa: PLC0415
+
+    d = subprocess.run(["nvdisasm", "-c", str(cubin)], capture_output=True, text=True, check=True)
+    return nvdisasm_as_cuobjdump(d.stdout)
+
+
+def _release_runs(ops: list[str]) -> list[list[str]]:
+    """Every run of instructions from a MEMBAR.ALL.CTA to the next SYNCS.ARRIVE (predicates dropped)."""
+    out, cur = [], None
+    for op in ops:
+        op = re.sub(r"^@!?U?P\d+\s+", "", op)
+        if op.startswith("MEMBAR.ALL.CTA"):
+            cur = []
+        if cur is not None:
+            cur.append(op)
+            if op.startswith("SYNCS.ARRIVE"):
+                out.append(cur)
+                cur = None
+    return out
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None or (shutil.which("cuobjdump") is None and shutil.which("nvdisasm") is None),
+                    reason="nvcc and cuobjdump or nvdisasm needed")
+def test_the_probe_release_compiles_to_the_suite_kernels(tmp_path):
+    (tmp_path / "probe").mkdir()
+    cubin, log = cp.compile_cubin(tmp_path / "probe")
+    assert cp.ptxas_warnings(log) == [], log
+    probe = [op for _, op, _ in pc.function_instructions(_disassemble(cubin), "ringd_c2")]
+    from validation.families.tc_gemm import wgmma  # noqa: PLC0415
+    from validation.harness.suite import load_suite  # noqa: PLC0415
+
+    cfg = next(c for c in load_suite("tc_gemm") if c.label == cp.SD_SUITE_LABEL)
+    src = wgmma.kernel_source(cfg)
+    (tmp_path / "suite.cu").write_text(src.code)
+    r = subprocess.run(["nvcc", "-cubin", *wgmma.OPTIONS, "-o", str(tmp_path / "suite.cubin"), str(tmp_path / "suite.cu")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    suite = [op for _, op, _ in pc.function_instructions(_disassemble(tmp_path / "suite.cubin"), src.name_expressions[0])]
+    # the k-loop's releases (mapa + arrive.release.cluster): the same five instructions in both kernels
+    for ops in (probe, suite):
+        runs = [[o.split()[0].rstrip(";") for o in run] for run in _release_runs(ops)]
+        assert runs and all(tuple(x if not x.startswith("SYNCS.ARRIVE") else x[:24] for x in run) == _RELEASE
+                            for run in runs), runs
