@@ -69,7 +69,7 @@ MEASURED_FIELDS = (
     "ldgsts16_straddle_cycles_per_sector", "ldgsts16_line_cycles",
     "wgmma_latency_cycles_by_n", "cluster_release_arrive_cycles", "wgmma_consumer_step_cycles",
     "cluster_release_fence_cycles", "wgmma_refill_path_cycles", "mbarrier_local_release_cycles",
-    "cluster_release_cycles_by_inflight",
+    "cluster_release_cycles_by_inflight", "cluster_release_idle_cycles",
     "l1_miss_lines_per_clk_per_sm", "ldgsts16_sector_group_lanes", "hbm_read_granularity_bytes",
     "hbm_accesses_per_s", "hbm_burst_extra_cycles_by_lines", "l2_burst_extra_cycles_by_lines",
     "l2_flushed_dirty_bytes", "l2_flushed_writeback_per_read_byte", "l2_flushed_writeback_per_written_byte",

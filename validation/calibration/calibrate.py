@@ -90,7 +90,8 @@ FEED_FIELDS = ("ldgsts16_pipe_cycles", "ldgsts16_straddle_cycles_per_sector", "l
 BCOL_LINE_ROWS = ("gb_bcol_fixed", "gb_brow_fixed")
 SCHEDULERS_PER_SM = 4  # warp schedulers per SM, one instruction each per clock (H100 whitepaper; h200.toml)
 CLUSTER_FIELDS = ("cluster_release_arrive_cycles", "wgmma_consumer_step_cycles", "cluster_release_fence_cycles",
-                  "wgmma_refill_path_cycles", "mbarrier_local_release_cycles", "cluster_release_cycles_by_inflight")
+                  "wgmma_refill_path_cycles", "mbarrier_local_release_cycles", "cluster_release_cycles_by_inflight",
+                  "cluster_release_idle_cycles")
 #: cluster_probe's 2-stage wgmma rings without a cluster (the H200's single-block ring GEMMs: 1 or 2 consumers,
 #: one local arrive per consumer and k-step): the consumer's path from its data wait to its stage release
 REFILL_ROWS = ("wgmma.c1.s2.c1.rel_one", "wgmma.c2.s2.c1.rel_one")

@@ -674,10 +674,15 @@ def release_model_fields(rec: dict, result_path: str = "cluster_fence.json") -> 
         "benchmark": f"cluster_probe fence.sync.release.*.loader rows ({result_path}: {raw})"}}
 
 
+#: the fence stream row with nothing loading anywhere: the release alone
+IDLE_RELEASE_ROW = "fence.stream.release.none.b256.if0.load_none.rel_pair"
+
+
 def release_by_inflight_field(rec: dict, result_path: str = "cluster_fence.json") -> dict:
     """``cluster_release_cycles_by_inflight``: the GEMM's release (arrive.release.cluster on the peer) against
     the copies its SM has in flight while every SM streams L2-resident 256 x 64 boxes and releases (the
-    stream rows ``fence.stream.release.l2.b256.if<N>.load_all.rel_pair``): [[boxes in flight, cycles], ...]."""
+    stream rows ``fence.stream.release.l2.b256.if<N>.load_all.rel_pair``): [[boxes in flight, cycles], ...];
+    and ``cluster_release_idle_cycles``, the same release with nothing in flight anywhere (IDLE_RELEASE_ROW)."""
     pts, used = [], []
     for name, r in sorted(rec.get("fence", {}).items()):
         m = re.fullmatch(r"fence\.stream\.release\.l2\.b256\.if(\d+)\.load_all\.rel_pair", name)
@@ -688,7 +693,12 @@ def release_by_inflight_field(rec: dict, result_path: str = "cluster_fence.json"
         return {}
     pts.sort()
     vals = [y for _, y in pts]
-    return {"cluster_release_cycles_by_inflight": {
+    idle = rec.get("fence", {}).get(IDLE_RELEASE_ROW, {}).get("value")
+    out = {"cluster_release_idle_cycles": {
+        "value": float(idle), "unit": "cycles", "n": 1, "p10": float(idle), "p90": float(idle), "how": "one row",
+        "date": rec.get("meta", {}).get("date_utc"),
+        "benchmark": f"cluster_probe {IDLE_RELEASE_ROW} ({result_path}: nothing in flight anywhere)"}} if idle else {}
+    return {**out, "cluster_release_cycles_by_inflight": {
         "value": pts, "unit": "cycles", "n": len(pts), "p10": min(vals), "p90": max(vals),
         "how": "one point per row (boxes in flight, median release)", "date": rec.get("meta", {}).get("date_utc"),
         "benchmark": f"cluster_probe fence.stream.release.l2.b256.if*.load_all.rel_pair ({result_path}: "

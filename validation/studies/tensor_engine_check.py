@@ -306,7 +306,7 @@ def tma_check(path: Path = TENSOR, hardware: str = "h200", stages: tuple = (1, 2
 
 TMA_PAIR = FEED.with_name("tma_pair.json")
 TMA_PAIR_SHARE = FEED.with_name("tma_pair_share.json")
-GROUPS = ("feed", "gemm_traffic", "gemm_traffic_hbm", "gemm_bcol", "gemm_path", "tma", "tma_pair", "ring")
+GROUPS = ("feed", "gemm_traffic", "gemm_traffic_hbm", "gemm_bcol", "suite_diff", "gemm_path", "tma", "tma_pair", "ring")
 
 
 def _box_load(tensor: str, box_rows: int, coords: tuple, pitch: int = 8192) -> GlobalLoad:
@@ -369,7 +369,7 @@ RELEASE_RULES = {"const": None, "fence": _fence_rule(""), "fence_last": _fence_r
                  "fence_next": _fence_rule("next")}
 
 
-def _ring_program(row: dict, source: str) -> TileProgram:
+def _ring_program(row: dict, source: str, pitch: int = 4096) -> TileProgram:
     """A ringw row as tc_gemm's wgmma k-loop on the ring's boxes. ``source`` "l2": the 16 MiB tensor, every
     k-step's boxes resident in L2 for every block (named by the k-step alone, as _traffic_program does);
     "hbm": the 1 GiB tensor, whose 64-k-step wrap re-reads 132 (c2) or 264 (c1) MiB, more than the L2 keeps:
@@ -381,7 +381,7 @@ def _ring_program(row: dict, source: str) -> TileProgram:
                        cluster=2 if mc else 1)
     step = lower(cfg).phases[0].step
     # the probe's boxes: A 128 x 64 whatever the consumers, rows of a 4096-half tensor
-    la, lb, _ = _operand_loads(replace(cfg, k=4096, consumers=2, bm=RING_BOX_ROWS), "bulk",
+    la, lb, _ = _operand_loads(replace(cfg, k=pitch, consumers=2, bm=RING_BOX_ROWS), "bulk",
                                b_fraction=2 if mc else 1)
     half = RING_BOX_ROWS * 64 * 2
     if source == "l2":
@@ -408,10 +408,11 @@ def _ring_program(row: dict, source: str) -> TileProgram:
     return TileProgram(row["kernel"], launch, (Phase("loop", RING_KSTEPS, step, pipeline_depth=row["stages"]),))
 
 
-def ring_cycles(row: dict, source: str, rule: str = "const", hardware: str = "h200") -> float:
-    """The engine's cycles per k-step for a ring row at the row's recorded clock under a release rule."""
+def ring_cycles(row: dict, source: str, rule: str = "const", hardware: str = "h200", pitch: int = 4096) -> float:
+    """The engine's cycles per k-step for a ring row at the row's recorded clock under a release rule (the
+    boxes' rows ``pitch`` halves apart)."""
     hw = with_overrides(load(hardware), sm_clock_hz=row["clock_hz"])
-    prog = _ring_program(row, source)
+    prog = _ring_program(row, source, pitch)
     check_program(prog, hw)
     fn = RELEASE_RULES[rule]
     if fn is None:
@@ -429,6 +430,27 @@ def ring_cycles(row: dict, source: str, rule: str = "const", hardware: str = "h2
         finally:
             cost._cache.clear()
     return (res.time_s - hw.launch_overhead_s) * row["clock_hz"] / RING_KSTEPS
+
+
+#: cluster_probe's suite_diff record: its ring (ringd_c2) moved toward the suite's cluster kernel one difference
+#: at a time; the rows on L2-resident data are judged here (the streamed ones walk fresh tiles the ring
+#: program does not name, and the suite_1wave rows are the suite kernel itself)
+SUITE_DIFF = FEED.with_name("cluster_suite_diff.json")
+
+
+def suite_diff_check(path: Path = SUITE_DIFF, hardware: str = "h200") -> list[tuple[str, float, float]]:
+    """``[(row, measured, engine cycles per k-step)]`` for suite_diff's L2 rows: 2 consumers, 4 stages, a cluster
+    of 2 with one remote release a consumer, B multicast or each block's own, the boxes' rows k halves apart."""
+    rows = json.loads(Path(path).read_text()).get("suite_diff", {})
+    out = []
+    for key, r in sorted(rows.items()):
+        if r.get("src") != "l2":
+            continue
+        ring = {"consumers": r["consumers"], "multicast": r["multicast"], "grid": r["grid"], "stages": r["stages"],
+                "cluster": 2, "remote_arrive": True, "release_all": r["release"] == "all",
+                "smem_bytes": r["smem_bytes"], "kernel": f"{r['kernel']}.{key}", "clock_hz": r["clock_hz"]}
+        out.append((key, float(r["value"]), ring_cycles(ring, "l2", hardware=hardware, pitch=r["k"])))
+    return out
 
 
 def ring_check(rings: dict = RINGS, hardware: str = "h200") -> list[dict]:
@@ -481,7 +503,7 @@ def main(argv=None) -> int:
             print(f"  MAPE {sub:20s} {mape(rows) * 100:5.1f}%  (bias {statistics.mean(p / m - 1 for _, m, p in rows) * 100:+5.1f}%)")
         for name, m, p in pair:
             print(f"  {name:42s} measured {m:6.0f}  engine {p:6.0f}  {(p / m - 1) * 100:+6.1f}%")
-    if not want & {"feed", "gemm_traffic", "gemm_traffic_hbm", "gemm_bcol", "gemm_path", "tma", "ring"}:
+    if not want & {"feed", "gemm_traffic", "gemm_traffic_hbm", "gemm_bcol", "suite_diff", "gemm_path", "tma", "ring"}:
         return 0
     try:
         got = check(Path(args.results)) if want & {"feed", "gemm_traffic", "gemm_traffic_hbm", "gemm_bcol"} else {}
@@ -493,6 +515,12 @@ def main(argv=None) -> int:
         print(f"== {group}: MAPE {mape(rows) * 100:.1f}% over {len(rows)} rows")
         for name, m, p in rows:
             print(f"  {name:28s} measured {m:.3f}  predicted {p:.3f} HMMA/clk/SM  {(p / m - 1) * 100:+6.1f}%")
+    if "suite_diff" in want:
+        sd = suite_diff_check()
+        print(f"== suite_diff: cluster_probe's ring moved toward the suite's cluster kernel (L2 rows), cycles per "
+              f"k-step: MAPE {mape(sd) * 100:.1f}% over {len(sd)} rows")
+        for name, m, p in sd:
+            print(f"  {name:28s} measured {m:7.0f}  engine {p:7.0f}  {(p / m - 1) * 100:+6.1f}%")
     if "gemm_path" in want:
         _print_path(args.results)
     if "tma" in want:
