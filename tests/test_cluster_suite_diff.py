@@ -27,6 +27,7 @@ def test_the_suite_diff_constants_match_the_cuda_defines():
     for py, cu in (("SD_SUITE_SYNC", "CP_SD_SUITE_SYNC"), ("SD_WALK", "CP_SD_WALK"), ("SD_TRY_LIMIT", "CP_SD_TRY_LIMIT")):
         assert getattr(cp, py) == _define(cu), py
     assert re.search(r"__cluster_dims__\(2, 1, 1\)[^\n]*\n\s*ringd_c2\(", CU)
+    assert re.search(rf"__cluster_dims__\(2, 1, 1\)[^\n]*\n\s*{cp.SD_AB_KERNEL}\([^)]*int kboxes_b\)", CU)
     assert cp.SD_GROUP in cp.EXTRA_GROUPS and cp.SD_GROUP not in cp.GROUPS
     assert cp.result_file((cp.SD_GROUP,)) == "cluster_suite_diff.json"
 
@@ -37,6 +38,18 @@ def test_the_rows_move_one_step_at_a_time_from_the_calibrated_ring():
     for name, (mc, sd, src, k) in cp.SD_CONFIGS.items():
         assert mc in (0, 1) and sd in (0, 1, 2, 3) and src in ("l2", "stream") and k in (cp.TENSOR_COLS, cp.SD_RAGGED_K)
         assert bool(sd & cp.SD_WALK) == (src == "stream"), name
+    # the a/b rows: B multicast on the L2-resident tensor, each operand's pitch 4096 or 2008, every corner once,
+    # the existing rows (sd.l2.mc, sd.l2.mc.k2008) left as they were
+    corners = set()
+    for name, (mc, sd, src, k_a, k_b) in cp.SD_AB_CONFIGS.items():
+        assert (mc, sd, src) == (1, 0, "l2") and name == f"sd.l2.mc.a{k_a}.b{k_b}", name
+        assert cp.sd_config(name) == (cp.SD_AB_KERNEL, 1, 0, "l2", k_a, k_b)
+        corners.add((k_a, k_b))
+    assert corners == {(a, b) for a in (cp.TENSOR_COLS, cp.SD_RAGGED_K) for b in (cp.TENSOR_COLS, cp.SD_RAGGED_K)}
+    assert not set(cp.SD_AB_CONFIGS) & set(cp.SD_CONFIGS)
+    assert cp.SD_CONFIGS["sd.l2.mc"] == (1, 0, "l2", cp.TENSOR_COLS)
+    assert cp.SD_CONFIGS["sd.l2.mc.k2008"] == (1, 0, "l2", cp.SD_RAGGED_K)
+    assert cp.sd_config("sd.l2.mc.k2008") == ("ringd_c2", 1, 0, "l2", cp.SD_RAGGED_K, cp.SD_RAGGED_K)
     for m, n, k, _ in cp.SD_SUITE_RUNS.values():
         assert (m // 128) * (n // 256) == 132 and k % 64 == 0
 
@@ -58,6 +71,30 @@ def test_the_geometry_of_the_sources():
         cp.sd_geometry("hbm", 4096, 132, 2048)
     with pytest.raises(ValueError, match="box"):
         cp.sd_geometry("l2", 32, 132, 2048)
+
+
+def test_the_ab_geometry_gives_each_operand_its_pitch():
+    g = cp.sd_ab_geometry("l2", cp.SD_RAGGED_K, 4096, 132, 2048)
+    assert g["a"] == cp.sd_geometry("l2", cp.SD_RAGGED_K, 132, 2048) and g["b"] == cp.sd_geometry("l2", 4096, 132, 2048)
+    assert g["a"]["kboxes"] == 31 and g["b"]["kboxes"] == 64
+    # A's box columns stay inside its 2008-half rows; B's tiles inside its rows
+    assert (g["a"]["kboxes"] - 1) * cp.BOX_COLS + cp.BOX_COLS <= cp.SD_RAGGED_K
+    assert g["b"]["b_tiles"] * cp.WG_N <= g["b"]["rows"] and g["a"]["a_tiles"] * cp.A_ROWS <= g["a"]["rows"]
+    with pytest.raises(ValueError, match="l2"):
+        cp.sd_ab_geometry("stream", 4096, 4096, 132, 2048)
+
+
+def test_the_rows_record_each_operands_pitch():
+    rep = {"cycles_per_step": 1500.0, "event_s": 1e-3, "clock_hz": 1.98e9, "records": [], "concurrent": True,
+           "distinct_sms": 132, "cycles_per_step_by_rank": {"0": 1500.0, "1": 1500.0}}
+    for f in ("release_per_step", "full_wait_per_step", "full_wait_wg2_per_step", "empty_wait_per_step",
+              "wait_group_per_step", "tensor_activity"):
+        rep[f] = 1.0
+    old = cp.sd_row("sd.l2.mc.k2008", [rep], 2048, 132, 1, {})
+    new = cp.sd_row("sd.l2.mc.a2008.b4096", [rep], 2048, 132, 1, {})
+    assert old["kernel"] == "ringd_c2" and old["k"] == old["k_a"] == old["k_b"] == cp.SD_RAGGED_K
+    assert new["kernel"] == cp.SD_AB_KERNEL and "k" not in new and (new["k_a"], new["k_b"]) == (cp.SD_RAGGED_K, 4096)
+    assert (new["a_row_bytes"], new["b_row_bytes"]) == (4016, 8192)
 
 
 def test_the_compact_line():
@@ -107,7 +144,9 @@ def test_the_probe_release_compiles_to_the_suite_kernels(tmp_path):
     (tmp_path / "probe").mkdir()
     cubin, log = cp.compile_cubin(tmp_path / "probe")
     assert cp.ptxas_warnings(log) == [], log
-    probe = [op for _, op, _ in pc.function_instructions(_disassemble(cubin), "ringd_c2")]
+    sass = _disassemble(cubin)
+    probe = [op for _, op, _ in pc.function_instructions(sass, "ringd_c2")]
+    probe_ab = [op for _, op, _ in pc.function_instructions(sass, cp.SD_AB_KERNEL)]
     from validation.families.tc_gemm import wgmma  # noqa: PLC0415
     from validation.harness.suite import load_suite  # noqa: PLC0415
 
@@ -119,7 +158,7 @@ def test_the_probe_release_compiles_to_the_suite_kernels(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     suite = [op for _, op, _ in pc.function_instructions(_disassemble(tmp_path / "suite.cubin"), src.name_expressions[0])]
     # the k-loop's releases (mapa + arrive.release.cluster): the same five instructions in both kernels
-    for ops in (probe, suite):
+    for ops in (probe, probe_ab, suite):
         runs = [[o.split()[0].rstrip(";") for o in run] for run in _release_runs(ops)]
         assert runs and all(tuple(x if not x.startswith("SYNCS.ARRIVE") else x[:24] for x in run) == _RELEASE
                             for run in runs), runs

@@ -513,6 +513,10 @@ ringw_c2(int iters, int stages, int multicast, int remote, int release_all, long
 //     16 MiB L2-resident tensor read over and over.
 //   kboxes: box columns per tensor row (64 for a 4096-half row; 31 for the suite's ragged K = 2008: rows of
 //     4016 B, every 128-byte box row straddling two 128-byte lines). Box column = kt mod kboxes.
+// ringd_ab_c2: ringd_c2 with B's rows a pitch of their own (the tensor maps ma / mb carry each operand's row
+// pitch; kboxes_b: box columns per B row, B's box column = kt mod kboxes_b, A's still kt mod kboxes): A's
+// and B's rows start mid-sector independently. ringd_c2 is ringd_body<false> (kboxes_b unused: B's column is
+// A's, its SASS unchanged), ringd_ab_c2 ringd_body<true>. The walk (CP_SD_WALK) moves on every kboxes k-steps.
 // Record and aux as ringw_body's (release: consumer warpgroup 1 thread 0's cycles from wait_group(1) done to
 // the release done).
 #define CP_SD_SUITE_SYNC 1
@@ -552,10 +556,11 @@ __device__ __forceinline__ void cluster_wait_acquire() {
     asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
 }
 
+template <bool SPLIT_B>
 __device__ __forceinline__ void ringd_body(int iters, int stages, int multicast, int sd, long long* rec,
                                            long long* aux, int* flag, const TmaMap* ma, const TmaMap* mb,
                                            int a_rows, int a_tiles, int b_tiles, int kboxes, int tm, int tn,
-                                           int b_row_base) {
+                                           int b_row_base, int kboxes_b) {
     __shared__ __align__(8) u64 full_bar[CP_MAX_STAGES];
     __shared__ __align__(8) u64 empty_bar[CP_MAX_STAGES];
     __shared__ long long s_full_wait[2];
@@ -620,10 +625,11 @@ __device__ __forceinline__ void ringd_body(int iters, int stages, int multicast,
                 }
                 tma_load_2d(a_dst, ma, full, kx, ar * a_rows);
                 const int b_row = (walk ? b_row_base : 0) + br * b_rows;
+                const int kxb = SPLIT_B ? (kt % kboxes_b) * CP_BOX_COLS : kx;
                 if (mc) {
-                    if (rank == 0) tma_load_2d_multicast(b_dst, mb, full, kx, b_row, (unsigned short)3u);
+                    if (rank == 0) tma_load_2d_multicast(b_dst, mb, full, kxb, b_row, (unsigned short)3u);
                 } else {
-                    tma_load_2d(b_dst, mb, full, kx, b_row);
+                    tma_load_2d(b_dst, mb, full, kxb, b_row);
                 }
                 if (++s == (u32)stages) {
                     s = 0;
@@ -706,8 +712,16 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1)
 ringd_c2(int iters, int stages, int multicast, int sd, long long* rec, long long* aux, int* flag,
          const __grid_constant__ TmaMap ma, const __grid_constant__ TmaMap mb, int a_rows, int a_tiles,
          int b_tiles, int kboxes, int tm, int tn, int b_row_base) {
-    ringd_body(iters, stages, multicast, sd, rec, aux, flag, &ma, &mb, a_rows, a_tiles, b_tiles, kboxes, tm, tn,
-               b_row_base);
+    ringd_body<false>(iters, stages, multicast, sd, rec, aux, flag, &ma, &mb, a_rows, a_tiles, b_tiles, kboxes, tm,
+                      tn, b_row_base, kboxes);
+}
+
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1)
+ringd_ab_c2(int iters, int stages, int multicast, int sd, long long* rec, long long* aux, int* flag,
+            const __grid_constant__ TmaMap ma, const __grid_constant__ TmaMap mb, int a_rows, int a_tiles,
+            int b_tiles, int kboxes, int tm, int tn, int b_row_base, int kboxes_b) {
+    ringd_body<true>(iters, stages, multicast, sd, rec, aux, flag, &ma, &mb, a_rows, a_tiles, b_tiles, kboxes, tm,
+                     tn, b_row_base, kboxes_b);
 }
 
 }  // extern "C"

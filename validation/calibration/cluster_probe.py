@@ -97,7 +97,12 @@ wgmma.cu (:data:`SD_CONFIGS`): ``mc`` rank 0 multicasts B (the suite's loads); `
 ``stream`` the suite's data walk on one wave (12 x 11 tiles, fresh A and B tiles every 64 k-steps from a 2 GiB
 tensor: each box read once from HBM, then from L2 by the wave's other blocks, as a 4096^3 wave does);
 ``k2008`` rows of 4016 bytes (the ragged shape's K). ``value`` = cycles per k-step, ``release_per_step`` its
-release part, as the wgmma rows. Then the suite kernel itself on one wave (``suite_1wave.*``: wgmma.cu with
+release part, as the wgmma rows. The ``sd.l2.mc.a<KA>.b<KB>`` rows (:data:`SD_AB_CONFIGS`, kernel
+``ringd_ab_c2``: ringd_c2 with B's row pitch its own) give A's and B's rows their pitch independently on the
+L2-resident tensor with B multicast: A-only and B-only mid-sector rows (a2008.b4096, a4096.b2008), and both
+corners again on the same kernel (a4096.b4096 ~ sd.l2.mc, a2008.b2008 ~ sd.l2.mc.k2008). Every ringd row
+records each operand's pitch (``k_a``, ``k_b``, halves); the SD_CONFIGS rows keep ``k`` (both operands), the
+a/b rows have none. Then the suite kernel itself on one wave (``suite_1wave.*``: wgmma.cu with
 TC_TRACE 2 on 1536 x 2816 x K, validation/studies/tc_step_parts.trace_config, checked against float64; L2
 flushed before each launch, or warm with K = 2048), whose parts are the suite's.
 
@@ -235,6 +240,14 @@ SD_CONFIGS = {
     "sd.stream.mc": (1, SD_WALK, "stream", TENSOR_COLS),  # + multicast: the suite's loads
     "sd.stream.mc.sync": (1, SD_WALK | SD_SUITE_SYNC, "stream", TENSOR_COLS),  # + the suite's sync code form
     "sd.stream.mc.k2008": (1, SD_WALK, "stream", SD_RAGGED_K),  # the ragged shape's rows, streamed
+}
+SD_AB_KERNEL = "ringd_ab_c2"  # ringd_c2 with B's row pitch its own (kboxes_b): A and B mid-sector independently
+#: name -> (multicast, sd bits, source "l2", A's row pitch k_a, B's row pitch k_b; halves): kernel SD_AB_KERNEL
+SD_AB_CONFIGS = {
+    "sd.l2.mc.a4096.b4096": (1, 0, "l2", TENSOR_COLS, TENSOR_COLS),  # = sd.l2.mc on ringd_ab_c2 (kernel control)
+    "sd.l2.mc.a2008.b4096": (1, 0, "l2", SD_RAGGED_K, TENSOR_COLS),  # A only mid-sector (the suite's Brow shape)
+    "sd.l2.mc.a4096.b2008": (1, 0, "l2", TENSOR_COLS, SD_RAGGED_K),  # B only mid-sector
+    "sd.l2.mc.a2008.b2008": (1, 0, "l2", SD_RAGGED_K, SD_RAGGED_K),  # = sd.l2.mc.k2008 on ringd_ab_c2
 }
 SD_SUITE_LABEL = "wgmma_fp16_Bcol_128x256x64_swz_s4_c2_cl2"
 #: the suite kernel itself (wgmma.cu with TC_TRACE 2, validation/studies/tc_step_parts.py) on one wave of 132
@@ -831,11 +844,32 @@ def sd_geometry(src: str, k: int, grid: int, iters: int, tensor_bytes: int = L2_
             "b_row_base": b_row_base}
 
 
+def sd_ab_geometry(src: str, k_a: int, k_b: int, grid: int, iters: int, tensor_bytes: int = L2_TENSOR_BYTES) -> dict:
+    """ringd_ab_c2's data arguments: A's rows ``k_a`` halves apart, B's ``k_b`` (two tensor maps over the same
+    L2-resident tensor): {"a": sd_geometry of k_a, "b": sd_geometry of k_b}; A's a_tiles and kboxes, B's b_tiles
+    and kboxes (kboxes_b) go to the kernel. ValueError for any source but "l2" (the walk has one K)."""
+    if src != "l2":
+        raise ValueError(f"suite_diff: source {src!r}: the a/b pitch rows run on 'l2' only")
+    return {"a": sd_geometry(src, k_a, grid, iters, tensor_bytes), "b": sd_geometry(src, k_b, grid, iters, tensor_bytes)}
+
+
+def sd_config(name: str) -> tuple[str, int, int, str, int, int]:
+    """(kernel, multicast, sd bits, source, k_a, k_b) of a ringd row of SD_CONFIGS or SD_AB_CONFIGS."""
+    if name in SD_CONFIGS:
+        mc, sd, src, k = SD_CONFIGS[name]
+        return "ringd_c2", mc, sd, src, k, k
+    mc, sd, src, k_a, k_b = SD_AB_CONFIGS[name]
+    return SD_AB_KERNEL, mc, sd, src, k_a, k_b
+
+
 def sd_row(name: str, reps: list[dict], iters: int, grid: int, smem: int, geo: dict) -> dict:
-    """The summary of a ringd_c2 row's reps (wgmma_rep dicts plus event_s and the raw records)."""
-    mc, sd, src, k = SD_CONFIGS[name]
-    return {"kernel": "ringd_c2", "multicast": bool(mc), "suite_sync": bool(sd & SD_SUITE_SYNC),
-            "walk": bool(sd & SD_WALK), "sd": sd, "src": src, "k": k, "geometry": geo, "stages": 4,
+    """The summary of a ringd_c2 / ringd_ab_c2 row's reps (wgmma_rep dicts plus event_s and the raw records):
+    ``k_a`` / ``k_b`` each operand's row pitch (halves); SD_CONFIGS rows also ``k`` (both operands' pitch)."""
+    kernel, mc, sd, src, k_a, k_b = sd_config(name)
+    pitch = {"k": k_a} if name in SD_CONFIGS else {}
+    return {"kernel": kernel, "multicast": bool(mc), "suite_sync": bool(sd & SD_SUITE_SYNC),
+            "walk": bool(sd & SD_WALK), "sd": sd, "src": src, **pitch, "k_a": k_a, "k_b": k_b,
+            "a_row_bytes": k_a * ELEM_BYTES, "b_row_bytes": k_b * ELEM_BYTES, "geometry": geo, "stages": 4,
             "consumers": CONSUMERS, "release": "one", "a_rows": A_ROWS, "b_rows": WG_N, "iters": iters, "grid": grid,
             "threads": THREADS, "smem_bytes": smem, "unit": "cycles per k-step",
             **summarize([r["cycles_per_step"] for r in reps]),
@@ -994,7 +1028,8 @@ def run_sd_suite(name: str, reps: int) -> dict:
 
 
 def run_sd_group(dev: _Device, reps: int, iters: int = SD_ITERS) -> tuple[dict, dict]:
-    """Every SD_CONFIGS row on ringd_c2, then the SD_SUITE_RUNS: (rows, errors)."""
+    """Every SD_CONFIGS row on ringd_c2, the SD_AB_CONFIGS rows on ringd_ab_c2, then the SD_SUITE_RUNS:
+    (rows, errors)."""
     cp, tma = dev.cp, dev.tma
     rows, errors = {}, {}
     grid = dev.sm_count - dev.sm_count % CLUSTER
@@ -1005,24 +1040,33 @@ def run_sd_group(dev: _Device, reps: int, iters: int = SD_ITERS) -> tuple[dict, 
     tensors = {"l2": (dev.tensor, L2_TENSOR_BYTES), "stream": (stream, SD_STREAM_BYTES)}
     rec = cp.zeros(REC * grid, dtype=cp.int64)
     aux = cp.zeros(AUX * grid, dtype=cp.int64)
-    for name, (mc, sd, src, k) in SD_CONFIGS.items():
+    for name in (*SD_CONFIGS, *SD_AB_CONFIGS):
         try:
-            geo = sd_geometry(src, k, grid, iters)
+            kernel, mc, sd, src, k_a, k_b = sd_config(name)
+            if name in SD_CONFIGS:
+                geo = sd_geometry(src, k_a, grid, iters)
+                geo_a = geo_b = geo
+            else:
+                geo = sd_ab_geometry(src, k_a, k_b, grid, iters)
+                geo_a, geo_b = geo["a"], geo["b"]
             t, _ = tensors[src]
             maps = {}
-            for box in (A_ROWS, WG_N):
-                a = tma.tiled_args(f"sd_{src}_k{k}_box{box}", "fp16", t.data.ptr, (k, geo["rows"]),
+            for box, k, g in ((A_ROWS, k_a, geo_a), (WG_N, k_b, geo_b)):
+                a = tma.tiled_args(f"sd_{src}_k{k}_box{box}", "fp16", t.data.ptr, (k, g["rows"]),
                                    (k * ELEM_BYTES,), (BOX_COLS, box))
                 maps[box] = tma.as_kernel_arg(tma.encode(a))
             args = (cp.int32(iters), cp.int32(4), cp.int32(mc), cp.int32(sd), rec, aux, dev.flag, maps[A_ROWS],
-                    maps[WG_N], cp.int32(A_ROWS), cp.int32(geo["a_tiles"]), cp.int32(geo["b_tiles"]),
-                    cp.int32(geo["kboxes"]), cp.int32(geo["tm"]), cp.int32(geo["tn"]), cp.int32(geo["b_row_base"]))
+                    maps[WG_N], cp.int32(A_ROWS), cp.int32(geo_a["a_tiles"]), cp.int32(geo_b["b_tiles"]),
+                    cp.int32(geo_a["kboxes"]), cp.int32(geo_a["tm"]), cp.int32(geo_a["tn"]),
+                    cp.int32(geo_a["b_row_base"]))
+            if kernel == SD_AB_KERNEL:
+                args += (cp.int32(geo_b["kboxes"]),)  # kboxes_b: B's box columns per row
             if src == "l2":
                 dev.warm_l2()
-            dev.launch("ringd_c2", grid, THREADS, smem, args)  # warm-up
+            dev.launch(kernel, grid, THREADS, smem, args)  # warm-up
             runs = []
             for _ in range(reps):
-                event_s = dev.launch("ringd_c2", grid, THREADS, smem, args)
+                event_s = dev.launch(kernel, grid, THREADS, smem, args)
                 recs = parse_records(rec.get(), grid)
                 auxs = parse_aux(aux.get(), grid)
                 runs.append({**wgmma_rep(recs, auxs, iters, CONSUMERS, bool(mc)), "event_s": event_s,
