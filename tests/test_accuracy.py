@@ -49,18 +49,14 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("softmax", "hbm_bytes"): "DRAM bytes: 11 configurations beyond 15%, all output write-back on shapes that "
                               "nearly fit in L2 (the GPU keeps dirty lines, evicts clean input first)",
     ("layernorm", "hbm_bytes"): "DRAM bytes: 29 configurations beyond 15%, the same write-back effect",
-    ("tc_gemm", "mape"): "MAPE 14.6%, predicted fast (bias -10.6%): mma.sync GEMMs up to 37% fast (all 80: mean -11.1%); fp16 rows starting mid-sector at K = 2008 fetch their middle sector once per lane pair (modelled: ldgsts16_sector_group_lanes, tc_feed_ncu_split/) and those copies hold the path to the fragment loads (modelled: ldgsts16_straddle_cycles_per_sector, gemm_path), but the L2 slices' request rate is not, and the padded copy layout's L1 sectors (a sector per shared sector a line lands on: modelled, mma_feed_ncu/ncu_ragged_b2_gemm_and_pad.csv) leave the L2 slices' +46-59% sectors and 2.4x requests and the 8192 padded rows' 2.5x DRAM bytes unmodelled (cp.async padded rows -14..-24%, register-staged ones -14..-33%); the aligned 4096/8192 swizzled rows -7..-9% (gemm_path shows no data-source or zero-fill dependence there to model); (the engine "
-                         "predicts their k-step loop within 15%, validation/studies/tensor_engine_check.py, 2 "
-                         "blocks per SM in phase included, but 128x128 tiles with 2 blocks per SM still run 4-41% "
-                         "slower, the padded ones the most); wgmma "
-                         "clusters of 2 still 15-25% fast (their ring on HBM-streamed data releases stages slower: "
-                         "cluster_wgmma_1024mib.json, not modelled); WMMA kernels 15-41% fast (their fragments are generic "
-                         "LD.E loads across 5-6 lines, charged one L1 cycle each: not measured yet); one-consumer "
-                         "wgmma at 8192^3 15-44% slow (the 128x256 two-consumer ones within 4%, at a clock within "
-                         "3% of Nsight Compute's: tc_clock)",
-    ("tc_gemm", "regret"): "top-1 regret 0-11.8% (3001x4000x2008: a cluster-2 wgmma kernel predicted 9% ahead "
-                           "of the best single-block one and picked, measured 132.4 us against 118.4; 4096^3: "
-                           "7.4%)",
+    ("tc_gemm", "mape"): "MAPE 12.6%, predicted fast (bias -8.1%; session 18: 14.0 -> 12.6 with the copies' global "
+                         "lines beyond their shared ones, mma_feed gemm_bcol, and the cluster release after the "
+                         "slowest copy in flight, cluster_probe suite_diff): by rung, staged WMMA -25% (18 rows: "
+                         "the LG throttle of their generic fragment loads beside the copies, ncu_s18), wgmma "
+                         "clusters of 2 -17% (34: their release from HBM-streamed data, not modelled), cp.async "
+                         "padded mma.sync -20% (10), WMMA from global -15% (10), dense mma.sync -9% (10); the "
+                         "swizzled mma.sync rows 6.8% (60), wgmma rings 9.3% (30), one-buffer wgmma 12.9% (23, "
+                         "+6.9%)",
     ("tc_gemm", "hbm_bytes"): "DRAM bytes: configurations beyond 15% (max 70%), mostly 3001x4000x2008 and "
                               "WMMA from global memory",
 }

@@ -115,6 +115,9 @@ class StepCost:
     # mid-sector (tma_mid_sector_row_cost; see the module docstring); not traffic
     load_l2_extra_channel_bytes: float = 0.0
     load_useful_bytes: float = 0.0
+    # per global load: its L2-channel time (its L2 bytes and the extra above) over its useful bytes: 1 for
+    # aligned copies of whole sectors, more for rows that start mid-sector
+    load_channel_factor_each: list = field(default_factory=list)
     # per global load of the step, in order: its L2 bytes, and whether it is cached in L1 (loads
     # through registers are, unless they bypass it: GlobalLoad.bypass_l1, ld.global.cg; cp.async
     # copies go straight to shared memory)
@@ -389,10 +392,12 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
                     st_instr += 1
                     st_wave += smem_wavefronts(sa, width, banks, bank_w)
                     st_ideal += ideal_wavefronts(sum(1 for s in sa if s is not None), width, banks, bank_w)
+        extra_channel = 0.0
         if ld.dest == "bulk":
             instr = 1.0
             if mid_sector_cost is not None:
-                c.load_l2_extra_channel_bytes += _mid_sector_extra_bytes(ld, sector, mid_sector_cost) * r
+                extra_channel = _mid_sector_extra_bytes(ld, sector, mid_sector_cost) * r
+                c.load_l2_extra_channel_bytes += extra_channel
         c.load_instructions += instr * r
         if ld.dest == "async":
             c.staging_address_instructions += ld.address_instructions * instr * r
@@ -416,6 +421,7 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
         c.load_l1_miss_cycles_each.append(miss_extra * r)
         useful = useful_bytes(ld.instructions)
         c.load_useful_bytes += useful * r
+        c.load_channel_factor_each.append((n_sectors * sector * r + extra_channel) / (useful * r) if useful * r else 1.0)
         c.staging_instructions += st_instr * r
         c.staging_wavefronts += st_wave * r
         if st_pipe:

@@ -157,13 +157,14 @@ class _Plan:
             at = interp(by_inflight, phase.pipeline_depth - 1)
             self.crit_s += (at - release) / clk
             release = at
-        useful = cost.load_useful_bytes
-        if release and self.bulk and useful > 0 and hw.has("cluster_release_idle_cycles"):
-            # what the release waits for beyond its idle cost is the block's copies in flight draining through
-            # the L2: copies that take the channel longer than aligned boxes of their bytes (rows starting
-            # mid-sector: tma_mid_sector_row_cost) hold it longer in proportion (cluster_probe suite_diff:
-            # 4016-byte rows, release 949 -> 1252 cycles)
-            channel = (cost.load_l2_bytes + cost.load_l2_extra_channel_bytes) / useful
+        factors = getattr(cost, "load_channel_factor_each", ())
+        if release and self.bulk and factors and hw.has("cluster_release_idle_cycles"):
+            # what the release waits for beyond its idle cost is the block's copies in flight: a copy that takes
+            # the L2 channel longer than aligned boxes of its bytes (rows starting mid-sector:
+            # tma_mid_sector_row_cost) holds it longer in proportion, the slowest of the step's copies deciding
+            # (cluster_probe suite_diff: 4016-byte rows of A and B, release 949 -> 1252 cycles; of A alone or
+            # of B alone, about as long as of both)
+            channel = max(factors)
             if channel > 1.0:
                 idle = hw.get("cluster_release_idle_cycles")
                 longer = max(0.0, release - idle) * (channel - 1.0)

@@ -369,7 +369,7 @@ RELEASE_RULES = {"const": None, "fence": _fence_rule(""), "fence_last": _fence_r
                  "fence_next": _fence_rule("next")}
 
 
-def _ring_program(row: dict, source: str, pitch: int = 4096) -> TileProgram:
+def _ring_program(row: dict, source: str, pitch: int = 4096, pitch_b: int | None = None) -> TileProgram:
     """A ringw row as tc_gemm's wgmma k-loop on the ring's boxes. ``source`` "l2": the 16 MiB tensor, every
     k-step's boxes resident in L2 for every block (named by the k-step alone, as _traffic_program does);
     "hbm": the 1 GiB tensor, whose 64-k-step wrap re-reads 132 (c2) or 264 (c1) MiB, more than the L2 keeps:
@@ -383,6 +383,9 @@ def _ring_program(row: dict, source: str, pitch: int = 4096) -> TileProgram:
     # the probe's boxes: A 128 x 64 whatever the consumers, rows of a 4096-half tensor
     la, lb, _ = _operand_loads(replace(cfg, k=pitch, consumers=2, bm=RING_BOX_ROWS), "bulk",
                                b_fraction=2 if mc else 1)
+    if pitch_b is not None and pitch_b != pitch:  # B's rows at a pitch of their own
+        lb = _operand_loads(replace(cfg, k=pitch_b, consumers=2, bm=RING_BOX_ROWS), "bulk",
+                            b_fraction=2 if mc else 1)[1]
     half = RING_BOX_ROWS * 64 * 2
     if source == "l2":
         loads = (replace(la, tile=TileRef("A", (0, "k"), la.tile.tile_bytes)),
@@ -408,11 +411,12 @@ def _ring_program(row: dict, source: str, pitch: int = 4096) -> TileProgram:
     return TileProgram(row["kernel"], launch, (Phase("loop", RING_KSTEPS, step, pipeline_depth=row["stages"]),))
 
 
-def ring_cycles(row: dict, source: str, rule: str = "const", hardware: str = "h200", pitch: int = 4096) -> float:
+def ring_cycles(row: dict, source: str, rule: str = "const", hardware: str = "h200", pitch: int = 4096,
+                pitch_b: int | None = None) -> float:
     """The engine's cycles per k-step for a ring row at the row's recorded clock under a release rule (the
-    boxes' rows ``pitch`` halves apart)."""
+    boxes' rows ``pitch`` halves apart, B's ``pitch_b`` where given)."""
     hw = with_overrides(load(hardware), sm_clock_hz=row["clock_hz"])
-    prog = _ring_program(row, source, pitch)
+    prog = _ring_program(row, source, pitch, pitch_b)
     check_program(prog, hw)
     fn = RELEASE_RULES[rule]
     if fn is None:
@@ -440,16 +444,18 @@ SUITE_DIFF = FEED.with_name("cluster_suite_diff.json")
 
 def suite_diff_check(path: Path = SUITE_DIFF, hardware: str = "h200") -> list[tuple[str, float, float]]:
     """``[(row, measured, engine cycles per k-step)]`` for suite_diff's L2 rows: 2 consumers, 4 stages, a cluster
-    of 2 with one remote release a consumer, B multicast or each block's own, the boxes' rows k halves apart."""
+    of 2 with one remote release a consumer, B multicast or each block's own, the boxes' rows k halves apart (k_a
+    and k_b: A's and B's)."""
     rows = json.loads(Path(path).read_text()).get("suite_diff", {})
     out = []
     for key, r in sorted(rows.items()):
-        if r.get("src") != "l2" or "k" not in r:  # no "k": ringd_ab_c2's rows, A's and B's pitch their own
+        if r.get("src") != "l2":
             continue
         ring = {"consumers": r["consumers"], "multicast": r["multicast"], "grid": r["grid"], "stages": r["stages"],
                 "cluster": 2, "remote_arrive": True, "release_all": r["release"] == "all",
                 "smem_bytes": r["smem_bytes"], "kernel": f"{r['kernel']}.{key}", "clock_hz": r["clock_hz"]}
-        out.append((key, float(r["value"]), ring_cycles(ring, "l2", hardware=hardware, pitch=r["k"])))
+        pitch_a, pitch_b = (r["k"], r["k"]) if "k" in r else (r["k_a"], r["k_b"])  # ringd_ab_c2: each its own
+        out.append((key, float(r["value"]), ring_cycles(ring, "l2", hardware=hardware, pitch=pitch_a, pitch_b=pitch_b)))
     return out
 
 
