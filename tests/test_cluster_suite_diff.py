@@ -97,6 +97,29 @@ def test_the_rows_record_each_operands_pitch():
     assert (new["a_row_bytes"], new["b_row_bytes"]) == (4016, 8192)
 
 
+def test_the_flushed_rows_repeat_their_row_behind_the_suites_l2_flush():
+    # the same kernel and arguments as the row they repeat; the existing rows stay as they were
+    assert cp.SD_FLUSHED == {"sd.stream.mc.sync.flushed": "sd.stream.mc.sync", "sd.l2.mc.sync.flushed": "sd.l2.mc.sync"}
+    assert not set(cp.SD_FLUSHED) & (set(cp.SD_CONFIGS) | set(cp.SD_AB_CONFIGS))
+    for name, base in cp.SD_FLUSHED.items():
+        assert name == f"{base}.flushed" and base in cp.SD_CONFIGS
+        assert cp.sd_config(name) == cp.sd_config(base)
+    # the flush is the one tc_step_parts.trace_config (the suite_1wave rows) uses by default
+    from validation.harness import timing
+    assert cp.SD_L2_FLUSH == f"{timing.L2Flusher.__module__}.{timing.L2Flusher.__qualname__}"
+    assert "flusher = flusher or L2Flusher(cp)" in (cp.REPO_ROOT / "validation/studies/tc_step_parts.py").read_text()
+    rep = {"cycles_per_step": 1500.0, "event_s": 1e-3, "clock_hz": 1.98e9, "records": [], "concurrent": True,
+           "distinct_sms": 132, "cycles_per_step_by_rank": {"0": 1500.0, "1": 1500.0}}
+    for f in ("release_per_step", "full_wait_per_step", "full_wait_wg2_per_step", "empty_wait_per_step",
+              "wait_group_per_step", "tensor_activity"):
+        rep[f] = 1.0
+    row = cp.sd_row("sd.stream.mc.sync.flushed", [rep], 2048, 132, 1, {})
+    base = cp.sd_row("sd.stream.mc.sync", [rep], 2048, 132, 1, {})
+    assert (row["l2_flushed"], row["l2_flush"], row["repeats"]) == (True, cp.SD_L2_FLUSH, "sd.stream.mc.sync")
+    assert {k: v for k, v in row.items() if k not in ("l2_flushed", "l2_flush", "repeats")} == base
+    assert "l2_flushed" not in base
+
+
 def test_the_compact_line():
     row = {"value": 1411.6, "release_per_step": {"value": 1059.2}, "full_wait_per_step": {"value": 65.7},
            "empty_wait_per_step": {"value": 988.5}}

@@ -102,7 +102,12 @@ release part, as the wgmma rows. The ``sd.l2.mc.a<KA>.b<KB>`` rows (:data:`SD_AB
 L2-resident tensor with B multicast: A-only and B-only mid-sector rows (a2008.b4096, a4096.b2008), and both
 corners again on the same kernel (a4096.b4096 ~ sd.l2.mc, a2008.b2008 ~ sd.l2.mc.k2008). Every ringd row
 records each operand's pitch (``k_a``, ``k_b``, halves); the SD_CONFIGS rows keep ``k`` (both operands), the
-a/b rows have none. Then the suite kernel itself on one wave (``suite_1wave.*``: wgmma.cu with
+a/b rows have none. The ``.flushed`` rows (:data:`SD_FLUSHED`: ``sd.stream.mc.sync.flushed``,
+``sd.l2.mc.sync.flushed``) repeat ``sd.stream.mc.sync`` / ``sd.l2.mc.sync`` (same kernel, walk and arguments) with
+the L2 flushed before every launch as the suite_1wave flushed rows are (validation.harness.timing.L2Flusher: a fill
+of twice the L2 size, which leaves the L2 full of dirty lines; enqueued after the gate spin, right ahead of the
+launch; recorded as ``l2_flushed``, ``l2_flush``, ``repeats``): does the flush alone lengthen the release?
+Then the suite kernel itself on one wave (``suite_1wave.*``: wgmma.cu with
 TC_TRACE 2 on 1536 x 2816 x K, validation/studies/tc_step_parts.trace_config, checked against float64; L2
 flushed before each launch, or warm with K = 2048), whose parts are the suite's.
 
@@ -249,6 +254,15 @@ SD_AB_CONFIGS = {
     "sd.l2.mc.a4096.b2008": (1, 0, "l2", TENSOR_COLS, SD_RAGGED_K),  # B only mid-sector
     "sd.l2.mc.a2008.b2008": (1, 0, "l2", SD_RAGGED_K, SD_RAGGED_K),  # = sd.l2.mc.k2008 on ringd_ab_c2
 }
+#: rows that repeat a SD_CONFIGS row (same kernel, walk and arguments) with the L2 flushed before every launch
+#: (warm-up and timed) as the suite_1wave.*.flushed rows are: name -> the SD_CONFIGS row it repeats. The flush is
+#: SD_L2_FLUSH (tc_step_parts.trace_config's default flusher: a fill of twice the L2 size, so the L2 is left full of
+#: the fill's dirty lines), enqueued after the probe's gate spin, right ahead of the launch.
+SD_FLUSHED = {
+    "sd.stream.mc.sync.flushed": "sd.stream.mc.sync",  # the streamed walk on an L2 full of dirty lines (the suite's)
+    "sd.l2.mc.sync.flushed": "sd.l2.mc.sync",  # the 16 MiB tensor evicted: first reads from HBM, then L2 re-reads
+}
+SD_L2_FLUSH = "validation.harness.timing.L2Flusher"
 SD_SUITE_LABEL = "wgmma_fp16_Bcol_128x256x64_swz_s4_c2_cl2"
 #: the suite kernel itself (wgmma.cu with TC_TRACE 2, validation/studies/tc_step_parts.py) on one wave of 132
 #: blocks (12 x 11 tiles of 128 x 256): name -> (M, N, K, L2 flushed before each launch)
@@ -854,7 +868,9 @@ def sd_ab_geometry(src: str, k_a: int, k_b: int, grid: int, iters: int, tensor_b
 
 
 def sd_config(name: str) -> tuple[str, int, int, str, int, int]:
-    """(kernel, multicast, sd bits, source, k_a, k_b) of a ringd row of SD_CONFIGS or SD_AB_CONFIGS."""
+    """(kernel, multicast, sd bits, source, k_a, k_b) of a ringd row of SD_CONFIGS, SD_FLUSHED (its SD_CONFIGS
+    row's) or SD_AB_CONFIGS."""
+    name = SD_FLUSHED.get(name, name)
     if name in SD_CONFIGS:
         mc, sd, src, k = SD_CONFIGS[name]
         return "ringd_c2", mc, sd, src, k, k
@@ -864,9 +880,12 @@ def sd_config(name: str) -> tuple[str, int, int, str, int, int]:
 
 def sd_row(name: str, reps: list[dict], iters: int, grid: int, smem: int, geo: dict) -> dict:
     """The summary of a ringd_c2 / ringd_ab_c2 row's reps (wgmma_rep dicts plus event_s and the raw records):
-    ``k_a`` / ``k_b`` each operand's row pitch (halves); SD_CONFIGS rows also ``k`` (both operands' pitch)."""
+    ``k_a`` / ``k_b`` each operand's row pitch (halves); SD_CONFIGS and SD_FLUSHED rows also ``k`` (both operands'
+    pitch); SD_FLUSHED rows also ``l2_flushed`` (True), ``l2_flush`` (SD_L2_FLUSH) and ``repeats`` (their row)."""
     kernel, mc, sd, src, k_a, k_b = sd_config(name)
-    pitch = {"k": k_a} if name in SD_CONFIGS else {}
+    pitch = {"k": k_a} if name in SD_CONFIGS or name in SD_FLUSHED else {}
+    if name in SD_FLUSHED:
+        pitch.update(l2_flushed=True, l2_flush=SD_L2_FLUSH, repeats=SD_FLUSHED[name])
     return {"kernel": kernel, "multicast": bool(mc), "suite_sync": bool(sd & SD_SUITE_SYNC),
             "walk": bool(sd & SD_WALK), "sd": sd, "src": src, **pitch, "k_a": k_a, "k_b": k_b,
             "a_row_bytes": k_a * ELEM_BYTES, "b_row_bytes": k_b * ELEM_BYTES, "geometry": geo, "stages": 4,
@@ -944,13 +963,14 @@ class _Device:
     def warm_l2(self) -> None:
         int(self.tensor.view(self.cp.uint32).sum())  # every line read once: L2-resident
 
-    def launch(self, name: str, grid: int, threads: int, smem: int, args: tuple) -> float:
-        """Seconds of one launch between CUDA events, queued behind a spin (the host latency stays out).
-        RuntimeError when a block's mbarrier wait timed out."""
+    def launch(self, name: str, grid: int, threads: int, smem: int, args: tuple, before=None) -> float:
+        """Seconds of one launch between CUDA events, queued behind a spin (the host latency stays out);
+        ``before()`` (an L2 flush) runs after the spin, outside the events. RuntimeError when a block's mbarrier
+        wait timed out."""
         cp = self.cp
         f = pc.get_kernel(self.mod, name, smem)
         self.flag.fill(0)
-        seconds = self._timer.seconds(lambda: f((grid,), (threads,), args, shared_mem=smem))
+        seconds = self._timer.seconds(lambda: f((grid,), (threads,), args, shared_mem=smem), before=before)
         if int(self.flag.max().get()) != 0:
             raise RuntimeError(f"{name}: an mbarrier wait timed out, or (flag 2, ringw) the accumulators were NaN "
                                f"(blocks {cp.nonzero(self.flag)[0].get()[:8]})")
@@ -1028,8 +1048,10 @@ def run_sd_suite(name: str, reps: int) -> dict:
 
 
 def run_sd_group(dev: _Device, reps: int, iters: int = SD_ITERS) -> tuple[dict, dict]:
-    """Every SD_CONFIGS row on ringd_c2, the SD_AB_CONFIGS rows on ringd_ab_c2, then the SD_SUITE_RUNS:
-    (rows, errors)."""
+    """Every SD_CONFIGS row on ringd_c2, the SD_AB_CONFIGS rows on ringd_ab_c2, the SD_FLUSHED rows (ringd_c2,
+    the L2 flushed by SD_L2_FLUSH before every launch), then the SD_SUITE_RUNS: (rows, errors)."""
+    from validation.harness.timing import L2Flusher  # noqa: PLC0415  (the flusher trace_config uses)
+
     cp, tma = dev.cp, dev.tma
     rows, errors = {}, {}
     grid = dev.sm_count - dev.sm_count % CLUSTER
@@ -1040,10 +1062,12 @@ def run_sd_group(dev: _Device, reps: int, iters: int = SD_ITERS) -> tuple[dict, 
     tensors = {"l2": (dev.tensor, L2_TENSOR_BYTES), "stream": (stream, SD_STREAM_BYTES)}
     rec = cp.zeros(REC * grid, dtype=cp.int64)
     aux = cp.zeros(AUX * grid, dtype=cp.int64)
-    for name in (*SD_CONFIGS, *SD_AB_CONFIGS):
+    flusher = L2Flusher(cp)
+    for name in (*SD_CONFIGS, *SD_AB_CONFIGS, *SD_FLUSHED):
         try:
             kernel, mc, sd, src, k_a, k_b = sd_config(name)
-            if name in SD_CONFIGS:
+            before = flusher if name in SD_FLUSHED else None
+            if name in SD_CONFIGS or name in SD_FLUSHED:
                 geo = sd_geometry(src, k_a, grid, iters)
                 geo_a = geo_b = geo
             else:
@@ -1061,12 +1085,12 @@ def run_sd_group(dev: _Device, reps: int, iters: int = SD_ITERS) -> tuple[dict, 
                     cp.int32(geo_a["b_row_base"]))
             if kernel == SD_AB_KERNEL:
                 args += (cp.int32(geo_b["kboxes"]),)  # kboxes_b: B's box columns per row
-            if src == "l2":
+            if src == "l2" and before is None:
                 dev.warm_l2()
-            dev.launch(kernel, grid, THREADS, smem, args)  # warm-up
+            dev.launch(kernel, grid, THREADS, smem, args, before=before)  # warm-up
             runs = []
             for _ in range(reps):
-                event_s = dev.launch(kernel, grid, THREADS, smem, args)
+                event_s = dev.launch(kernel, grid, THREADS, smem, args, before=before)
                 recs = parse_records(rec.get(), grid)
                 auxs = parse_aux(aux.get(), grid)
                 runs.append({**wgmma_rep(recs, auxs, iters, CONSUMERS, bool(mc)), "event_s": event_s,
@@ -1074,7 +1098,7 @@ def run_sd_group(dev: _Device, reps: int, iters: int = SD_ITERS) -> tuple[dict, 
             rows[name] = sd_row(name, runs, iters, grid, smem, geo)
         except Exception as exc:  # noqa: BLE001  (recorded; the others still run)
             errors[name] = f"{type(exc).__name__}: {exc}"
-    del stream, tensors
+    del stream, tensors, flusher
     cp.get_default_memory_pool().free_all_blocks()
     for name in SD_SUITE_RUNS:
         try:

@@ -366,9 +366,12 @@ class GatedTimer:
         self.stream = cp.cuda.get_current_stream()
         self._start, self._end = cp.cuda.Event(), cp.cuda.Event()
 
-    def seconds(self, launch: Callable[[], object]) -> float:
-        """Run ``launch()`` behind the spin; its seconds between the events (synchronizes)."""
+    def seconds(self, launch: Callable[[], object], before: Callable[[], object] | None = None) -> float:
+        """Run ``launch()`` behind the spin; its seconds between the events (synchronizes). ``before()``
+        (e.g. an L2 flush) is enqueued after the spin, outside the events, right ahead of the launch."""
         self.spin((1,), (self.spin_threads,), (self.cp.int64(self.spin_cycles),))
+        if before is not None:
+            before()
         self._start.record(self.stream)
         launch()
         self._end.record(self.stream)

@@ -438,7 +438,8 @@ def ring_cycles(row: dict, source: str, rule: str = "const", hardware: str = "h2
 
 #: cluster_probe's suite_diff record: its ring (ringd_c2) moved toward the suite's cluster kernel one difference
 #: at a time; the rows on L2-resident data are judged here (the streamed ones walk fresh tiles the ring
-#: program does not name, and the suite_1wave rows are the suite kernel itself)
+#: program does not name, the .flushed ones start behind a flushed L2, and the suite_1wave rows are the suite
+#: kernel itself)
 SUITE_DIFF = FEED.with_name("cluster_suite_diff.json")
 
 
@@ -449,7 +450,7 @@ def suite_diff_check(path: Path = SUITE_DIFF, hardware: str = "h200") -> list[tu
     rows = json.loads(Path(path).read_text()).get("suite_diff", {})
     out = []
     for key, r in sorted(rows.items()):
-        if r.get("src") != "l2":
+        if r.get("src") != "l2" or r.get("l2_flushed"):  # the flushed rows start from HBM behind a dirty L2
             continue
         ring = {"consumers": r["consumers"], "multicast": r["multicast"], "grid": r["grid"], "stages": r["stages"],
                 "cluster": 2, "remote_arrive": True, "release_all": r["release"] == "all",
