@@ -1008,15 +1008,25 @@ def run_wgmma(dev: _Device, cfg: dict, iters: int, reps: int) -> dict:
     args = (cp.int32(iters), cp.int32(cfg["stages"]), cp.int32(mc), cp.int32(remote),
             cp.int32(RELEASES[cfg["release"]]), rec, aux, dev.flag, dev.maps[A_ROWS], dev.maps[WG_N],
             cp.int32(A_ROWS), cp.int32(dev.rows // A_ROWS), cp.int32(dev.rows // WG_N))
-    dev.launch(kernel, grid, threads, smem, args)  # warm-up
+    runs = _wgmma_reps(dev, kernel, (grid, threads, smem, args), rec, aux, reps, iters, cfg["consumers"], bool(mc))
+    return wgmma_row(cfg, runs, iters, grid, smem)
+
+
+def _wgmma_reps(dev: _Device, kernel: str, launch: tuple, rec, aux, reps: int, iters: int, consumers: int,
+                mc: bool, before=None) -> list[dict]:
+    """A warm-up and ``reps`` timed launches of a wgmma ring kernel (``launch``: grid, threads, shared bytes,
+    arguments; ``before`` runs ahead of each, as _Device.launch says), each rep's summary (wgmma_rep) with its
+    event time, block records and aux words."""
+    grid, threads, smem, args = launch
+    dev.launch(kernel, grid, threads, smem, args, before=before)  # warm-up
     runs = []
     for _ in range(reps):
-        event_s = dev.launch(kernel, grid, threads, smem, args)
+        event_s = dev.launch(kernel, grid, threads, smem, args, before=before)
         recs = parse_records(rec.get(), grid)
         auxs = parse_aux(aux.get(), grid)
-        runs.append({**wgmma_rep(recs, auxs, iters, cfg["consumers"], bool(mc)), "event_s": event_s,
-                     "records": compact(recs), "aux": [[x[k] for k in AUX_FIELDS] for x in auxs]})
-    return wgmma_row(cfg, runs, iters, grid, smem)
+        runs.append({**wgmma_rep(recs, auxs, iters, consumers, mc), "event_s": event_s,
+                     "records": compact(recs), "aux": [[x[f] for f in AUX_FIELDS] for x in auxs]})
+    return runs
 
 
 def _sd_fill_random(cp, t, seed: int) -> None:
@@ -1087,14 +1097,8 @@ def run_sd_group(dev: _Device, reps: int, iters: int = SD_ITERS) -> tuple[dict, 
                 args += (cp.int32(geo_b["kboxes"]),)  # kboxes_b: B's box columns per row
             if src == "l2" and before is None:
                 dev.warm_l2()
-            dev.launch(kernel, grid, THREADS, smem, args, before=before)  # warm-up
-            runs = []
-            for _ in range(reps):
-                event_s = dev.launch(kernel, grid, THREADS, smem, args, before=before)
-                recs = parse_records(rec.get(), grid)
-                auxs = parse_aux(aux.get(), grid)
-                runs.append({**wgmma_rep(recs, auxs, iters, CONSUMERS, bool(mc)), "event_s": event_s,
-                             "records": compact(recs), "aux": [[x[f] for f in AUX_FIELDS] for x in auxs]})
+            runs = _wgmma_reps(dev, kernel, (grid, THREADS, smem, args), rec, aux, reps, iters, CONSUMERS, bool(mc),
+                               before=before)
             rows[name] = sd_row(name, runs, iters, grid, smem, geo)
         except Exception as exc:  # noqa: BLE001  (recorded; the others still run)
             errors[name] = f"{type(exc).__name__}: {exc}"
