@@ -84,12 +84,18 @@ def test_the_ab_geometry_gives_each_operand_its_pitch():
         cp.sd_ab_geometry("stream", 4096, 4096, 132, 2048)
 
 
-def test_the_rows_record_each_operands_pitch():
+def _rep() -> dict:
+    """One rep's summary as wgmma_rep gives it (every per-step field 1 cycle, a 1500-cycle k-step)."""
     rep = {"cycles_per_step": 1500.0, "event_s": 1e-3, "clock_hz": 1.98e9, "records": [], "concurrent": True,
            "distinct_sms": 132, "cycles_per_step_by_rank": {"0": 1500.0, "1": 1500.0}}
     for f in ("release_per_step", "full_wait_per_step", "full_wait_wg2_per_step", "empty_wait_per_step",
               "wait_group_per_step", "tensor_activity"):
         rep[f] = 1.0
+    return rep
+
+
+def test_the_rows_record_each_operands_pitch():
+    rep = _rep()
     old = cp.sd_row("sd.l2.mc.k2008", [rep], 2048, 132, 1, {})
     new = cp.sd_row("sd.l2.mc.a2008.b4096", [rep], 2048, 132, 1, {})
     assert old["kernel"] == "ringd_c2" and old["k"] == old["k_a"] == old["k_b"] == cp.SD_RAGGED_K
@@ -108,11 +114,7 @@ def test_the_flushed_rows_repeat_their_row_behind_the_suites_l2_flush():
     from validation.harness import timing
     assert cp.SD_L2_FLUSH == f"{timing.L2Flusher.__module__}.{timing.L2Flusher.__qualname__}"
     assert "flusher = flusher or L2Flusher(cp)" in (cp.REPO_ROOT / "validation/studies/tc_step_parts.py").read_text()
-    rep = {"cycles_per_step": 1500.0, "event_s": 1e-3, "clock_hz": 1.98e9, "records": [], "concurrent": True,
-           "distinct_sms": 132, "cycles_per_step_by_rank": {"0": 1500.0, "1": 1500.0}}
-    for f in ("release_per_step", "full_wait_per_step", "full_wait_wg2_per_step", "empty_wait_per_step",
-              "wait_group_per_step", "tensor_activity"):
-        rep[f] = 1.0
+    rep = _rep()
     row = cp.sd_row("sd.stream.mc.sync.flushed", [rep], 2048, 132, 1, {})
     base = cp.sd_row("sd.stream.mc.sync", [rep], 2048, 132, 1, {})
     assert (row["l2_flushed"], row["l2_flush"], row["repeats"]) == (True, cp.SD_L2_FLUSH, "sd.stream.mc.sync")
