@@ -1283,6 +1283,12 @@ def _activity_at_clock(curve: list, clock: float) -> float | None:
     return None
 
 
+def _cycles_per_kstep(row: dict) -> float:
+    """An mma_feed row's cycles per k-step (its median, or the plain number of older records)."""
+    v = row["cycles_per_kstep"]
+    return float(v["value"] if isinstance(v, dict) else v)
+
+
 def mma_feed_fields(rec: dict, result_path: str = "mma_feed.json") -> dict:
     """``ldgsts16_pipe_cycles``: how long one warp's 16-byte cp.async keeps the shared-memory pipe
     from the fragment loads behind it: the cycles per k-step the ldmatrix-fed mma.sync loop gains when
@@ -1295,20 +1301,16 @@ def mma_feed_fields(rec: dict, result_path: str = "mma_feed.json") -> dict:
     if not with_copies or not without:
         return {}
 
-    def cyc(row):
-        v = row["cycles_per_kstep"]
-        return float(v["value"] if isinstance(v, dict) else v)
-
     fields = copy_line_fields(rec, result_path)
     per_thread = with_copies["copies_per_thread_per_kstep"]
     warps = with_copies["warps_per_block"] * with_copies["blocks_per_sm"]
     copies = per_thread * warps
     extra = with_copies["sass"]["instructions"] - without["sass"]["instructions"] - per_thread
     issue = extra * warps / SCHEDULERS_PER_SM
-    value = (cyc(with_copies) - cyc(without) - issue) / copies
+    value = (_cycles_per_kstep(with_copies) - _cycles_per_kstep(without) - issue) / copies
     return {"ldgsts16_pipe_cycles": {
-        "value": value, "benchmark": f"mma_feed_probe gemm_traffic ({result_path}: gt_zfill_k2 {cyc(with_copies):.1f} - "
-                                     f"gt_commit_k2 {cyc(without):.1f} cycles per k-step, less {issue:.0f} cycles of "
+        "value": value, "benchmark": f"mma_feed_probe gemm_traffic ({result_path}: gt_zfill_k2 {_cycles_per_kstep(with_copies):.1f} - "
+                                     f"gt_commit_k2 {_cycles_per_kstep(without):.1f} cycles per k-step, less {issue:.0f} cycles of "
                                      f"issue for {extra} address instructions per warp, over {copies} warp copies)",
         "n": 1, "p10": value, "p90": value, "how": "difference of two medians",
         "date": (rec.get("group_runs", {}).get("gemm_traffic") or rec.get("meta", {})).get("date_utc")}, **fields}
@@ -1327,10 +1329,6 @@ def copy_line_fields(rec: dict, result_path: str = "mma_feed.json") -> dict:
     if not more or not fewer:
         return {}
 
-    def cyc(row):
-        v = row["cycles_per_kstep"]
-        return float(v["value"] if isinstance(v, dict) else v)
-
     def beyond(row):  # global lines beyond the shared lines written, over one thread's copies of a k-step
         lines = row["ldgsts_lines_computed"]
         return sum(max(0, g - s) for g, s in zip(lines["global_lines"], lines["smem_lines"], strict=True))
@@ -1340,10 +1338,10 @@ def copy_line_fields(rec: dict, result_path: str = "mma_feed.json") -> dict:
     extra = (beyond(more) - beyond(fewer)) * GT_WARPS * more.get("blocks_per_sm_seen", 1)
     if extra <= 0:
         return {}
-    value = (cyc(more) - cyc(fewer)) / extra
+    value = (_cycles_per_kstep(more) - _cycles_per_kstep(fewer)) / extra
     return {"ldgsts16_line_cycles": {
-        "value": value, "benchmark": f"mma_feed_probe gemm_bcol ({result_path}: {BCOL_LINE_ROWS[0]} {cyc(more):.1f} - "
-                                     f"{BCOL_LINE_ROWS[1]} {cyc(fewer):.1f} cycles per k-step over {extra} more "
+        "value": value, "benchmark": f"mma_feed_probe gemm_bcol ({result_path}: {BCOL_LINE_ROWS[0]} {_cycles_per_kstep(more):.1f} - "
+                                     f"{BCOL_LINE_ROWS[1]} {_cycles_per_kstep(fewer):.1f} cycles per k-step over {extra} more "
                                      "global lines than shared lines in the block's warp copies)",
         "n": 1, "p10": value, "p90": value, "how": "difference of two medians",
         "date": rec.get("group_runs", {}).get("gemm_bcol", {}).get("date_utc") or rec.get("meta", {}).get("date_utc")}}
