@@ -377,10 +377,10 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
                     if width >= 16 and ga and hw.has("ldgsts16_line_cycles"):
                         # the L1 writes a copy into shared memory once per global line it reads (a half
                         # line as a whole one): lines beyond the shared lines it writes hold the pipe longer
-                        line = sector * 4
-                        beyond = (len({a // line for a in ga}.union((a + width - 1) // line for a in ga))
-                                  - len({s // line for s in sa if s is not None}))
-                        st_pipe += max(0, beyond) * hw.get("ldgsts16_line_cycles")
+                        _, read = global_sectors_and_lines(ga, width, sector, 4 * sector)
+                        _, written = global_sectors_and_lines([s for s in sa if s is not None], width, sector,
+                                                              4 * sector)
+                        st_pipe += max(0, read - written) * hw.get("ldgsts16_line_cycles")
                     st_ideal += ideal_wavefronts(sum(1 for s in sa if s is not None), width, banks, bank_w)
                 continue
             instr += 1
