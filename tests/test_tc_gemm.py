@@ -121,6 +121,20 @@ def test_a_cluster_of_two_fetches_half_of_b_per_block():
     assert two[0] == one[0] and two[1] == one[1] / 2
 
 
+def test_a_cluster_pair_misses_its_whole_b_tile_in_l2_so_dram_reads_are_those_without_a_cluster():
+    """Each block of a pair copies its own half of the B tile (and receives the other half by
+    multicast): the pair reads the whole tile, so the L2 misses the whole tile once, as without a
+    cluster. Nsight Compute on the H200 (validation/results/h200/tc_gemm/counters.csv) counts
+    203 MB of DRAM reads for wgmma_fp16_Bcol_128x256x64_swz_s4_c2 at 4096^3 with or without cl2."""
+    from tilesim.api import simulate
+    knobs = dict(m=4096, n=4096, k=4096, instruction="wgmma", b_layout="col", bm=128, bn=256, bk=64, wm=64,
+                 wn=256, stages=4, consumers=2)
+    one = simulate(TcGemmConfig(**knobs), H200).traffic
+    two = simulate(TcGemmConfig(**knobs, cluster=2), H200).traffic
+    assert two.hbm_read_bytes == pytest.approx(one.hbm_read_bytes, rel=0.02)
+    assert two.l2_load_bytes == pytest.approx(one.l2_load_bytes * 2 / 3, rel=0.01)  # B halved: 16 + 16 of 48 KiB
+
+
 def test_wgmma_reads_its_operands_from_shared_memory_without_instructions():
     cost = _cost(TcGemmConfig(**SQUARE, **WGMMA))
     # two consumers x (64x64 A + 64x256 B) fp16 per k-step of 64, at 128 bytes per wavefront

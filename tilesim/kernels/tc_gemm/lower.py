@@ -176,9 +176,12 @@ def shared_address(cfg: TcGemmConfig, base: int, row: int, byte_in_row: int, row
 def _tile_load(cfg: TcGemmConfig, tensor: str, coords, rows: int, row_elems: int, global_row_elems: int,
                base: int, dest: str, fraction: int = 1) -> GlobalLoad:
     """A rows x row_elems tile copied in 16-byte chunks by every thread, chunk ``i`` by thread
-    ``i % threads``; with ``fraction`` > 1 only the first ``1/fraction`` of the rows (a multicast share)."""
+    ``i % threads``; with ``fraction`` > 1 only the first ``1/fraction`` of the rows (a multicast share),
+    the tile still named whole: the blocks of a cluster each copy their share, so together they miss the
+    whole tile in L2 once, as one block without a cluster does (Nsight Compute: equal DRAM reads)."""
     e, T = cfg.elem_bytes, cfg.threads
     per_row = row_elems * e // CHUNK_BYTES
+    tile_bytes = rows * row_elems * e
     rows = max(1, rows // fraction)
     n_chunks = rows * per_row
     instrs = []
@@ -191,7 +194,7 @@ def _tile_load(cfg: TcGemmConfig, tensor: str, coords, rows: int, row_elems: int
             offs = tuple((i // per_row) * global_row_elems * e + (i % per_row) * CHUNK_BYTES for i in idx)
             smem = tuple(shared_address(cfg, base, i // per_row, (i % per_row) * CHUNK_BYTES, row_elems) for i in idx)
             instrs.append(WarpAccess(offs, CHUNK_BYTES, smem))
-    return GlobalLoad(TileRef(tensor, coords, rows * row_elems * e), tuple(instrs), dest=dest)
+    return GlobalLoad(TileRef(tensor, coords, tile_bytes), tuple(instrs), dest=dest)
 
 
 def _operand_loads(cfg: TcGemmConfig, dest: str, b_fraction: int = 1) -> tuple[GlobalLoad, GlobalLoad, int]:
