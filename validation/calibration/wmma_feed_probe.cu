@@ -9,8 +9,9 @@
 //   FRAG  WF_WMMA  tc_gemm.cu's wmma_load_a<FP16, false> / wmma_load_b<FP16, true> (inline PTX wmma.load on a
 //                  generic address: 4 LD.E a fragment in SASS) and its wmma_mma<FP16, true> (copied below)
 //         WF_LDS   the same fragment registers by ld.shared.b32 from cvta'd shared addresses (4 LDS a fragment,
-//                  the word each lane's LD.E reads: rows g and g + 8, k 2t and 2t + 8; registers 4..7 repeat
-//                  0..3, which the m16n16k16 HMMA pair does not read) and the same wmma.mma
+//                  the words each lane's LD.E read: rows g and g + 8, k 2t and 2t + 8 of the fragment;
+//                  registers 4..7 repeat 0..3: the generic wmma.load also loads only 4 words a lane) and the
+//                  same wmma.mma (the values are not checked: a timing probe)
 //         WF_LDSM  tc_gemm's compute_mma path for Bcol + padded: ldmatrix.x4 (A: 4 a slice; B: N x K tile,
 //                  non-transposed, 2 a slice) and mma.sync m16n8k16 (16 a slice), serpentine order
 //   COPY  WF_NONE  no copies: the ring keeps the noise it was filled with; the loop keeps wait_group, the

@@ -38,6 +38,10 @@ unrolls some loops) checked against ``expected_sass`` (``ok``). A model would re
 of each row and the differences wmma - lds (the generic path), lds - ldsm (LDS vs LDSM) and gemm - none (the
 copies) at 2 and 1 blocks per SM.
 
+The rebuild against the suite kernel (tc_gemm.cu + its instantiation, nvcc 13 -O3 sm_90a, 128 registers): its
+hot loop holds per warp and k-step the same 48 LD.E, 32 HMMA.16816, 4 LDGSTS a thread and 1 BAR in 205
+instructions; wf_wmma_gemm_b2's 213 (the tile origins come from a table, the k offset wraps).
+
 ``python -m validation.calibration.wmma_feed_probe [--out DIR] [--quick]`` writes ``DIR/wmma_feed.json``
 (default DIR ``validation/results/<gpu>/calibration``) and prints a table; about 1 s of launches plus the
 nvcc build (``--quick``: 2 reps, shorter launches). Without a GPU it says so in one line and exits 2.
