@@ -96,8 +96,15 @@ class _Plan:
         self.straddle_s = getattr(cost, "copy_straddle_cycles", 0.0) / clk
         self.groups = min(phase.warp_groups, MAX_WARP_GROUPS)
         self.rounds = min(phase.step.rounds, MAX_ROUNDS)
-        # barrier-free loops already run independent warp groups (``warp_groups``)
-        self.math_groups = min(warps_per_block, MAX_MATH_GROUPS) if self.groups == 1 else 1
+        # barrier-free loops already run independent warp groups (``warp_groups``). A step whose fragment
+        # loads are generic (SharedAccess.generic: LD.E on the SM's global load path) runs its warps as one
+        # group: a warp waiting for the LG queue issues nothing behind its loads, MMAs included, so the
+        # block's loads and MMAs do not overlap across its warps (wmma_feed_probe, 1 block of 8 warps per SM,
+        # tc_gemm's staged-WMMA k-step: 897 cycles with LD.E fragments, 651 with LDS and 475 with ldmatrix
+        # at the same wavefronts; validation/studies/tensor_engine_check.py group wmma_feed: the engine 515
+        # for all three with overlapping groups, 803 for the LD.E row with one group)
+        generic = getattr(cost, "shared_load_l1_cycles", 0.0) > 0
+        self.math_groups = min(warps_per_block, MAX_MATH_GROUPS) if self.groups == 1 and not generic else 1
         # a loop body larger than the instruction cache leaves lone warps waiting on fetch
         body_bytes = cost.issue / warps_per_block * hw.instruction_bytes
         self.warp_ipc_per_s = hw.warp_issue_per_clk * hw.code_issue_factor(body_bytes) * clk

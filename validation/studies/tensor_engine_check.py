@@ -47,7 +47,14 @@ in-flight bulk copy issued before it lands. The rules differ only on the remote-
 and c2_own_local rows are the control. ``rel_all`` rows (every thread arrives on both blocks: not the
 GEMM's form) are encoded as two cluster arrives and printed apart.
 
-Rows come from ``validation/results/h200/calibration/mma_feed.json``; nothing here needs a GPU.
+``wmma_feed`` (:func:`wmma_feed_check`): wmma_feed_probe's rows (``wmma_feed.json``: tc_gemm's staged-WMMA k-step,
+128x128x32 padded, B N x K, 8 warps of 64x32, 3-stage cp.async ring, L2-resident 2048^3 data) with its fragments
+loaded by generic LD.E (the suite's), LDS or ldmatrix (+ mma.sync), with the copies or none, at 2 or 1 blocks per
+SM: the suite kernel's lowered k-step with the row's own SASS for the instructions beside loads, MMAs and the
+barrier, cycles per k-step per block.
+
+Rows come from ``validation/results/h200/calibration/mma_feed.json`` (and the files named above); nothing here
+needs a GPU.
 """
 
 from __future__ import annotations
@@ -263,6 +270,61 @@ def check(path: Path = FEED, hardware: str = "h200") -> dict[str, list[tuple[str
 
 
 
+# ----- wmma_feed: the staged-WMMA k-step (wmma_feed_probe) ----------------------------------------------
+WMMA_FEED = FEED.with_name("wmma_feed.json")
+WMMA_FEED_KSTEPS = 256  # k-steps each block runs (the steady state is reached well before)
+
+
+def _sass_others(row: dict) -> float:
+    """Per warp and k-step, the row's loop instructions that are neither memory, MMA nor barrier ones."""
+    s = row["sass"]
+    return s["instructions_per_kstep"] - sum(s["per_kstep"].values()) - sum(
+        s["histogram"].get(op, 0) for op in ("DEPBAR.LE", "LDGDEPBAR"))
+
+
+def _wmma_feed_program(row: dict, none_row: dict) -> tuple[TileProgram, int]:
+    """The row's k-step as tc_gemm lowers the suite kernel's (wmma: generic fragment loads; lds: the same
+    through LDS; ldsm: the mma.sync path), on the row's geometry: copies (tc_gemm's load_tile, every block
+    the same L2-resident tiles, as _traffic_program) or none, and the row's own SASS for the instructions
+    beside loads, MMAs and the barrier (the copy rows' extra ones as the copies' address instructions)."""
+    frag, blocks = row["frag"], row["blocks_per_sm"]
+    cfg = TcGemmConfig(m=2048, n=2048, k=2048, instruction="mma_sync" if frag == "ldsm" else "wmma", b_layout="col",
+                       bm=128, bn=128, bk=32, wm=64, wn=32, layout="padded", stages=3)
+    step = lower(cfg).phases[0].step
+    warps = cfg.warps
+    shared = tuple(replace(a, generic=frag == "wmma") for a in step.shared_loads)
+    loads = ()
+    if row["copy"] == "gemm":
+        per_warp = row["sass"]["per_kstep"]["LDGSTS"]
+        books = sum(row["sass"]["histogram"].get(op, 0) for op in ("DEPBAR.LE", "LDGDEPBAR"))
+        addr = (row["sass"]["instructions_per_kstep"] - none_row["sass"]["instructions_per_kstep"] - books
+                - per_warp) / per_warp
+        loads = tuple(replace(ld, address_instructions=addr, tile=TileRef(ld.tile.tensor, (0, "k"), ld.tile.tile_bytes))
+                      for ld in step.loads)
+    mma = next(op for op in step.compute if isinstance(op, Mma))
+    ints = Compute("int", _sass_others(none_row) * warps)
+    loop = Step(loads=loads, shared_loads=shared, barriers=step.barriers, compute=(mma, ints))
+    launch = Launch((132 * blocks, 1, 1), 32 * warps, int(row["num_regs"]), int(row["smem_bytes"]))
+    return TileProgram(row["kernel"], launch, (Phase("loop", WMMA_FEED_KSTEPS, loop,
+                                                     pipeline_depth=3 if loads else 1),)), WMMA_FEED_KSTEPS
+
+
+def wmma_feed_check(path: Path = WMMA_FEED, hardware: str = "h200") -> list[tuple[str, float, float]]:
+    """``[(row, measured, predicted cycles per k-step per block), ...]`` for wmma_feed_probe's rows (the
+    zero-fill row left out: its copies read nothing, which a tile program cannot say)."""
+    hw = load(hardware)
+    rows = json.loads(Path(path).read_text())["rows"]
+    out = []
+    for key, row in rows.items():
+        if row.get("zfill") or "cycles_per_kstep" not in row:
+            continue
+        none_row = rows[f"wf_{row['frag']}_none_b{row['blocks_per_sm']}"]
+        prog, steps = _wmma_feed_program(row, none_row)
+        res = simulate_program(prog, hw)
+        out.append((key, float(row["cycles_per_kstep"]["value"]),
+                    (res.time_s - hw.launch_overhead_s) * res.sm_clock_hz / steps))
+    return out
+
 # ----- ring: cluster_probe's GEMM-shaped wgmma rings ------------------------------------------------------
 RING_KSTEPS = 2048  # the probe's iters
 RING_BOX_ROWS = 128  # cluster_probe A_ROWS: the A box, and each half of the 256-row B box
@@ -306,7 +368,8 @@ def tma_check(path: Path = TENSOR, hardware: str = "h200", stages: tuple = (1, 2
 
 TMA_PAIR = FEED.with_name("tma_pair.json")
 TMA_PAIR_SHARE = FEED.with_name("tma_pair_share.json")
-GROUPS = ("feed", "gemm_traffic", "gemm_traffic_hbm", "gemm_bcol", "suite_diff", "gemm_path", "tma", "tma_pair", "ring")
+GROUPS = ("feed", "gemm_traffic", "gemm_traffic_hbm", "gemm_bcol", "suite_diff", "gemm_path", "tma", "tma_pair", "ring",
+          "wmma_feed")
 
 
 def _box_load(tensor: str, box_rows: int, coords: tuple, pitch: int = 8192) -> GlobalLoad:
@@ -510,6 +573,12 @@ def main(argv=None) -> int:
             print(f"  MAPE {sub:20s} {mape(rows) * 100:5.1f}%  (bias {statistics.mean(p / m - 1 for _, m, p in rows) * 100:+5.1f}%)")
         for name, m, p in pair:
             print(f"  {name:42s} measured {m:6.0f}  engine {p:6.0f}  {(p / m - 1) * 100:+6.1f}%")
+    if "wmma_feed" in want:
+        wf = wmma_feed_check()
+        print(f"== wmma_feed: wmma_feed_probe's staged-WMMA k-step (wmma / lds / ldsm fragments, copies or none, 2 or 1 "
+              f"blocks per SM), cycles per k-step per block: MAPE {mape(wf) * 100:.1f}% over {len(wf)} rows")
+        for name, m, p in wf:
+            print(f"  {name:28s} measured {m:7.0f}  engine {p:7.0f}  {(p / m - 1) * 100:+6.1f}%")
     if not want & {"feed", "gemm_traffic", "gemm_traffic_hbm", "gemm_bcol", "suite_diff", "gemm_path", "tma", "ring"}:
         return 0
     try:
