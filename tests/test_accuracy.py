@@ -49,14 +49,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("softmax", "hbm_bytes"): "DRAM bytes: 11 configurations beyond 15%, all output write-back on shapes that "
                               "nearly fit in L2 (the GPU keeps dirty lines, evicts clean input first)",
     ("layernorm", "hbm_bytes"): "DRAM bytes: 29 configurations beyond 15%, the same write-back effect",
-    ("tc_gemm", "mape"): "MAPE 12.6%, predicted fast (bias -8.1%; session 18: 14.0 -> 12.6 with the copies' global "
-                         "lines beyond their shared ones, mma_feed gemm_bcol, and the cluster release after the "
-                         "slowest copy in flight, cluster_probe suite_diff): by rung, staged WMMA -25% (18 rows: "
-                         "the LG throttle of their generic fragment loads beside the copies, ncu_s18), wgmma "
-                         "clusters of 2 -17% (34: their release from HBM-streamed data, not modelled), cp.async "
-                         "padded mma.sync -20% (10), WMMA from global -15% (10), dense mma.sync -9% (10); the "
-                         "swizzled mma.sync rows 6.8% (60), wgmma rings 9.3% (30), one-buffer wgmma 12.9% (23, "
-                         "+6.9%)",
     ("tc_gemm", "hbm_bytes"): "DRAM bytes: configurations beyond 15% (max 70%), mostly 3001x4000x2008 and "
                               "WMMA from global memory",
 }

@@ -70,7 +70,13 @@ program (never in the engine's event loop):
   k-step takes 822 / 1022 / 1202 cycles without copies / with plain copies / with the GEMM's copy
   code, 2 x 384 tensor cycles plus 54 / 254 / 434, against 133 / 321 / 456 beside the MMAs at 1
   block per SM; the tensor pipe is busy 86 / 69 / 60% of the time (Nsight Compute), where blocks
-  taking turns would keep it busy 100 / 100 / 91%. wgmma (warpgroup, asynchronous) is not bound;
+  taking turns would keep it busy 100 / 100 / 91%. Generic fragment loads (``SharedAccess.generic``, LD.E
+  on the SM's global load path) do not overlap the block's MMAs at all (the engine runs such a step's warps
+  as one group), and blocks in phase load them together: the step then takes at least their L1 time and
+  tensor time of every block in the loop (the engine adds ``shared_load_l1_cycles`` to the lockstep time;
+  wmma_feed_probe, validation/results/h200/calibration/wmma_feed.json: tc_gemm's staged-WMMA k-step at 1 / 2
+  blocks per SM, 897 / 1336 cycles without copies and 1384 / 2152 with them, against 475 / 808 and 1024 /
+  1471 with ldmatrix). wgmma (warpgroup, asynchronous) is not bound;
 * the critical path of one warp through a step: the shared-load latency when the step reads shared
   memory, one barrier latency per barrier, and ``chain`` times the latency of each dependent
   operation.

@@ -186,8 +186,12 @@ class _Plan:
             self.refill_delay_s = (path + release) / clk
         self.math_issue = cost.math_instructions
         # the tensor time of the step's warp-issued MMAs, which co-resident blocks run in phase
-        # (StepCost.lockstep_tensor_cycles)
-        self.lockstep_s = cost.lockstep_tensor_cycles / clk
+        # (StepCost.lockstep_tensor_cycles); with generic fragment loads, which do not overlap the block's
+        # MMAs (math_groups above), their L1 time too: blocks in phase load together, then compute together
+        # (wmma_feed_probe at 2 blocks per SM, tc_gemm's staged-WMMA k-step with its copies: 2152 cycles, the
+        # engine 2043 with this and 1633 without; without copies 1336 against 1540 / 1013)
+        self.lockstep_s = ((cost.lockstep_tensor_cycles + (getattr(cost, "shared_load_l1_cycles", 0.0)
+                                                           if cost.lockstep_tensor_cycles else 0.0)) / clk)
         self.math_rounds: dict = {}  # share of the step -> one round's requests (Engine._math_round)
         self.compute_counts: dict = {}  # share of the step -> its COMPUTE_COUNTERS that are not 0 (Engine._compute)
         self.staging: dict = {}  # share of the step -> its staging requests (Engine._staging)
