@@ -304,6 +304,13 @@ def cluster_release(hw) -> tuple[float, str]:
     better (8.0% against 21.8%), the constant the 4-stage ones (11.5% against 27.8-40.2%): no rule of the
     three fits both. The fence stream rows (cluster_fence.json) show a plateau, not a wait for the newest
     copy: 990-1059 cycles from L2 with 2 or 4 boxes in flight on the SM.
+    Session 19: where ``cluster_release_hbm_extra_cycles_by_inflight`` is measured the engine lengthens the
+    release by it (at the ring's depth - 1) times the share of the block group's blocks waiting on a tile the
+    L2 missed among the copies in flight (a missed tile keeps every block that reads it waiting for DRAM):
+    cluster_probe's reference ring on a 1 GiB tensor releases in 1406 cycles against 1059 on the 16 MiB one
+    (4 stages; 2 stages no longer), and its 1 GiB rows, whose B boxes are other blocks' A boxes (a third of
+    the bytes from DRAM, every block waiting on one), go from 10-22% fast to within 5% (the 16 remote rel_one
+    rows 9.8% -> 5.9%).
     A GPU without clusters or the measurement cannot run such a step."""
     if not hw.has("cluster_release_arrive_cycles"):
         raise MissingHardwareValue(f"{hw.name}: no measured cluster_release_arrive_cycles (cluster_probe) for a "

@@ -45,11 +45,14 @@ class _Tally:
 class _Lane:
     """A warp group's load pipeline: the completion times of loads issued ahead."""
 
-    __slots__ = ("pending", "issued", "missed", "l1", "l1_missed", "group")
+    __slots__ = ("pending", "issued", "missed", "l1", "l1_missed", "group", "miss_share")
 
     def __init__(self, group: int = 0) -> None:
         self.group = group  # the warp group's index in its block (for the timeline)
         self.pending: deque = deque()
+        # per pending load, the share of the group's blocks that wait on a tile the L2 missed (the lead group's
+        # lookup; 0 otherwise)
+        self.miss_share: deque = deque()
         self.issued = 0
         self.missed: dict = {}  # bytes missed per tile prefix in the current window
         self.l1: dict = {}  # step -> (L2 bytes per block the L1 served, every load served): the group's
@@ -177,6 +180,16 @@ class _Plan:
                 longer = max(0.0, release - idle) * (channel - 1.0)
                 self.crit_s += longer / clk
                 release += longer
+        # a ring's cluster-scope release waits longer for copies in flight that come from HBM: by the share of
+        # blocks with such a copy among the in-flight steps, up to cluster_release_hbm_extra_cycles_by_inflight at the
+        # ring's pipeline_depth - 1 (cluster_probe's reference ring on a 1 GiB tensor against a 16 MiB one:
+        # release 1406 against 1059 cycles with 4 stages; none longer with 2); the engine adds it to the step's
+        # path and to the refill delay (Engine._steps)
+        self.release_hbm_extra_s = 0.0
+        if (release and self.bulk and phase.pipeline_depth > 1
+                and hw.has("cluster_release_hbm_extra_cycles_by_inflight")):
+            self.release_hbm_extra_s = interp(hw.get("cluster_release_hbm_extra_cycles_by_inflight"),
+                                              phase.pipeline_depth - 1) / clk
         self.refill_delay_s = 0.0
         consumers = any(isinstance(op, Mma) and op.scope == "warpgroup" for op in phase.step.compute)
         if self.bulk and phase.pipeline_depth > 1 and consumers:

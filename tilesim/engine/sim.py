@@ -110,6 +110,8 @@ class Engine:
     def __init__(self, program: TileProgram, hw: HardwareSpec, *, timeline: bool = False,
                  steady_state: bool = True, on_progress=None, flushed_dirty_bytes: float | None = None) -> None:
         self.p = program
+        self.miss_share = 0.0  # the share of the group's blocks the last issued step's L2 misses hold (_issue_loads)
+        self.missing_blocks = 0
         self.hw = hw
         self._flushed_writeback_setup(flushed_dirty_bytes)
         self.tol = STEADY_TOL if steady_state else -1.0
@@ -407,6 +409,7 @@ class Engine:
         for j in self.cache.access_many(prefixes, k, size, self.env._now):
             m = (size if fits else size * mults[j]) * dram_factor
             missed += m
+            self.missing_blocks += mults[j]
             if missed_tiles is not None:
                 pre = prefixes[j]
                 missed_tiles[pre] = missed_tiles.get(pre, 0.0) + m
@@ -440,6 +443,7 @@ class Engine:
         if not pl.loads:  # a step without global loads waits for nothing
             return now
         missed = occupied = 0.0
+        self.missing_blocks = 0  # blocks of the group that wait on a tile the L2 missed (_touch)
         if lane is not None:  # the lead warp group looks the tiles up, for all of the group's
             served, every, fill = self._l1_lookup(pl, k, first, lane)
             for j, ld in enumerate(pl.loads):
@@ -475,6 +479,9 @@ class Engine:
         v["hbm"] += occupied
         v["hbm_read"] += missed
         v["l1"] += l1_cycles
+        # the share of the group's blocks with a copy from DRAM in this step (a missed tile keeps every
+        # block that reads it waiting for DRAM; blocks reading two missed tiles counted twice, capped)
+        self.miss_share = min(1.0, self.missing_blocks / count) if missed else 0.0
         if pl.bulk:
             if self.bulk_landing is not None:
                 after, l0, per_byte = self.bulk_landing["hbm" if missed else
@@ -508,7 +515,8 @@ class Engine:
                 fill += tile.tile_bytes
         return served, hits, fill
 
-    def _compute(self, pl: _Plan, k: int, first: int, count: int, share: float, tally: _Tally):
+    def _compute(self, pl: _Plan, k: int, first: int, count: int, share: float, tally: _Tally,
+                 release_extra_s: float = 0.0):
         """Stage the step's data in shared memory (unless cp.async did), pass its barriers, do its
         math and issue its stores (a process).
 
@@ -555,7 +563,8 @@ class Engine:
             if env._now < end and (wait := _wait(env, end - env._now)) is not None:
                 yield wait
         computed = env._now
-        if env._now < t0 + pl.crit_s and (wait := _wait(env, t0 + pl.crit_s - env._now)) is not None:
+        crit = pl.crit_s + release_extra_s  # the step's cluster release, longer for copies from HBM
+        if env._now < t0 + crit and (wait := _wait(env, t0 + crit - env._now)) is not None:
             yield wait
         v = tally.v
         counts = pl.compute_counts.get(share)
@@ -707,6 +716,7 @@ class Engine:
             ready = self._issue_loads(pl, lane.issued, first, count, share, lane if lead else None, tally,
                                       lane.l1) + delay_s
             lane.pending.append(ready)
+            lane.miss_share.append(self.miss_share if lead else 0.0)
             if self.want_timeline:
                 self._record_loads(pl, slot, lane, ready)
             lane.issued += 1
@@ -724,14 +734,18 @@ class Engine:
             if lane.issued < min(n, i + before):
                 self._issue_through(pl, slot, lane, first, count, share, lead, tally, min(n, i + before), 0.0)
             ready = lane.pending.popleft()
+            lane.miss_share.popleft()
             t0 = env._now
             if ready > t0 and (wait := _wait(env, ready - t0)) is not None:
                 yield wait
             t1 = env._now
+            # the release waits longer for the copies in flight the L2 missed (_Plan.release_hbm_extra_s)
+            extra = (pl.release_hbm_extra_s * sum(lane.miss_share) / len(lane.miss_share)
+                     if pl.release_hbm_extra_s and lane.miss_share else 0.0)
             if lane.issued < min(n, i + depth):
                 self._issue_through(pl, slot, lane, first, count, share, lead, tally, min(n, i + depth),
-                                    pl.refill_delay_s)
-            parts = yield from self._compute(pl, i, first, count, share, tally)
+                                    pl.refill_delay_s + extra)
+            parts = yield from self._compute(pl, i, first, count, share, tally, extra)
             if pl.release_hold and lane.pending:
                 # the step's release (at its end) waits for copies issued before it (later steps' stages):
                 # the last of them, or the oldest still in flight

@@ -69,7 +69,7 @@ MEASURED_FIELDS = (
     "ldgsts16_straddle_cycles_per_sector", "ldgsts16_line_cycles",
     "wgmma_latency_cycles_by_n", "cluster_release_arrive_cycles", "wgmma_consumer_step_cycles",
     "cluster_release_fence_cycles", "wgmma_refill_path_cycles", "mbarrier_local_release_cycles",
-    "cluster_release_cycles_by_inflight", "cluster_release_idle_cycles",
+    "cluster_release_cycles_by_inflight", "cluster_release_idle_cycles", "cluster_release_hbm_extra_cycles_by_inflight",
     "l1_miss_lines_per_clk_per_sm", "ldgsts16_sector_group_lanes", "hbm_read_granularity_bytes",
     "hbm_accesses_per_s", "hbm_burst_extra_cycles_by_lines", "l2_burst_extra_cycles_by_lines",
     "l2_flushed_dirty_bytes", "l2_flushed_writeback_per_read_byte", "l2_flushed_writeback_per_written_byte",
@@ -126,7 +126,8 @@ TABLE_FIELDS = ("warp_issue_by_code_bytes", "ffma_rate_by_warps", "tail_packing_
                 "sm_clock_hz_by_tensor_activity", "wgmma_latency_cycles_by_n", "hbm_burst_extra_cycles_by_lines",
                 "l2_burst_extra_cycles_by_lines", "sm_clock_l2_slope_by_tensor_activity",
                 "sm_clock_hbm_slope_by_tensor_activity", "sm_clock_l2_tma_slope_by_tensor_activity",
-                "tf32_clock_weight_by_mma_m", "cluster_release_cycles_by_inflight")
+                "tf32_clock_weight_by_mma_m", "cluster_release_cycles_by_inflight",
+                "cluster_release_hbm_extra_cycles_by_inflight")
 """Fields whose value is a table of points ``((x > 0, y >= 0), ...)``."""
 
 # --- compute pipes ------------------------------------------------------------------------------

@@ -91,6 +91,7 @@ BCOL_LINE_ROWS = ("gb_bcol_fixed", "gb_brow_fixed")
 SCHEDULERS_PER_SM = 4  # warp schedulers per SM, one instruction each per clock (H100 whitepaper; h200.toml)
 CLUSTER_FIELDS = ("cluster_release_arrive_cycles", "wgmma_consumer_step_cycles", "cluster_release_fence_cycles",
                   "wgmma_refill_path_cycles", "mbarrier_local_release_cycles", "cluster_release_cycles_by_inflight",
+                  "cluster_release_hbm_extra_cycles_by_inflight",
                   "cluster_release_idle_cycles")
 #: cluster_probe's 2-stage wgmma rings without a cluster (the H200's single-block ring GEMMs: 1 or 2 consumers,
 #: one local arrive per consumer and k-step): the consumer's path from its data wait to its stage release
@@ -1369,7 +1370,44 @@ def cluster_fields(rec: dict, result_path: str = "cluster_wgmma.json") -> dict:
             "how": "difference of two medians",
             "benchmark": f"cluster_probe {CLUSTER_RELEASE_ROW} ({result_path}): {period:.1f} cycles per k-step less the "
                          f"release's {rel:.1f} (of which {parts})"}
-    return {**out, **refill_fields(rec, result_path)}
+    return {**out, **refill_fields(rec, result_path), **release_hbm_fields(rec, result_path)}
+
+
+#: cluster_probe's rings with the reference row's geometry (two consumers, own B, remote release) at 2 and 4
+#: stages: 1 and 3 copies in flight at a release
+RELEASE_HBM_ROWS = ((1, "wgmma.c2.s2.c2_own_remote.rel_one"), (3, CLUSTER_RELEASE_ROW))
+#: the same probe run on a 1 GiB tensor (every block its own rows, each k-step's boxes from HBM), beside
+RELEASE_HBM_FILE = "cluster_wgmma_1024mib.json"
+
+
+def release_hbm_fields(rec: dict, result_path: str = "cluster_wgmma.json") -> dict:
+    """``cluster_release_hbm_extra_cycles_by_inflight``: how much longer a ring's cluster-scope release takes
+    when the copies in flight come from HBM than from L2, by copies in flight: the reference ring's
+    release_per_step on the 1 GiB tensor (:data:`RELEASE_HBM_FILE`, beside ``result_path``) less on the
+    16 MiB one, at 2 and 4 stages (:data:`RELEASE_HBM_ROWS`). A release is never shorter for where its copies
+    come from: a 2-stage difference below 0 (the one copy in flight issued a k-step earlier has landed either
+    way) is taken as 0. ``{}`` without both files' rows."""
+    path = Path(result_path)
+    beside = (path if path.is_absolute() else REPO_ROOT / path).with_name(RELEASE_HBM_FILE)
+    if not beside.exists():
+        return {}
+    hbm = json.loads(beside.read_text()).get("wgmma", {})
+    l2 = rec.get("wgmma", {})
+    v = lambda r: float(r["release_per_step"]["value"]) if isinstance(r["release_per_step"], dict) \
+        else float(r["release_per_step"])  # noqa: E731
+    points, used = [], []
+    for inflight, key in RELEASE_HBM_ROWS:
+        if "release_per_step" not in hbm.get(key, {}) or "release_per_step" not in l2.get(key, {}):
+            return {}
+        d = v(hbm[key]) - v(l2[key])
+        points.append([inflight, max(0.0, d)])
+        used.append(f"{key} {v(hbm[key]):.1f} - {v(l2[key]):.1f}")
+    ys = [y for _, y in points]
+    return {"cluster_release_hbm_extra_cycles_by_inflight": {
+        "value": points, "unit": "cycles", "n": len(points), "p10": min(ys), "p90": max(ys),
+        "date": rec.get("meta", {}).get("date_utc"), "how": "one point per row (copies in flight, 1 GiB - 16 MiB release)",
+        "benchmark": f"cluster_probe rings on a 1 GiB and a 16 MiB tensor ({RELEASE_HBM_FILE} and {result_path}: "
+                     + "; ".join(used) + " cycles per k-step; below 0 taken as 0)"}}
 
 
 def refill_fields(rec: dict, result_path: str = "cluster_wgmma.json") -> dict:

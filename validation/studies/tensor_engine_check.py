@@ -434,7 +434,7 @@ RELEASE_RULES = {"const": None, "fence": _fence_rule(""), "fence_last": _fence_r
 
 def _ring_program(row: dict, source: str, pitch: int = 4096, pitch_b: int | None = None) -> TileProgram:
     """A ringw row as tc_gemm's wgmma k-loop on the ring's boxes. ``source`` "l2": the 16 MiB tensor, every
-    k-step's boxes resident in L2 for every block (named by the k-step alone, as _traffic_program does);
+    k-step's boxes resident in L2 for every block (named as the same tiles every k-step);
     "hbm": the 1 GiB tensor, whose 64-k-step wrap re-reads 132 (c2) or 264 (c1) MiB, more than the L2 keeps:
     each block's own rows, the B box of pair p (c1: block p) being the A boxes of blocks 2p and 2p + 1 (so
     its two halves are named as those A boxes)."""
@@ -451,8 +451,10 @@ def _ring_program(row: dict, source: str, pitch: int = 4096, pitch_b: int | None
                             b_fraction=2 if mc else 1)[1]
     half = RING_BOX_ROWS * 64 * 2
     if source == "l2":
-        loads = (replace(la, tile=TileRef("A", (0, "k"), la.tile.tile_bytes)),
-                 replace(lb, tile=TileRef("B", (0, "k"), lb.tile.tile_bytes)))
+        # named without the loop index: the same resident data every k-step (the engine's L2 then serves
+        # every step after the first, and no copy waits for DRAM; the channel still carries every block's bytes)
+        loads = (replace(la, tile=TileRef("A", (0, 0), la.tile.tile_bytes)),
+                 replace(lb, tile=TileRef("B", (0, 0), lb.tile.tile_bytes)))
     else:
         if row["cluster"] == 2:  # grid (rank, pair): block 2 * by + bx
             own, pair = Affine((("by", 2), ("bx", 1))), "by"
