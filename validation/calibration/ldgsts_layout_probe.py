@@ -35,7 +35,6 @@ import re
 import sys
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -164,26 +163,7 @@ def pattern_facts(row: Row) -> dict:
 def loop_sass(sass: str, kernel: str) -> dict:
     """The hot loop (backward branch body with the most LDGSTS) of ``kernel``, ``@!PT`` padding left out:
     ``histogram``, ``batches_per_body`` (LDGDEPBAR count), ``ldgsts_per_batch``, ``instructions_per_batch``."""
-    instrs = pc.function_instructions(sass, kernel)
-    dead, cur = set(), None
-    for line in sass.splitlines():
-        m = re.match(r"^\s*Function : (\S+)", line)
-        if m:
-            cur = m.group(1)
-        elif cur == kernel and "@!PT " in line and (a := re.search(r"/\*([0-9a-f]{4,})\*/", line)):
-            dead.add(int(a.group(1), 16))
-    best = None
-    for addr, op, operands in instrs:
-        m = re.match(r"(0x[0-9a-f]+)", operands)
-        if op == "BRA" and m and int(m.group(1), 16) < addr:
-            lo = int(m.group(1), 16)
-            body = Counter(o for a, o, _ in instrs if lo <= a <= addr and a not in dead)
-            rank = (count_prefix(body, "LDGSTS"), -sum(body.values()))
-            if rank[0] and (best is None or rank > best[0]):
-                best = (rank, body)
-    if best is None:
-        raise ValueError(f"{kernel}: no loop with LDGSTS in the SASS")
-    body = best[1]
+    body = pc.loop_body(sass, kernel, "LDGSTS")
     batches = max(1, count_prefix(body, "LDGDEPBAR"))
     return {"histogram": dict(sorted(body.items())), "batches_per_body": batches,
             "ldgsts_per_batch": count_prefix(body, "LDGSTS") / batches,

@@ -1054,23 +1054,10 @@ def copy_straddle_fields(rec: dict, group_lanes: int, group_source: str, result_
 
 # ----- pure: records, rates ---------------------------------------------------------------------------
 def parse_records(raw: Sequence[int], blocks: int) -> dict:
-    """Per-block records (cycles, ns, smid, start ns): ``cycles``, ``ns``, ``smids``, ``clock_hz`` (median
-    of cycles / s), ``distinct_sms`` and ``max_coresident`` (most blocks whose [start, start + ns] spans
-    overlap on one SM). ValueError when the count is not REC x blocks or a block recorded no time."""
-    cycles, ns, smids, starts = pc.record_columns(raw, blocks, REC)
-    pc.check_timed_blocks(cycles, ns)
-    per_sm: dict[int, list[tuple[int, int]]] = {}
-    for s, t0, d in zip(smids, starts, ns, strict=True):
-        per_sm.setdefault(s, []).append((t0, t0 + d))
-    most = 0
-    for spans in per_sm.values():
-        events = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans])
-        cur = 0
-        for _, e in events:
-            cur += e
-            most = max(most, cur)
-    return {"cycles": cycles, "ns": ns, "smids": smids, "distinct_sms": len(per_sm), "max_coresident": most,
-            "clock_hz": pc.median(pc.block_clocks_hz(cycles, ns)), "cycles_median": pc.median(cycles)}
+    """Per-block records (cycles, ns, smid, start ns): :func:`probe_common.block_records`, with the median
+    block's cycles (``cycles_median``)."""
+    out = pc.block_records(raw, blocks, REC)
+    return {**out, "cycles_median": pc.median(out["cycles"])}
 
 
 def rep_metrics(cfg: Config, rec: dict, iters: int, event_s: float | None, sm_count: int) -> dict:

@@ -81,6 +81,26 @@ def record_columns(raw: Sequence[int], blocks: int, rec_longs: int) -> list[list
     return [vals[i::rec_longs] for i in range(rec_longs)]
 
 
+def block_records(raw: Sequence[int], blocks: int, rec_longs: int) -> dict:
+    """Per-block records whose first four longs are (cycles, ns, smid, start ns): ``cycles``, ``ns``, ``smids``,
+    ``distinct_sms``, ``max_coresident`` (most blocks whose [start, start + ns] spans overlap on one SM) and
+    ``clock_hz`` (median of cycles / s). ValueError when the count is not ``rec_longs`` x blocks or a block
+    recorded no time."""
+    cycles, ns, smids, starts = record_columns(raw, blocks, rec_longs)
+    check_timed_blocks(cycles, ns)
+    per_sm: dict[int, list[tuple[int, int]]] = {}
+    for s, t0, d in zip(smids, starts, ns, strict=True):
+        per_sm.setdefault(s, []).append((t0, t0 + d))
+    most = 0
+    for spans in per_sm.values():
+        cur = 0
+        for _, e in sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans]):
+            cur += e
+            most = max(most, cur)
+    return {"cycles": cycles, "ns": ns, "smids": smids, "distinct_sms": len(per_sm), "max_coresident": most,
+            "clock_hz": median(block_clocks_hz(cycles, ns))}
+
+
 def check_timed_blocks(cycles: Sequence[int], ns: Sequence[int]) -> None:
     """ValueError naming the blocks (up to 8) that recorded no clock64 cycles or no %globaltimer time."""
     bad = [b for b, (c, t) in enumerate(zip(cycles, ns, strict=True)) if c <= 0 or t <= 0]
@@ -161,6 +181,40 @@ def loop_bodies(instrs: Sequence[tuple[int, str, str]]) -> list[list[str]]:
 def count_prefix(body: Counter, prefix: str) -> int:
     """Instructions of ``body`` whose mnemonic is ``prefix`` or starts with ``prefix.``."""
     return sum(n for op, n in body.items() if op == prefix or op.startswith(prefix + "."))
+
+
+_ADDRESS = re.compile(r"/\*([0-9a-f]{4,})\*/")
+
+
+def never_executed(sass: str, kernel: str) -> set[int]:
+    """Addresses of ``kernel``'s instructions predicated on ``!PT`` (ptxas's padding: they never run)."""
+    out, cur = set(), None
+    for line in sass.splitlines():
+        m = _FUNC.match(line)
+        if m:
+            cur = m.group(1)
+        elif cur == kernel and "@!PT " in line and (a := _ADDRESS.search(line)):
+            out.add(int(a.group(1), 16))
+    return out
+
+
+def loop_body(sass: str, kernel: str, op: str) -> Counter:
+    """The opcode histogram of ``kernel``'s hot loop: the backward branch's body with the most ``op``
+    instructions (the shortest on a tie), ``@!PT`` padding left out. ValueError when no loop holds one."""
+    instrs = function_instructions(sass, kernel)
+    dead = never_executed(sass, kernel)
+    best = None
+    for addr, name, operands in instrs:
+        m = re.match(r"(0x[0-9a-f]+)", operands)
+        if name == "BRA" and m and int(m.group(1), 16) < addr:
+            lo = int(m.group(1), 16)
+            body = Counter(o for a, o, _ in instrs if lo <= a <= addr and a not in dead)
+            rank = (count_prefix(body, op), -sum(body.values()))
+            if rank[0] and (best is None or rank > best[0]):
+                best = (rank, body)
+    if best is None:
+        raise ValueError(f"{kernel}: no loop with {op} in the SASS")
+    return best[1]
 
 
 def hot_loop(sass: str, kernel: str, key: str) -> Counter:

@@ -53,7 +53,6 @@ import re
 import sys
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -162,39 +161,12 @@ def tile_origins(blocks: int) -> tuple[list[int], list[int]]:
 
 
 # ----- the SASS (no GPU needed) ---------------------------------------------------------------------------
-_ADDR = re.compile(r"/\*([0-9a-f]{4,})\*/")
-
-
-def never_executed(sass: str, kernel: str) -> set[int]:
-    """Addresses of ``kernel``'s instructions predicated on ``!PT`` (ptxas's padding: they never run)."""
-    out, cur = set(), None
-    for line in sass.splitlines():
-        m = re.match(r"^\s*Function : (\S+)", line)
-        if m:
-            cur = m.group(1)
-        elif cur == kernel and "@!PT " in line and (a := _ADDR.search(line)):
-            out.add(int(a.group(1), 16))
-    return out
-
 
 def loop_sass(sass: str, kernel: str) -> dict:
     """The hot loop (the backward branch's body with the most HMMA, the shortest on a tie) of ``kernel``, the
     ``@!PT`` padding left out: ``histogram``, ``ksteps_per_body`` (its BAR count), ``per_kstep`` counts of
     :data:`SASS_OPS`, ``instructions_per_kstep``. ValueError when no loop holds an HMMA."""
-    instrs = pc.function_instructions(sass, kernel)
-    dead = never_executed(sass, kernel)
-    best = None
-    for addr, op, operands in instrs:
-        m = re.match(r"(0x[0-9a-f]+)", operands)
-        if op == "BRA" and m and int(m.group(1), 16) < addr:
-            lo = int(m.group(1), 16)
-            body = Counter(o for a, o, _ in instrs if lo <= a <= addr and a not in dead)
-            rank = (count_prefix(body, "HMMA"), -sum(body.values()))
-            if rank[0] and (best is None or rank > best[0]):
-                best = (rank, body)
-    if best is None:
-        raise ValueError(f"{kernel}: no loop with HMMA in the SASS")
-    body = best[1]
+    body = pc.loop_body(sass, kernel, "HMMA")
     ksteps = max(1, count_prefix(body, "BAR"))
     return {"histogram": dict(sorted(body.items())), "ksteps_per_body": ksteps,
             "per_kstep": {op: count_prefix(body, op) / ksteps for op in SASS_OPS},
@@ -234,21 +206,8 @@ def sass_checks(workdir: Path) -> dict:
 
 # ----- records and rows (pure) ----------------------------------------------------------------------------
 def parse_records(raw: Sequence[int], blocks: int) -> dict:
-    """Per-block records (cycles, ns, smid, start ns): the columns, ``distinct_sms``, ``max_coresident`` (most
-    blocks whose [start, start + ns] spans overlap on one SM) and ``clock_hz`` (median block clock)."""
-    cycles, ns, smids, starts = pc.record_columns(raw, blocks, REC)
-    pc.check_timed_blocks(cycles, ns)
-    per_sm: dict[int, list[tuple[int, int]]] = {}
-    for s, t0, d in zip(smids, starts, ns, strict=True):
-        per_sm.setdefault(s, []).append((t0, t0 + d))
-    most = 0
-    for spans in per_sm.values():
-        cur = 0
-        for _, e in sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans]):
-            cur += e
-            most = max(most, cur)
-    return {"cycles": cycles, "ns": ns, "smids": smids, "distinct_sms": len(per_sm), "max_coresident": most,
-            "clock_hz": pc.median(pc.block_clocks_hz(cycles, ns))}
+    """Per-block records (cycles, ns, smid, start ns): :func:`probe_common.block_records`."""
+    return pc.block_records(raw, blocks, REC)
 
 
 def rep_metrics(row: Row, rec: dict, iters: int, event_s: float | None) -> dict:
