@@ -36,13 +36,31 @@ def test_summary_is_cycles_a_kstep_median_over_blocks_then_reps():
     assert "smid" not in got
 
 
-def test_the_recorded_cluster_release_is_longer_than_the_engines():
-    """In situ at 8192^3 the cluster kernel's release takes about 1178 cycles a k-step and its k-step 1609; the
-    engine charges the ring probe's release and steps in 1412 (a diagnostic: the gap is the suite rows' error)."""
-    rows = {r["label"]: r for r in tsp.compare(RECORDED / "tc_step_parts_8192x8192x8192.json")}
+def _rows_8192() -> dict:
+    return {r["label"]: r for r in tsp.compare(RECORDED / "tc_step_parts_8192x8192x8192.json")}
+
+
+def test_the_engines_cluster_k_step_against_the_recorded_one():
+    """In situ at 8192^3 the cluster kernel's release takes about 1178 cycles a k-step and its k-step 1609:
+    between cluster_probe's ring from L2 (release 1059) and from HBM (1406). Since session 19 the engine
+    lengthens the release by the share of the group's blocks waiting on a tile the L2 missed; its block
+    groups run in step, so every block waits on each newly missed tile (a share near 1) and its k-step is
+    1748, 8.6% longer than in situ, where blocks drift and fewer wait. (It was 1412, 12% short, before.) A
+    diagnostic asserting today's figures; the whole kernel's time comes out 2.7% slow, so the engine's
+    per-tile time beside the k-loop is short by about as much: an error that offsets this one."""
+    rows = _rows_8192()
     cl2 = rows["wgmma_fp16_Bcol_128x256x64_swz_s4_c2_cl2"]
     assert cl2["measured"]["consumer_release"] == pytest.approx(1178, abs=5)
     assert cl2["measured"]["consumer_loop"] == pytest.approx(1609, abs=5)
-    assert cl2["engine_step"] < 0.9 * cl2["measured"]["consumer_loop"]
+    assert 1.0 < cl2["engine_step"] / cl2["measured"]["consumer_loop"] < 1.15
     c2 = rows["wgmma_fp16_Bcol_128x256x64_swz_s4_c2"]
     assert c2["engine_step"] == pytest.approx(c2["measured"]["consumer_loop"], rel=0.05)
+
+
+@pytest.mark.xfail(strict=True, reason="the engine's cluster k-step at 8192^3 is 1748 cycles against 1609 in situ: its "
+                   "block groups run in step, so every block of a group waits on each tile the L2 missed (the "
+                   "release's HBM share near 1; in situ the release, 1178, is about 35% of the way from the L2 "
+                   "ring's 1059 to the HBM ring's 1406): the blocks' drift is not simulated (issue #10)")
+def test_the_engines_cluster_k_step_is_within_5_percent_of_the_recorded_one():
+    cl2 = _rows_8192()["wgmma_fp16_Bcol_128x256x64_swz_s4_c2_cl2"]
+    assert cl2["engine_step"] == pytest.approx(cl2["measured"]["consumer_loop"], rel=0.05)
