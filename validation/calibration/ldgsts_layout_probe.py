@@ -275,7 +275,7 @@ class _Device:
         if built.compiled_by == "nvcc":
             self.compile.update(ptxas_warnings=pc.ptxas_warnings(built.log), ptxas=ptxas_registers(built.log))
         self.sass = check_sass(built.sass) if built.sass else {}
-        self.src = {ca: cp.zeros(n, dtype=cp.uint8) for ca, n in SRC_BYTES.items()}
+        self.src = {ca: cp.random.randint(0, 256, n, dtype=cp.uint8) for ca, n in SRC_BYTES.items()}  # random data, as the suites use
         self.rec = cp.zeros(REC * 2 * self.sm_count, dtype=cp.int64)
         spin = cp.RawKernel(
             r'extern "C" __global__ void lg_spin(long long n){long long c=clock64();while(clock64()-c<n){}}', "lg_spin")
