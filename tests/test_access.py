@@ -51,3 +51,34 @@ def test_l1_cycles_serialise_a_sector_position_and_cap_distinct_lines_per_clock(
     assert l1_cycles(coalesced, 4, hw) == pytest.approx(1.0)
     four = hardware.with_overrides(hw, l1_lines_per_clk_per_sm=4.0)
     assert l1_cycles(spread, 4, four) == pytest.approx(8.0)  # then the positions decide
+
+
+def _copy_pattern(rows: int, shared_pitch: int, global_pitch: int = 4096, swizzle: bool = False):
+    """One 16-byte cp.async warp instruction: lane i copies row i // (32 / rows), chunk i % (32 / rows)."""
+    per_row = 32 // rows
+    g, s = [], []
+    for i in range(32):
+        r, c = divmod(i, per_row)
+        g.append(r * global_pitch + c * 16)
+        if swizzle:  # tc_gemm's XOR of 16-byte chunks within 128-byte spans
+            chunks = min(per_row * 16, 128) // 16
+            high, low = divmod(c, chunks)
+            low ^= (r // max(1, 128 // (per_row * 16))) % chunks
+            c = high * chunks + low
+        s.append(r * shared_pitch + c * 16)
+    return g, s
+
+
+def test_a_copy_writes_shared_memory_once_per_line_twice_where_a_line_lands_mid_sector():
+    """Nsight Compute's shared wavefronts per LDGSTS (ldgsts_layout_probe's cp.async.ca rows): one 512-byte row 4,
+    two 256-byte rows 4, eight 64-byte rows swizzled 8, the same at tc_gemm's padded 80-byte pitch 12."""
+    from tilesim.cost.access import ldgsts_line_writes
+
+    assert ldgsts_line_writes(*_copy_pattern(1, 512), 16) == 4
+    assert ldgsts_line_writes(*_copy_pattern(2, 256), 16) == 4
+    assert ldgsts_line_writes(*_copy_pattern(8, 64, swizzle=True), 16) == 8
+    assert ldgsts_line_writes(*_copy_pattern(8, 80), 16) == 12
+    # rows that start mid-sector in global memory land on fewer shared sectors than they fill: one write a
+    # line (their cost is the straddle rule's, StepCost.copy_straddle_cycles)
+    g, s = _copy_pattern(8, 64, global_pitch=4016)
+    assert ldgsts_line_writes(g, s, 16) == len({(a + o) // 128 for a in g for o in (0, 15)})

@@ -328,12 +328,13 @@ def test_generic_fragment_loads_do_not_hide_behind_the_blocks_mmas(wmma_feed):
     assert wmma_feed["wf_wmma_none_b1"][1] > 1.4 * wmma_feed["wf_ldsm_none_b1"][1]
 
 
-def test_the_wmma_feed_rows_are_predicted_within_14_percent_on_average(wmma_feed):
-    """Today's figure over the 12 rows (13.3%; 22.6% before the generic rules), a regression guard: LDS
+def test_the_wmma_feed_rows_are_predicted_within_12_percent_on_average(wmma_feed):
+    """Today's figure over the 12 rows (11.0%; 22.6% before the generic rules, 13.3% before padded copies'
+    second writes, access.ldgsts_line_writes), a regression guard: LDS
     fragments cost the GPU 176-179 cycles a k-step more than ldmatrix at the same wavefronts, the engine
     nothing (its LDS rows are 14-27% short)."""
     assert len(wmma_feed) == 12
-    assert tec.mape([(k, m, p) for k, (m, p) in wmma_feed.items()]) <= 0.14
+    assert tec.mape([(k, m, p) for k, (m, p) in wmma_feed.items()]) <= 0.12
 
 
 def test_two_blocks_in_phase_load_their_generic_fragments_together_then_compute(wmma_feed):

@@ -175,6 +175,29 @@ def grouped_sectors(addresses: Sequence[int | None], width_bytes: int, group_lan
     return total
 
 
+def ldgsts_line_writes(addresses: Sequence[int | None], shared: Sequence[int | None], width_bytes: int,
+                       sector_bytes: int = 32) -> int:
+    """Shared-memory writes of one 16-byte cp.async warp instruction: one per 128-byte global line it reads,
+    two where that line's bytes land on more shared sectors than they fill in the line (a 64-byte row of
+    tc_gemm's padded layout starting 16 bytes into a sector: 3 shared sectors for 2 global ones; an XOR
+    swizzle of 16-byte chunks keeps a sector's two chunks in one sector, and rows that start mid-sector in
+    global memory spread fewer shared sectors than global ones: one write). Nsight Compute's shared
+    wavefronts per LDGSTS in ldgsts_layout_probe's cp.async.ca rows
+    (validation/results/h200/calibration/ldgsts_layout.json): one 512-byte row 4, two 256-byte rows 4, eight
+    64-byte rows swizzled 8, at the padded 80-byte pitch 12 (its four odd rows start mid-sector); the suite's
+    own copies, 7.3 swizzled and 13.3 padded (calibration/wmma_feed_ncu/)."""
+    got: dict[int, set] = {}  # global line -> its global sectors
+    put: dict[int, set] = {}  # global line -> the shared sectors its bytes land on
+    for a, s in zip(addresses, shared, strict=True):
+        if a is None or s is None:
+            continue
+        for off in range(0, max(width_bytes, 4), 4):
+            line = (a + off) // (4 * sector_bytes)
+            got.setdefault(line, set()).add((a + off) // sector_bytes)
+            put.setdefault(line, set()).add((s + off) // sector_bytes)
+    return sum(2 if len(put[line]) > len(got[line]) else 1 for line in got)
+
+
 def ldgsts_fetched_sectors(addresses: Sequence[int | None], shared: Sequence[int | None], width_bytes: int,
                            group_lanes: int, sector_bytes: int = 32) -> int:
     """Sectors the L1 takes in for one 16-byte cp.async warp instruction whose lane ``i`` copies global

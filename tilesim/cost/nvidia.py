@@ -29,6 +29,11 @@ program (never in the engine's event loop):
   ``ldgsts16_straddle_cycles_per_sector`` for each sector the straddling adds
   (``StepCost.copy_straddle_cycles``, on the block's own path: A and B rows 4016 B apart, +384 sectors a
   k-step, add 355 cycles; A's alone, +128, add 53 there and 129 in gemm_traffic_ragged's 1-block loop);
+* a 16-byte copy writes shared memory once per global line it reads, twice where the line's bytes land on more
+  shared sectors than they fill (:func:`~tilesim.cost.access.ldgsts_line_writes`: tc_gemm's padded rows), and
+  holds the pipe ``ldgsts16_line_cycles`` for each write beyond the shared lines it writes (Nsight Compute's
+  wavefronts per LDGSTS: 8 for eight swizzled 64-byte rows, 12 at the padded 80-byte pitch, ldgsts_layout_probe's
+  cp.async.ca rows; wmma_feed_probe's padded copy rows 8-16% -> 2-12% short, mma_feed's gemm_pad row +4.3% -> +1.0%);
 * register-staged loads (``dest="shared"``) are followed by shared stores at their
   ``shared_offsets`` (a lane whose entry is a tuple scatters 4-byte pieces: one store instruction
   per piece); asynchronous copies (``dest="async"``) write shared memory on arrival, costing
@@ -99,6 +104,7 @@ from tilesim.cost.access import (
     l1_cycles,
     l1_miss_requests,
     ldgsts_fetched_sectors,
+    ldgsts_line_writes,
     ldgsts_wavefronts,
     smem_wavefronts,
     useful_bytes,
@@ -389,8 +395,9 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
                         st_pipe += max(0.0, hw.get("ldgsts16_pipe_cycles") - waves)
                     if width >= 16 and ga and hw.has("ldgsts16_line_cycles"):
                         # the L1 writes a copy into shared memory once per global line it reads (a half
-                        # line as a whole one): lines beyond the shared lines it writes hold the pipe longer
-                        _, read = global_sectors_and_lines(ga, width, sector, 4 * sector)
+                        # line as a whole one), twice where the line's bytes start mid-sector in shared
+                        # memory: writes beyond the shared lines it writes hold the pipe longer
+                        read = ldgsts_line_writes(g, sa, width, sector)
                         _, written = global_sectors_and_lines([s for s in sa if s is not None], width, sector,
                                                               4 * sector)
                         st_pipe += max(0, read - written) * hw.get("ldgsts16_line_cycles")
