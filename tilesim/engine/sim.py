@@ -479,9 +479,10 @@ class Engine:
         v["hbm"] += occupied
         v["hbm_read"] += missed
         v["l1"] += l1_cycles
-        # the share of the group's blocks with a copy from DRAM in this step (a missed tile keeps every
-        # block that reads it waiting for DRAM; blocks reading two missed tiles counted twice, capped)
-        self.miss_share = min(1.0, self.missing_blocks / count) if missed else 0.0
+        if pl.release_hbm_extra_s:
+            # the share of the group's blocks with a copy from DRAM in this step (a missed tile keeps every
+            # block that reads it waiting for DRAM; blocks reading two missed tiles counted twice, capped)
+            self.miss_share = min(1.0, self.missing_blocks / count) if missed else 0.0
         if pl.bulk:
             if self.bulk_landing is not None:
                 after, l0, per_byte = self.bulk_landing["hbm" if missed else
@@ -716,7 +717,8 @@ class Engine:
             ready = self._issue_loads(pl, lane.issued, first, count, share, lane if lead else None, tally,
                                       lane.l1) + delay_s
             lane.pending.append(ready)
-            lane.miss_share.append(self.miss_share if lead else 0.0)
+            if pl.release_hbm_extra_s:  # kept beside pending only where a release reads it (_steps)
+                lane.miss_share.append(self.miss_share if lead else 0.0)
             if self.want_timeline:
                 self._record_loads(pl, slot, lane, ready)
             lane.issued += 1
@@ -734,7 +736,8 @@ class Engine:
             if lane.issued < min(n, i + before):
                 self._issue_through(pl, slot, lane, first, count, share, lead, tally, min(n, i + before), 0.0)
             ready = lane.pending.popleft()
-            lane.miss_share.popleft()
+            if pl.release_hbm_extra_s:
+                lane.miss_share.popleft()
             t0 = env._now
             if ready > t0 and (wait := _wait(env, ready - t0)) is not None:
                 yield wait
