@@ -395,8 +395,9 @@ def step_cost(step: Step, hw, warps_per_block: int) -> StepCost:
                         st_pipe += max(0.0, hw.get("ldgsts16_pipe_cycles") - waves)
                     if width >= 16 and ga and hw.has("ldgsts16_line_cycles"):
                         # the L1 writes a copy into shared memory once per global line it reads (a half
-                        # line as a whole one), twice where the line's bytes start mid-sector in shared
-                        # memory: writes beyond the shared lines it writes hold the pipe longer
+                        # line as a whole one), twice where the line's bytes land on more shared sectors than
+                        # they fill (access.ldgsts_line_writes): writes beyond the shared lines it writes hold
+                        # the pipe longer
                         read = ldgsts_line_writes(g, sa, width, sector)
                         _, written = global_sectors_and_lines([s for s in sa if s is not None], width, sector,
                                                               4 * sector)
