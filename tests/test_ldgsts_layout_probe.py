@@ -147,3 +147,38 @@ def test_main_without_gpu(monkeypatch, capsys):
     assert lg.main([]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "ldgsts_layout_probe" in err[0]
+
+
+def _check_disjoint(row, total_warps, src_bytes):
+    lay = lg.cg_layout(row, total_warps, src_bytes)
+    assert lay["bytes_used"] <= src_bytes and lay["npos"] >= 1
+    owner: dict[int, int] = {}
+    lanes = row.lanes()
+    for gw in range(total_warps):
+        for b in lg.warp_bases(lay, gw):
+            assert b % lg.LINE == 0  # the pattern's line alignment kept
+            for a, _ in lanes:
+                assert 0 <= b + a and b + a + lg.CHUNK <= lay["bytes_used"]
+                for sec in range((b + a) // lg.SECTOR, (b + a + lg.CHUNK - 1) // lg.SECTOR + 1):
+                    assert owner.setdefault(sec, gw) == gw, (row.key, gw, sec)
+    return lay
+
+
+def test_cg_windows_disjoint_small():
+    # every cg row on a small grid: no 32-byte sector read by two warps, all within the source
+    for row in lg.ROWS:
+        if not row.ca:
+            _check_disjoint(row, 24, 3 << 20)
+
+
+def test_cg_layout_on_h200_grids():
+    for row in lg.ROWS:
+        if row.ca:
+            continue
+        for tw in (132 * lg.WARPS, 2 * 132 * lg.WARPS):
+            lay = lg.cg_layout(row, tw)
+            assert lay["bytes_used"] <= lg.SRC_BYTES[False] <= 48 << 20 and lay["npos"] >= 4, (row.key, lay)
+            assert lay["cols"] * lay["col"] <= row.global_pitch and lay["band"] >= row.rows * row.global_pitch
+            last = max(max(lg.warp_bases(lay, g)) for g in (0, tw - 1))
+            assert last + max(a for a, _ in row.lanes()) + lg.CHUNK <= lay["bytes_used"]
+    _check_disjoint(lg.Row(8, 80, global_pitch=4016), 2 * 132 * lg.WARPS, lg.SRC_BYTES[False])

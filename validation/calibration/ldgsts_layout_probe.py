@@ -5,7 +5,10 @@ Nsight Compute counts ``smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_
 into tc_gemm's 128-byte XOR swizzle) and 13.3 (8 rows x 64 B into tc_gemm's padded 80-byte rows); the model
 charges a constant a copy. This probe (kernel ``lg_copy`` of ``ldgsts_layout_probe.cu``) has every warp of
 every block copy one fixed pattern over and over (:data:`COPIES` copies a batch, commit_group, wait_group
-:data:`WAIT`) from an 8 MiB L2-resident buffer into the block's dynamic shared memory. The pattern, per lane
+:data:`WAIT`) from a 40 MiB L2-resident buffer into the block's dynamic shared memory, no two warps of the grid
+reading the same byte (:func:`cg_layout`: each warp owns its own copy positions, each position's footprint in
+its own 128-byte-aligned column of its own band of the buffer, so the L2 cannot merge requests of different
+SMs; a warp cycles through its positions; the bases keep the pattern's line alignment). The pattern, per lane
 i of 32: ``rows`` R, P = 32 / R chunks of 16 B a row, row r = i // P, chunk c = i % P; global offset
 r * global_pitch + c * 16; shared offset r * shared_pitch + swz(r, c) * 16 (``swz``: tc_gemm's 128-byte XOR,
 ``shared_address`` of tilesim/kernels/tc_gemm/lower.py, for dense rows). Row keys
@@ -17,7 +20,8 @@ Per row: ``cycles_per_copy`` (per SM and rep: the SM's longest block span / the 
 value = median over SMs and reps, p10, p90), ``net_cycles_per_copy`` (minus the control of the same
 geometry), ``facts`` (:func:`pattern_facts`: distinct global sectors / lines read, shared sectors / lines
 written, (global line, shared line) pairs, shared sectors of each lane pair), registers and ``sass`` (the hot
-loop's LDGSTS per batch, ``@!PT`` padding left out).
+loop's LDGSTS per batch, ``@!PT`` padding left out), ``source`` (the source bytes and, for cg rows, the
+:func:`cg_layout` with ``disjoint_windows`` true). ``meta.src_bytes`` / ``meta.src_windows_disjoint`` say the same.
 
 ``python -m validation.calibration.ldgsts_layout_probe [--out DIR] [--quick]`` writes ``ldgsts_layout.json``;
 ``--profile``: each row launched once, short (for ``ncu --clock-control none``), order in
@@ -49,7 +53,7 @@ ARCH = "sm_90a"
 REC, COPIES, WAIT, SLOT_BYTES, BASE_STEP = 4, 4, 2, 2048, 1536  # LG_* of the .cu
 WARPS, THREADS = 8, 256
 CHUNK, SECTOR, LINE, SPAN = 16, 32, 128, 128
-SRC_BYTES = {False: 8 << 20, True: 64 << 10}  # cg: L2-resident; ca: L1-resident
+SRC_BYTES = {False: 40 << 20, True: 64 << 10}  # cg: L2-resident (disjoint per-warp windows); ca: L1-resident
 SMEM_BYTES = {1: 120 * 1024, 2: WARPS * COPIES * SLOT_BYTES}  # blocks per SM -> dynamic shared bytes
 REPS, QUICK_REPS = 5, 2
 TARGET_S, QUICK_TARGET_S = 5e-3, 1e-3
@@ -157,6 +161,28 @@ def pattern_facts(row: Row) -> dict:
             "lane_pair_shared_sectors": [len({b // SECTOR for _, b in p}) for p in pairs],
             "lane_octet_shared_lines": [len({b // LINE for _, b in lanes[i:i + 8]}) for i in range(0, len(lanes), 8)],
             "shared_offsets": s, "global_offsets": g}
+
+
+def cg_layout(row: Row, total_warps: int, src_bytes: int = SRC_BYTES[False]) -> dict:
+    """Where the warps of an ``lg_copy`` (cg) launch read: ``band`` bytes (the pattern's rows x global pitch,
+    rounded up to 512), ``cols`` columns (a power of two) of ``col`` bytes (a line multiple, >= a pattern row,
+    cols x col <= the global pitch) a band; warp gw owns positions t = gw + total_warps * j, j < ``npos``, base
+    (t // cols) * band + (t % cols) * col. ``bytes_used``: bands spanned; <= ``src_bytes``."""
+    col = max(LINE, -(-row.row_bytes // LINE) * LINE)
+    cols = 1 << ((row.global_pitch // col).bit_length() - 1)
+    band = -(-row.rows * row.global_pitch // 512) * 512
+    npos = (src_bytes // band * cols) // total_warps
+    if npos < 1:
+        raise ValueError(f"{row.key}: {src_bytes} source bytes hold no position for each of {total_warps} warps")
+    return {"col": col, "cols": cols, "col_log2": cols.bit_length() - 1, "band": band, "npos": npos,
+            "total_warps": total_warps, "bytes_used": -(-total_warps * npos // cols) * band, "src_bytes": src_bytes}
+
+
+def warp_bases(layout: dict, gw: int) -> list[int]:
+    """The global bases (from the source start) of warp ``gw``'s copy positions under ``layout``."""
+    tw, cols = layout["total_warps"], layout["cols"]
+    return [(t // cols) * layout["band"] + (t % cols) * layout["col"]
+            for t in (gw + tw * j for j in range(layout["npos"]))]
 
 
 # ----- SASS (no GPU needed) -------------------------------------------------------------------------------
@@ -289,10 +315,12 @@ class _Device:
         goff = cp.asarray([a for a, _ in lanes], dtype=cp.int32)
         soff = cp.asarray([b for _, b in lanes], dtype=cp.int32)
         src = self.src[row.ca]
+        lay = cg_layout(row, grid * WARPS, src.size if not row.ca else SRC_BYTES[False])
 
         def launch(iters: int) -> None:
             f((grid,), (THREADS,), (cp.int32(iters), self.rec, src, cp.int64(src.size - 1), goff, soff,
-                                    cp.int32(int(row.active))), shared_mem=row.smem_bytes)
+                                    cp.int32(int(row.active)), cp.int32(lay["npos"]), cp.int32(lay["col_log2"]),
+                                    cp.int32(lay["col"]), cp.int32(lay["band"])), shared_mem=row.smem_bytes)
 
         return f, grid, launch
 
@@ -312,6 +340,12 @@ class _Device:
         return vals, reps, iters, {**pc.kernel_attributes(f), "grid": grid, "smem_bytes": row.smem_bytes}
 
 
+def _source_info(row: Row, grid: int) -> dict:
+    if row.ca:
+        return {"bytes": SRC_BYTES[True], "disjoint_windows": False, "base_step": BASE_STEP}
+    return {**cg_layout(row, grid * WARPS), "bytes": SRC_BYTES[False], "disjoint_windows": True}
+
+
 def run_probe(quick: bool = False, profile: bool = False) -> dict:
     t0 = time.perf_counter()
     meta = pc.collect_metadata()
@@ -326,7 +360,8 @@ def run_probe(quick: bool = False, profile: bool = False) -> dict:
                 _, grid, launch = dev.launcher(row)
                 launch(PROFILE_ITERS)
                 dev.cp.cuda.Device().synchronize()
-                res["rows"][row.key] = {"facts": pattern_facts(row), "iters": PROFILE_ITERS, "grid": grid}
+                res["rows"][row.key] = {"facts": pattern_facts(row), "iters": PROFILE_ITERS, "grid": grid,
+                                        "source": _source_info(row, grid)}
                 continue
             vals, reps, iters, info = dev.run_row(row)
             res["rows"][row.key] = {
@@ -335,7 +370,8 @@ def run_probe(quick: bool = False, profile: bool = False) -> dict:
                 "blocks_per_sm_seen": max(r["blocks_per_sm_seen"] for r in reps),
                 "distinct_sms": min(r["distinct_sms"] for r in reps),
                 "clock_hz": pc.median([r["clock_hz"] for r in reps]), "event_s": [r["event_s"] for r in reps],
-                "iters": iters, "reps": dev.reps, "copies_per_iter": COPIES, **info}
+                "iters": iters, "reps": dev.reps, "copies_per_iter": COPIES, **info,
+                "source": _source_info(row, info["grid"])}
         except Exception as exc:  # noqa: BLE001  (recorded, the others still run)
             res["errors"][row.key] = f"{type(exc).__name__}: {exc}"
     for row in ROWS:
@@ -344,7 +380,11 @@ def run_probe(quick: bool = False, profile: bool = False) -> dict:
             r["net_cycles_per_copy"] = r["cycles_per_copy"]["value"] - ctl["cycles_per_copy"]["value"]
     res["meta"].update(probe_wall_s=time.perf_counter() - t0, quick=quick, profile=profile, sm_count=dev.sm_count,
                        target_kernel_s=dev.target_s, reps=dev.reps, profile_order=list(PROFILE_ORDER),
-                       copies_per_batch=COPIES, wait_group=WAIT, warps_per_block=WARPS)
+                       copies_per_batch=COPIES, wait_group=WAIT, warps_per_block=WARPS,
+                       src_bytes={"cg": SRC_BYTES[False], "ca": SRC_BYTES[True]},
+                       src_windows=("cg rows: disjoint per-warp windows (no byte read by two warps of the grid; "
+                                    "cg_layout); ca rows: every warp steps through one shared L1-resident source"),
+                       src_windows_disjoint={"cg": True, "ca": False})
     return res
 
 
