@@ -1,5 +1,5 @@
 // The staged-WMMA GEMM k-step of the suite kernel wmma_fp16_Bcol_128x128x32_w64x32_pad_s3 in isolation (sm_90a;
-// driven by validation/calibration/wmma_feed_probe.py). Geometry (fixed): 128x128 block tile, 8 warps of 64x32
+// driven by validation/calibration/wmma_feed_probe.py). Geometry: 128x128 block tile, 8 warps of 64x32
 // (warps 2 along M, 4 along N, as tcg::Shared: warp w at wm0 = (w % 2) * 64, wn0 = (w / 2) * 32), BK 32 (two
 // 16-deep k-slices a k-step), fp16 in, fp32 accumulators, tc_gemm's padded shared layout (A: 128 rows of
 // BK + 8 halves = 80 bytes; B stored N x K (Bcol): 128 rows of 80 bytes), a 3-stage ring of 20,480-byte slots
@@ -25,6 +25,9 @@
 // Each block writes WF_REC longs: clock64 cycles and %globaltimer ns from loop start to loop end (between two
 // __syncthreads), its %smid and its start %globaltimer. The accumulators are summed into one float a thread
 // written to `out` (so no fragment load or MMA is dead code). All kernels extern "C" (cupy.RawModule).
+// Second geometry (kernels wf_ldsm_*_w4, WF_KERNEL_W4 at the end): the suite kernel
+// mma_fp16_Bcol_128x128x32_w64x64_pad_s3's 4 warps of 64x64 (128 threads, warp w at wm0 = (w % 2) * 64,
+// wn0 = (w / 2) * 64), FRAG WF_LDSM only, the same ring, loop and copies (8 cp.async a thread and k-step).
 
 #define WF_REC 4      // longs per block record: cycles, ns, smid, start ns (wmma_feed_probe.py REC)
 #define WF_STAGES 3   // ring stages (tc_gemm STAGES 3)
