@@ -337,6 +337,39 @@ def test_the_wmma_feed_rows_are_predicted_within_12_percent_on_average(wmma_feed
     assert tec.mape([(k, m, p) for k, (m, p) in wmma_feed.items()]) <= 0.12
 
 
+def test_wmma_feed_rows_of_the_64x64_geometry_are_simulated_in_it(tmp_path):
+    """wmma_feed_probe's ``*_w4`` rows (mma_fp16_Bcol_128x128x32_w64x64_pad_s3: 4 warps of 64x64, 128 threads)
+    become programs of their own geometry (here the 64x32 ldsm rows relabelled, their SASS scaled: a synthetic
+    file); a row not measured yet (no ``cycles_per_kstep``) is left out, as the recorded file's rows are read
+    unchanged."""
+    data = json.loads(tec.WMMA_FEED.read_text())
+    for copy, regs in (("none", 199), ("gemm", 244)):
+        src = data["rows"][f"wf_ldsm_{copy}_b2"]
+        key = f"wf_ldsm_{copy}_b2_w4"
+        row = json.loads(json.dumps(src))
+        row.update(kernel=key, num_regs=regs, threads=128)
+        row["geometry"].update(warp_tile=[64, 64], warps_per_block=4)
+        row["sass"]["histogram"] = {k: 2 * v for k, v in row["sass"]["histogram"].items()}
+        row["sass"]["instructions_per_kstep"] *= 2
+        row["sass"]["per_kstep"] = {k: 2 * v for k, v in row["sass"]["per_kstep"].items()}
+        row["sass"]["per_kstep"]["BAR"] = 1
+        data["rows"][key] = row
+    data["rows"]["wf_ldsm_none_b1_w4"] = {k: v for k, v in data["rows"]["wf_ldsm_none_b2_w4"].items()
+                                          if k != "cycles_per_kstep"} | {"kernel": "wf_ldsm_none_b1_w4"}
+    path = tmp_path / "wmma_feed.json"
+    path.write_text(json.dumps(data))
+    got = {name: (m, p) for name, m, p in tec.wmma_feed_check(path)}
+    assert len(got) == 14 and "wf_ldsm_none_b1_w4" not in got
+    assert {"wf_ldsm_none_b2_w4", "wf_ldsm_gemm_b2_w4"} <= set(got)
+    row = data["rows"]["wf_ldsm_gemm_b2_w4"]
+    prog, _ = tec._wmma_feed_program(row, data["rows"]["wf_ldsm_none_b2_w4"])
+    assert prog.launch.threads_per_block == 128 and prog.launch.regs_per_thread == 244
+    bad = json.loads(json.dumps(row))
+    bad["geometry"]["warps_per_block"] = 8
+    with pytest.raises(ValueError):
+        tec._wmma_feed_program(bad, row)
+
+
 def test_two_blocks_in_phase_load_their_generic_fragments_together_then_compute(wmma_feed):
     """wmma_feed_probe at 2 blocks per SM with the suite's copies: 2152 cycles a k-step; the engine's blocks
     in phase (lockstep) pay both blocks' LD.E time beside both blocks' MMAs: within 10% (1633, -24%,

@@ -1,5 +1,5 @@
 // The staged-WMMA GEMM k-step of the suite kernel wmma_fp16_Bcol_128x128x32_w64x32_pad_s3 in isolation (sm_90a;
-// driven by validation/calibration/wmma_feed_probe.py). Geometry (fixed): 128x128 block tile, 8 warps of 64x32
+// driven by validation/calibration/wmma_feed_probe.py). Geometry: 128x128 block tile, 8 warps of 64x32
 // (warps 2 along M, 4 along N, as tcg::Shared: warp w at wm0 = (w % 2) * 64, wn0 = (w / 2) * 32), BK 32 (two
 // 16-deep k-slices a k-step), fp16 in, fp32 accumulators, tc_gemm's padded shared layout (A: 128 rows of
 // BK + 8 halves = 80 bytes; B stored N x K (Bcol): 128 rows of 80 bytes), a 3-stage ring of 20,480-byte slots
@@ -25,6 +25,9 @@
 // Each block writes WF_REC longs: clock64 cycles and %globaltimer ns from loop start to loop end (between two
 // __syncthreads), its %smid and its start %globaltimer. The accumulators are summed into one float a thread
 // written to `out` (so no fragment load or MMA is dead code). All kernels extern "C" (cupy.RawModule).
+// Second geometry (kernels wf_ldsm_*_w4, WF_KERNEL_W4 at the end): the suite kernel
+// mma_fp16_Bcol_128x128x32_w64x64_pad_s3's 4 warps of 64x64 (128 threads, warp w at wm0 = (w % 2) * 64,
+// wn0 = (w / 2) * 64), FRAG WF_LDSM only, the same ring, loop and copies (8 cp.async a thread and k-step).
 
 #define WF_REC 4      // longs per block record: cycles, ns, smid, start ns (wmma_feed_probe.py REC)
 #define WF_STAGES 3   // ring stages (tc_gemm STAGES 3)
@@ -107,9 +110,13 @@ template <int LAYOUT, int LC, int CE>
 __device__ __forceinline__ int chunk_off(int r, int c) {  // the PADDED branch
   return (r * (LC + 1) + c) * CE;
 }
-struct S {  // tcg::Shared<FP16, *, BCOL = true, WMMA, BM 128, BN 128, BK 32, WM 64, WN 32, PADDED, 3, *>
+// tcg::Shared<FP16, *, BCOL = true, *, BM 128, BN 128, BK 32, WM, WN, PADDED, 3, *>: WM x WN = 64 x 32
+// (8 warps, 256 threads: the wmma suite kernel's) or 64 x 64 (4 warps, 128 threads: the mma_sync w64x64 one's)
+template <int WM_, int WN_>
+struct SG {
   typedef unsigned short T;
-  static constexpr int CE = 8, THREADS = 256, A_ROWS = 128, A_LC = 4, B_ROWS = 128, B_LC = 4, PAD = 1;
+  static constexpr int WM = WM_, WN = WN_, WARPS_M = 128 / WM, THREADS = (128 / WM) * (128 / WN) * 32;
+  static constexpr int CE = 8, A_ROWS = 128, A_LC = 4, B_ROWS = 128, B_LC = 4, PAD = 1;
   static constexpr int A_ELEMS = A_ROWS * (A_LC + PAD) * CE, B_ELEMS = B_ROWS * (B_LC + PAD) * CE;
   static constexpr int SLOT = A_ELEMS + B_ELEMS, STAGE_BYTES = SLOT * 2, KSTEPS = A_LC / 2;
 };
@@ -168,13 +175,14 @@ __device__ __forceinline__ void wf_lds_frag(unsigned (&r)[8], unsigned addr) {
   for (int i = 0; i < 4; ++i) r[4 + i] = r[i];
 }
 
-template <int FRAG, int COPY>
+template <int FRAG, int COPY, int WM = 64, int WN = 32>
 __device__ __forceinline__ void wf_body(int iters, long long* rec, float* out, const unsigned short* __restrict__ A,
                                         const unsigned short* __restrict__ B, const int* __restrict__ tile_m0,
                                         const int* __restrict__ tile_n0, int M, int N, int K) {
-  typedef tcg::S S;
-  typedef S::T T;
-  constexpr int WM = 64, WN = 32, FI = WM / 16, FJ = WN / 16, MI = WM / 16, NI = WN / 8;
+  typedef tcg::SG<WM, WN> S;
+  typedef typename S::T T;
+  constexpr int FI = WM / 16, FJ = WN / 16, MI = WM / 16, NI = WN / 8;
+  static_assert(FRAG == WF_LDSM || (WM == 64 && WN == 32), "wmma / lds fragments: the 64 x 32 geometry only");
   constexpr int LD = (S::A_LC + S::PAD) * S::CE;  // 40 halves: the A and B tiles' pitch
   extern __shared__ __align__(128) unsigned char wf_smem[];
   T* ring = reinterpret_cast<T*>(wf_smem);
@@ -182,7 +190,7 @@ __device__ __forceinline__ void wf_body(int iters, long long* rec, float* out, c
     *reinterpret_cast<uint4*>(wf_smem + i) = make_uint4(wf_noise(i), wf_noise(i + 1), wf_noise(i + 2), wf_noise(i + 3));
   __syncthreads();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int wm0 = (warp % 2) * WM, wn0 = (warp / 2) * WN;
+  const int wm0 = (warp % S::WARPS_M) * WM, wn0 = (warp / S::WARPS_M) * WN;
   const int m0 = COPY == WF_GEMM ? tile_m0[blockIdx.x] : 0, n0 = COPY == WF_GEMM ? tile_n0[blockIdx.x] : 0;
   const unsigned sbase = tcg::smem_addr(wf_smem);
 
@@ -198,7 +206,7 @@ __device__ __forceinline__ void wf_body(int iters, long long* rec, float* out, c
   auto compute = [&](int slot) {
     const T* sA = ring + slot * S::SLOT;
     const T* sB = sA + S::A_ELEMS;
-    if constexpr (FRAG == WF_LDSM) {  // tc_gemm's compute_mma<S, FP16, BCOL = true, PADDED, 64, 32>
+    if constexpr (FRAG == WF_LDSM) {  // tc_gemm's compute_mma<S, FP16, BCOL = true, PADDED, WM, WN>
       const unsigned a_base = sbase + (unsigned)(slot * S::STAGE_BYTES), b_base = a_base + S::A_ELEMS * 2;
 #pragma unroll
       for (int ks = 0; ks < S::KSTEPS; ++ks) {
@@ -226,7 +234,8 @@ __device__ __forceinline__ void wf_body(int iters, long long* rec, float* out, c
             tcg::mma16816(reinterpret_cast<float(&)[4]>(acc[mi][nj][0]), af[mi], bf[nj]);
           }
       }
-    } else {  // tc_gemm's compute_wmma<S, FP16, BCOL = true, 64, 32>, fragments by wmma.load or ld.shared
+    } else if constexpr (FRAG != WF_LDSM) {  // tc_gemm's compute_wmma<S, FP16, BCOL = true, 64, 32>, fragments by
+                                             // wmma.load or ld.shared
       const unsigned lane_off = (unsigned)(((lane >> 2) * LD + (lane & 3) * 2) * 2);
       const unsigned a_s = sbase + (unsigned)(slot * S::STAGE_BYTES) + lane_off, b_s = a_s + S::A_ELEMS * 2;
 #pragma unroll
@@ -315,3 +324,17 @@ __device__ __forceinline__ void wf_body(int iters, long long* rec, float* out, c
   WF_KERNEL(ldsm_gemm, WF_LDSM, WF_GEMM, B)
 WF_KERNELS(2)
 WF_KERNELS(1)
+
+// wf_ldsm_<copy>_b<min blocks per SM>_w4: the geometry of the suite kernel mma_fp16_Bcol_128x128x32_w64x64_pad_s3
+// (INSTR mma_sync, 4 warps of 64x64: warp w at wm0 = (w % 2) * 64, wn0 = (w / 2) * 64; 128 threads, load_tile 8
+// x 16-byte cp.async a thread and k-step; ldmatrix.x4 16 a warp and k-step, mma.sync m16n8k16 64)
+#define WF_KERNEL_W4(NAME, FRAG, COPY, B)                                                                       \
+  extern "C" __global__ void __launch_bounds__(128, B)                                                          \
+  wf_##NAME##_b##B##_w4(int iters, long long* rec, float* out, const unsigned short* A, const unsigned short* B_, \
+                        const int* tile_m0, const int* tile_n0, int M, int N, int K) {                          \
+    wf_body<FRAG, COPY, 64, 64>(iters, rec, out, A, B_, tile_m0, tile_n0, M, N, K);                           \
+  }
+WF_KERNEL_W4(ldsm_none, WF_LDSM, WF_NONE, 2)
+WF_KERNEL_W4(ldsm_gemm, WF_LDSM, WF_GEMM, 2)
+WF_KERNEL_W4(ldsm_none, WF_LDSM, WF_NONE, 1)
+WF_KERNEL_W4(ldsm_gemm, WF_LDSM, WF_GEMM, 1)

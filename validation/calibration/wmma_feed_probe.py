@@ -22,15 +22,21 @@ COPY        ``none``: no copies (the ring keeps its noise; wait_group, barrier a
             M = N = 0, so that load_tile's bounds check makes every copy a zero fill (src-size 0, nothing read)
 blocks/SM   2 (as the suite: __launch_bounds__(256, 2), 61,440 bytes of dynamic shared memory) or 1
             (120 KiB asked for, so only one block fits)
+geometry    8 warps of 64x32 (256 threads: the wmma suite kernel's; every FRAG) or, rows ``*_w4``, the suite
+            kernel ``mma_fp16_Bcol_128x128x32_w64x64_pad_s3``'s 4 warps of 64x64 (128 threads; INSTR mma_sync,
+            so FRAG ``ldsm`` only, tc_gemm's compute_mma for 64x64: 16 ldmatrix.x4 and 64 mma.sync a warp and
+            k-step; load_tile: 8 x 16-byte cp.async a thread and k-step); 2 blocks per SM (the suite's 61,440
+            bytes, __launch_bounds__(128, 2); 199 / 244 registers keep a third block out) or 1 (120 KiB)
 ==========  =================================================================================================
 
 Every SM gets its blocks (grid = SMs x blocks per SM); each block times its ``iters`` k-steps with clock64 from
 loop start to loop end and records them with its %globaltimer span, %smid and start (:data:`REC` longs); a
 warm-up launch, up to 3 sizing launches scaling ``iters`` towards ``target_s``, then ``reps`` timed launches.
 
-Per row (``rows[<key>]``, keys ``wf_<frag>_<copy>_b<blocks>``): ``cycles_per_kstep`` (per block: every block's
+Per row (``rows[<key>]``, keys ``wf_<frag>_<copy>_b<blocks>``, ``wf_ldsm_<copy>_b<blocks>_w4`` for the 64x64
+geometry, which ``geometry`` records: ``warp_tile``, ``warps_per_block``): ``cycles_per_kstep`` (per block: every block's
 cycles / iters over all reps; value = median, p10, p90), ``cycles_per_kstep_rep_medians``, ``hmma_per_clk_sm``
-(blocks per SM x 256 m16n8k16 a block and k-step / the median block's cycles per k-step, summarised over reps),
+(blocks per SM x 256 m16n8k16 a block and k-step, either geometry / the median block's cycles per k-step, summarised over reps),
 ``blocks_per_sm_seen`` (most blocks whose timed spans overlapped on one SM), ``clock_hz``, ``num_regs``, the
 computed ``per_kstep`` counts (fragment loads, HMMA, cp.async, global bytes) and ``sass``: the hot loop's
 histogram (never-executed ``@!PT`` padding left out) and its counts per k-step (over the loop's BAR count: ptxas
@@ -82,6 +88,10 @@ TILES = (L2_MNK // BM) * (L2_MNK // BN)  # 256 block tiles
 HMMA_PER_KSTEP_WARP = (WM // 16) * (WN // 8) * SLICES  # 32 m16n8k16 (a wmma m16n16k16 is 2 HMMA.16816)
 FRAG_LOADS_PER_SLICE = WM // 16 + WN // 16  # 4 A + 2 B fragments of 16x16
 LDGSTS_PER_THREAD = (BM + BN) * BK * 2 // CHUNK_BYTES // THREADS  # 4
+# warps a block -> warp tile (WM, WN): 8 (the wmma suite kernel's 64 x 32, every frag) or 4 (64 x 64, the suite
+# kernel mma_fp16_Bcol_128x128x32_w64x64_pad_s3's: frag ldsm only; keys and kernels end in "_w4")
+GEOMETRIES = {8: (WM, WN), 4: (64, 64)}
+W4_FRAGS = ("ldsm",)
 
 FRAGS = ("wmma", "lds", "ldsm")
 COPIES = ("none", "gemm")
@@ -96,22 +106,49 @@ SASS_OPS = ("LD.E", "LDS", "LDSM", "HMMA", "LDGSTS", "BAR")
 @dataclass(frozen=True)
 class Row:
     """One row: fragment path ``frag`` (:data:`FRAGS`), copies ``copy`` (:data:`COPIES`), ``blocks_per_sm``;
-    ``zfill``: the gemm kernel with M = N = 0 (every copy zero-fills)."""
+    ``zfill``: the gemm kernel with M = N = 0 (every copy zero-fills); ``warps``: the block's warps
+    (:data:`GEOMETRIES`: 8 of 64 x 32, or 4 of 64 x 64 with ``ldsm`` only)."""
 
     frag: str
     copy: str
     blocks_per_sm: int
     zfill: bool = False
+    warps: int = WARPS
 
     def __post_init__(self) -> None:
         if self.frag not in FRAGS or self.copy not in COPIES or self.blocks_per_sm not in BLOCKS:
             raise ValueError(f"Row({self.frag!r}, {self.copy!r}, {self.blocks_per_sm}): unknown knob")
         if self.zfill and self.copy != "gemm":
             raise ValueError("zfill: only with copy = 'gemm'")
+        if self.warps not in GEOMETRIES or (self.warps != WARPS and (self.frag not in W4_FRAGS or self.zfill)):
+            raise ValueError(f"Row(..., warps={self.warps}): only {W4_FRAGS} rows (no zfill) in the 64 x 64 geometry")
+
+    @property
+    def wm(self) -> int:
+        return GEOMETRIES[self.warps][0]
+
+    @property
+    def wn(self) -> int:
+        return GEOMETRIES[self.warps][1]
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps
+
+    @property
+    def hmma_per_kstep_warp(self) -> int:
+        """m16n8k16 per warp per k-step."""
+        return (self.wm // 16) * (self.wn // 8) * SLICES
+
+    @property
+    def ldgsts_per_thread(self) -> int:
+        """16-byte cp.async per thread per k-step (load_tile: the block's chunks over its threads)."""
+        return (BM + BN) * BK * 2 // CHUNK_BYTES // self.threads
 
     @property
     def kernel(self) -> str:
-        return f"wf_{self.frag}_{self.copy}_b{self.blocks_per_sm}"
+        suffix = "" if self.warps == WARPS else f"_w{self.warps}"
+        return f"wf_{self.frag}_{self.copy}_b{self.blocks_per_sm}{suffix}"
 
     @property
     def key(self) -> str:
@@ -124,20 +161,21 @@ class Row:
     @property
     def hmma_per_kstep(self) -> int:
         """m16n8k16 per block per k-step."""
-        return WARPS * HMMA_PER_KSTEP_WARP
+        return self.warps * self.hmma_per_kstep_warp
 
     @property
     def global_bytes_per_kstep(self) -> int:
         """Bytes a block reads from global memory per k-step (none for zero fill)."""
-        return 0 if self.copy == "none" or self.zfill else LDGSTS_PER_THREAD * THREADS * CHUNK_BYTES
+        return 0 if self.copy == "none" or self.zfill else self.ldgsts_per_thread * self.threads * CHUNK_BYTES
 
     def expected_sass(self) -> dict:
         """Per warp (thread, for LDGSTS) per k-step, what the hot loop must hold."""
-        frag_ops = SLICES * FRAG_LOADS_PER_SLICE * 4  # 4 words a lane and 16x16 fragment
-        ldsm = SLICES * (WM // 16 + WN // 16)  # one ldmatrix.x4 a 16x16 A fragment, one a pair of n8 B fragments
+        frag_ops = SLICES * (self.wm // 16 + self.wn // 16) * 4  # 4 words a lane and 16x16 fragment
+        # one ldmatrix.x4 a 16x16 A fragment, one a pair of n8 B fragments
+        ldsm = SLICES * (self.wm // 16 + self.wn // 16)
         return {"LD.E": frag_ops if self.frag == "wmma" else 0, "LDS": frag_ops if self.frag == "lds" else 0,
-                "LDSM": ldsm if self.frag == "ldsm" else 0, "HMMA": HMMA_PER_KSTEP_WARP,
-                "LDGSTS": LDGSTS_PER_THREAD if self.copy == "gemm" else 0, "BAR": 1}
+                "LDSM": ldsm if self.frag == "ldsm" else 0, "HMMA": self.hmma_per_kstep_warp,
+                "LDGSTS": self.ldgsts_per_thread if self.copy == "gemm" else 0, "BAR": 1}
 
     def note(self) -> str:
         what = {"wmma": "tc_gemm's wmma.load on generic addresses (LD.E) + wmma.mma",
@@ -146,10 +184,12 @@ class Row:
         copy = {"none": "no copies", "gemm": "tc_gemm's load_tile from L2 (2048^3)"}[self.copy]
         if self.zfill:
             copy = "tc_gemm's load_tile, every copy a zero fill (M = N = 0)"
-        return f"{what}; {copy}; {self.blocks_per_sm} block(s) per SM"
+        geo = "" if self.warps == WARPS else f"; {self.warps} warps of {self.wm}x{self.wn} (mma_sync w64x64 suite kernel)"
+        return f"{what}; {copy}; {self.blocks_per_sm} block(s) per SM{geo}"
 
 
-ROWS = tuple(Row(f, c, b) for b in BLOCKS for c in COPIES for f in FRAGS) + (Row("wmma", "gemm", 1, zfill=True),)
+ROWS = (tuple(Row(f, c, b) for b in BLOCKS for c in COPIES for f in FRAGS) + (Row("wmma", "gemm", 1, zfill=True),)
+        + tuple(Row("ldsm", c, b, warps=4) for b in BLOCKS for c in COPIES))
 KERNELS = tuple(dict.fromkeys(r.kernel for r in ROWS))
 
 
@@ -226,10 +266,10 @@ def summarize_row(row: Row, runs: list[dict]) -> dict:
     every = [c for r in runs for c in r["cycles_per_kstep_blocks"]]
     return {"kernel": row.kernel, "frag": row.frag, "copy": row.copy, "zfill": row.zfill,
             "blocks_per_sm": row.blocks_per_sm, "note": row.note(),
-            "geometry": {"block_tile": [BM, BN, BK], "warp_tile": [WM, WN], "warps_per_block": WARPS,
+            "geometry": {"block_tile": [BM, BN, BK], "warp_tile": [row.wm, row.wn], "warps_per_block": row.warps,
                          "stages": STAGES, "pitch_bytes": 2 * PITCH_HALVES, "b_layout": "N x K (Bcol)"},
             "per_kstep": {"frag_loads_per_warp": row.expected_sass()["LD.E"] + row.expected_sass()["LDS"]
-                          + row.expected_sass()["LDSM"], "hmma_m16n8k16_per_warp": HMMA_PER_KSTEP_WARP,
+                          + row.expected_sass()["LDSM"], "hmma_m16n8k16_per_warp": row.hmma_per_kstep_warp,
                           "hmma_per_block": row.hmma_per_kstep, "ldgsts_per_thread": row.expected_sass()["LDGSTS"],
                           "global_bytes_per_block": row.global_bytes_per_kstep, "barriers": 1},
             "cycles_per_kstep": summarize(every),
@@ -243,13 +283,13 @@ def summarize_row(row: Row, runs: list[dict]) -> dict:
 
 def format_table(res: dict) -> str:
     """One line a row: cycles per k-step (median, p10, p90), HMMA/clk/SM, blocks seen, registers, SASS."""
-    lines = [f"{'row':24s} {'cyc/kstep':>9s} {'p10':>8s} {'p90':>8s} {'hmma/clk/SM':>11s} {'blk/SM':>6s} "
+    lines = [f"{'row':27s} {'cyc/kstep':>9s} {'p10':>8s} {'p90':>8s} {'hmma/clk/SM':>11s} {'blk/SM':>6s} "
              f"{'regs':>4s} {'GHz':>5s}  sass per k-step (LD.E LDS LDSM HMMA LDGSTS BAR)"]
     for k, r in res.get("rows", {}).items():
         c, s = r["cycles_per_kstep"], r.get("sass", {})
         counts = " ".join(f"{s['per_kstep'][op]:g}" for op in SASS_OPS) if "per_kstep" in s else s.get("problem", "-")
         flag = "" if not s else (" ok" if s.get("ok") else " MISMATCH")
-        lines.append(f"{k:24s} {c['value']:9.1f} {c['p10']:8.1f} {c['p90']:8.1f} {r['hmma_per_clk_sm']['value']:11.3f} "
+        lines.append(f"{k:27s} {c['value']:9.1f} {c['p10']:8.1f} {c['p90']:8.1f} {r['hmma_per_clk_sm']['value']:11.3f} "
                      f"{r['blocks_per_sm_seen']:6d} {r.get('num_regs') or 0:4d} {r['clock_hz'] / 1e9:5.2f}  {counts}{flag}")
     for k, e in res.get("errors", {}).items():
         lines.append(f"ERROR {k}: {e}")
@@ -290,11 +330,11 @@ class _Device:
         m0, n0 = tile_origins(grid)
         m0_dev, n0_dev = cp.asarray(m0, dtype=cp.int32), cp.asarray(n0, dtype=cp.int32)
         rec = cp.zeros(REC * grid, dtype=cp.int64)
-        out = cp.zeros(grid * THREADS, dtype=cp.float32)
+        out = cp.zeros(grid * row.threads, dtype=cp.float32)
         mn = 0 if row.zfill else L2_MNK
 
         def launch(iters: int) -> None:
-            f((grid,), (THREADS,), (cp.int32(iters), rec, out, self.a, self.b, m0_dev, n0_dev, cp.int32(mn),
+            f((grid,), (row.threads,), (cp.int32(iters), rec, out, self.a, self.b, m0_dev, n0_dev, cp.int32(mn),
                                     cp.int32(mn), cp.int32(L2_MNK)), shared_mem=row.smem_bytes)
 
         launch(FIRST_ITERS)  # warm-up (and the L2 fill)
@@ -305,7 +345,7 @@ class _Device:
         for _ in range(self.reps):
             s = self._timer.seconds(lambda: launch(iters))
             runs.append(rep_metrics(row, parse_records(rec.get(), grid), iters, s))
-        info = {**pc.kernel_attributes(f), "smem_bytes": row.smem_bytes, "grid": grid, "threads": THREADS}
+        info = {**pc.kernel_attributes(f), "smem_bytes": row.smem_bytes, "grid": grid, "threads": row.threads}
         return runs, iters, info
 
 

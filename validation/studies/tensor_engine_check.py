@@ -48,9 +48,10 @@ and c2_own_local rows are the control. ``rel_all`` rows (every thread arrives on
 GEMM's form) are encoded as two cluster arrives and printed apart.
 
 ``wmma_feed`` (:func:`wmma_feed_check`): wmma_feed_probe's rows (``wmma_feed.json``: tc_gemm's staged-WMMA k-step,
-128x128x32 padded, B N x K, 8 warps of 64x32, 3-stage cp.async ring, L2-resident 2048^3 data) with its fragments
+128x128x32 padded, B N x K, 8 warps of 64x32 or (``*_w4`` rows, ldmatrix only) 4 warps of 64x64, as each row's
+``geometry`` records, 3-stage cp.async ring, L2-resident 2048^3 data) with its fragments
 loaded by generic LD.E (the suite's), LDS or ldmatrix (+ mma.sync), with the copies or none, at 2 or 1 blocks per
-SM: the suite kernel's lowered k-step with the row's own SASS for the instructions beside loads, MMAs and the
+SM (rows not measured yet, without ``cycles_per_kstep``, left out): the suite kernel's lowered k-step with the row's own SASS for the instructions beside loads, MMAs and the
 barrier, cycles per k-step per block.
 
 Rows come from ``validation/results/h200/calibration/mma_feed.json`` (and the files named above); nothing here
@@ -286,12 +287,18 @@ def _wmma_feed_program(row: dict, none_row: dict) -> tuple[TileProgram, int]:
     """The row's k-step as tc_gemm lowers the suite kernel's (wmma: generic fragment loads; lds: the same
     through LDS; ldsm: the mma.sync path), on the row's geometry: copies (tc_gemm's load_tile, every block
     the same L2-resident tiles, as _traffic_program) or none, and the row's own SASS for the instructions
-    beside loads, MMAs and the barrier (the copy rows' extra ones as the copies' address instructions)."""
-    frag, blocks = row["frag"], row["blocks_per_sm"]
+    beside loads, MMAs and the barrier (the copy rows' extra ones as the copies' address instructions). The
+    geometry (block tile, warp tile, warps) is the row's ``geometry``: 8 warps of 64x32, or 4 of 64x64."""
+    frag, blocks, geo = row["frag"], row["blocks_per_sm"], row["geometry"]
+    bm, bn, bk = geo["block_tile"]
+    wm, wn = geo["warp_tile"]
     cfg = TcGemmConfig(m=2048, n=2048, k=2048, instruction="mma_sync" if frag == "ldsm" else "wmma", b_layout="col",
-                       bm=128, bn=128, bk=32, wm=64, wn=32, layout="padded", stages=3)
+                       bm=bm, bn=bn, bk=bk, wm=wm, wn=wn, layout="padded", stages=geo.get("stages", 3))
     step = lower(cfg).phases[0].step
     warps = cfg.warps
+    if warps != geo["warps_per_block"]:
+        raise ValueError(f"{row['kernel']}: {bm}x{bn} over {wm}x{wn} warp tiles is {warps} warps, the row says "
+                         f"{geo['warps_per_block']}")
     shared = tuple(replace(a, generic=frag == "wmma") for a in step.shared_loads)
     loads = ()
     if row["copy"] == "gemm":
@@ -311,14 +318,17 @@ def _wmma_feed_program(row: dict, none_row: dict) -> tuple[TileProgram, int]:
 
 def wmma_feed_check(path: Path = WMMA_FEED, hardware: str = "h200") -> list[tuple[str, float, float]]:
     """``[(row, measured, predicted cycles per k-step per block), ...]`` for wmma_feed_probe's rows (the
-    zero-fill row left out: its copies read nothing, which a tile program cannot say)."""
+    zero-fill row left out: its copies read nothing, which a tile program cannot say; so are rows without a
+    measurement, ``cycles_per_kstep``, and rows whose copy-free partner (same geometry) has none)."""
     hw = load(hardware)
     rows = json.loads(Path(path).read_text())["rows"]
     out = []
     for key, row in rows.items():
         if row.get("zfill") or "cycles_per_kstep" not in row:
             continue
-        none_row = rows[f"wf_{row['frag']}_none_b{row['blocks_per_sm']}"]
+        none_row = rows.get(row["kernel"].replace(f"_{row['copy']}_b", "_none_b", 1))
+        if none_row is None or "sass" not in none_row or "sass" not in row:
+            continue
         prog, steps = _wmma_feed_program(row, none_row)
         res = simulate_program(prog, hw)
         out.append((key, float(row["cycles_per_kstep"]["value"]),
