@@ -130,7 +130,7 @@ def test_compile_and_sass(tmp_path, monkeypatch):
         pytest.skip("nvcc not available")
     cubin, log = pc.compile_cubin(tmp_path, lg.ARCH, lg.KERNEL_SRC)
     assert pc.ptxas_warnings(log) == []
-    regs = lg.ptxas_registers(log)
+    regs = pc.ptxas_registers(log)
     assert set(regs) == {"lg_copy", "lg_copy_ca"} and all(r["spill_bytes"] == 0 for r in regs.values())
     if shutil.which("cuobjdump") is None:
         pytest.skip("cuobjdump not available")

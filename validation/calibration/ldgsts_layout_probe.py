@@ -35,7 +35,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import re
 import sys
 import tempfile
 import time
@@ -44,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from validation.calibration import probe_common as pc
-from validation.calibration.probe_common import REPO_ROOT, count_prefix, summarize
+from validation.calibration.probe_common import count_prefix, summarize
 
 KERNEL_SRC = Path(__file__).resolve().with_suffix(".cu")
 RESULT_FILE = "ldgsts_layout.json"
@@ -211,13 +210,6 @@ def check_sass(sass: str) -> dict:
     return out
 
 
-def ptxas_registers(log: str) -> dict:
-    """{kernel: {"registers", "spill_bytes"}} from an ``nvcc -Xptxas -v`` log."""
-    return {m.group(1): {"registers": int(m.group(4)), "spill_bytes": int(m.group(2)) + int(m.group(3))}
-            for m in re.finditer(r"Compiling entry function '(\w+)'.*?(\d+) bytes spill stores, (\d+) bytes spill "
-                                 r"loads.*?Used (\d+) registers", log, re.S)}
-
-
 # ----- records, rows, ncu (pure) --------------------------------------------------------------------------
 def per_sm_cycles_per_copy(raw: Sequence[int], blocks: int, iters: int) -> tuple[list[float], dict]:
     """Per SM: its longest block span / the warp copies of its blocks; and (clock_hz, blocks_per_sm_seen,
@@ -296,10 +288,7 @@ class _Device:
         built = pc.build_module(cp, KERNEL_SRC, ARCH, Path(self._tmp.name),
                                 nvrtc_options=(f"--gpu-architecture={ARCH}", "-std=c++17"), want_sass=True)
         self.mod = built.module
-        self.compile = {"arch": ARCH, "source": str(KERNEL_SRC.relative_to(REPO_ROOT)),
-                        "compiled_by": built.compiled_by, "note": built.error or built.sass_error}
-        if built.compiled_by == "nvcc":
-            self.compile.update(ptxas_warnings=pc.ptxas_warnings(built.log), ptxas=ptxas_registers(built.log))
+        self.compile = pc.compile_record(built, KERNEL_SRC, ARCH)
         self.sass = check_sass(built.sass) if built.sass else {}
         self.src = {ca: cp.random.randint(0, 256, n, dtype=cp.uint8) for ca, n in SRC_BYTES.items()}  # random data, as the suites use
         self.rec = cp.zeros(REC * 2 * self.sm_count, dtype=cp.int64)

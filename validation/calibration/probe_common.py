@@ -396,6 +396,27 @@ def build_module(cp, src: Path, arch: str, workdir: Path, nvrtc_options: tuple[s
     return built
 
 
+def ptxas_registers(log: str) -> dict:
+    """{kernel: {"registers", "spill_bytes"}} from an ``nvcc -Xptxas -v`` log."""
+    return {m.group(1): {"registers": int(m.group(4)), "spill_bytes": int(m.group(2)) + int(m.group(3))}
+            for m in re.finditer(r"Compiling entry function '(\w+)'.*?(\d+) bytes spill stores, (\d+) bytes spill "
+                                 r"loads.*?Used (\d+) registers", log, re.S)}
+
+
+def compile_record(built: BuiltModule, src: Path, arch: str) -> dict:
+    """What a probe's record says of how its .cu was built: arch, source (repository-relative), compiler, a
+    note when the SASS could not be read (or NVRTC stood in for nvcc), and with nvcc ptxas's warnings and
+    per-kernel registers and spills."""
+    out = {"arch": arch, "source": str(src.relative_to(REPO_ROOT)), "compiled_by": built.compiled_by, "note": ""}
+    if built.compiled_by == "nvcc":
+        out.update(ptxas_warnings=ptxas_warnings(built.log), ptxas=ptxas_registers(built.log))
+        if built.sass_error:
+            out["note"] = f"{built.sass_error}: no SASS checks"
+    else:
+        out["note"] = f"{built.error}: compiled by NVRTC, no SASS checks"
+    return out
+
+
 def get_kernel(module, name: str, smem_bytes: int):
     """Kernel ``name`` of ``module``, opted in to ``smem_bytes`` of dynamic shared memory when that is
     more than :data:`DEFAULT_DYNAMIC_SMEM_BYTES`."""

@@ -55,7 +55,6 @@ nvcc build (``--quick``: 2 reps, shorter launches). Without a GPU it says so in 
 
 from __future__ import annotations
 
-import re
 import sys
 import tempfile
 import time
@@ -64,7 +63,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from validation.calibration import probe_common as pc
-from validation.calibration.probe_common import REPO_ROOT, count_prefix, summarize
+from validation.calibration.probe_common import count_prefix, summarize
 
 KERNEL_SRC = Path(__file__).resolve().with_suffix(".cu")
 RESULT_FILE = "wmma_feed.json"
@@ -223,15 +222,6 @@ def check_row_sass(row: Row, sass: str) -> dict:
     return {**s, "expected_sass": want, "ok": all(s["per_kstep"][k] == v for k, v in want.items())}
 
 
-def ptxas_registers(log: str) -> dict:
-    """{kernel: {"registers", "spill_bytes"}} from an ``nvcc -Xptxas -v`` log."""
-    out = {}
-    for m in re.finditer(r"Compiling entry function '(\w+)'.*?(\d+) bytes spill stores, (\d+) bytes spill loads"
-                         r".*?Used (\d+) registers", log, re.S):
-        out[m.group(1)] = {"registers": int(m.group(4)), "spill_bytes": int(m.group(2)) + int(m.group(3))}
-    return out
-
-
 def sass_checks(workdir: Path) -> dict:
     """Compile the .cu (nvcc, cuobjdump on PATH) and check every row's loop: {"registers", "rows": {key:
     check}}, or {"error": ...} when nvcc or cuobjdump fails."""
@@ -240,7 +230,7 @@ def sass_checks(workdir: Path) -> dict:
         sass = pc.disassemble(cubin)
     except RuntimeError as e:
         return {"error": str(e)}
-    return {"registers": ptxas_registers(log), "ptxas_warnings": pc.ptxas_warnings(log),
+    return {"registers": pc.ptxas_registers(log), "ptxas_warnings": pc.ptxas_warnings(log),
             "rows": {r.key: check_row_sass(r, sass) for r in ROWS}}
 
 
@@ -307,14 +297,7 @@ class _Device:
         built = pc.build_module(cp, KERNEL_SRC, ARCH, Path(self._tmp.name),
                                 nvrtc_options=(f"--gpu-architecture={ARCH}", "-std=c++17"), want_sass=True)
         self.mod, self.sass = built.module, built.sass
-        self.compile = {"arch": ARCH, "source": str(KERNEL_SRC.relative_to(REPO_ROOT)), "compiled_by": built.compiled_by,
-                        "note": ""}
-        if built.compiled_by == "nvcc":
-            self.compile.update(ptxas_warnings=pc.ptxas_warnings(built.log), ptxas=ptxas_registers(built.log))
-            if built.sass_error:
-                self.compile["note"] = f"{built.sass_error}: no SASS checks"
-        else:
-            self.compile["note"] = f"{built.error}: compiled by NVRTC, no SASS checks"
+        self.compile = pc.compile_record(built, KERNEL_SRC, ARCH)
         rng = cp.random.default_rng(1)
         n = L2_MNK * L2_MNK  # A (M x K) and B (N x K), fp16 in (-0.5, 0.5)
         self.a = (rng.random(n, dtype=cp.float32) - 0.5).astype(cp.float16).view(cp.uint16)
