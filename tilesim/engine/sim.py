@@ -36,7 +36,9 @@ When a k-loop's step period has settled (three windows in a row within ``STEADY_
 turns at a channel make the windows repeat in a cycle of a few, three runs of the cycle alike, see
 ``MAX_WINDOW_CYCLE``: it holds at the cycle's mean; or, where the windows jitter without
 repeating, the standard error of the mean of its last windows is within the tolerance and they
-show no ramp, see ``_window_mean``: it holds at that mean) and the other slots
+show no ramp, see ``_window_mean``: it holds at that mean; or, in a slot whose previous block group held
+the same phase, once a window after the loop's first takes the period that group held at, see
+``_repeats_prior``) and the other slots
 in a k-loop have settled too, the rest of the loop is not stepped: the group holds, for the
 skipped time, a reservation on every channel equal to its measured consumption rate (so it still
 contends), streams its misses into the L2, and its counters grow by the measured per-step amounts.
@@ -94,6 +96,7 @@ from tilesim.engine.steady import (
     STEADY_TOL,
     WINDOW_SAMPLES,
     _completion_cycle,
+    _repeats_prior,
     _window_cycle,
     _window_mean,
 )
@@ -232,6 +235,7 @@ class Engine:
         self.steady: dict[int, float] = {}  # steady slots -> their step period
         self.holding: dict[int, float] = {}  # holding slots -> the period they hold at
         self.changed = self.env.event()  # fires when the set of slots in a loop changes
+        self.held_period: dict = {}  # (slot, plan id) -> the period the slot's last hold of that phase held at
 
     def _flushed_writeback_setup(self, dirty_bytes: float | None) -> None:
         """The dirty lines the kernel finds in the L2 at its start, left by earlier work.
@@ -865,7 +869,8 @@ class Engine:
         """One phase of a block group.
 
         The loop runs in windows of ``pipeline_depth + 1`` steps (every warp group finishes a
-        window before the next starts). A group is *steady* once three windows take the same time.
+        window before the next starts). A group is *steady* once three windows take the same time
+        (or once a window after the first takes the period the slot's previous group held this phase at).
         It holds the rest of its loop (but one window) once every slot in a loop is steady or
         already holding, at the period the holding slots hold at, else the steady slots' mean
         period (alike slots share the SM alike),
@@ -887,6 +892,7 @@ class Engine:
         i = 0
         held = False
         steady_windows = 0
+        prior = self.held_period.get((slot, id(pl)), 0.0)  # the period the slot's last group held this phase at
         if pl.in_loop:
             self.in_loop.add(slot)
             if slot not in self.looping:
@@ -925,6 +931,8 @@ class Engine:
             cycle = _window_cycle(per_step, self.tol) if w == window else 0
             if not cycle and w == window:
                 cycle = _window_mean(per_step, self.tol)
+            if not cycle and w == window:  # the period the slot's previous group held this phase at, again
+                cycle = _repeats_prior(per_step, prior, self.tol)
             steady = cycle > 0
             a = per_step[-1] if cycle <= 1 else sum(per_step[-cycle:]) / cycle
             left = n - i - window
@@ -978,6 +986,7 @@ class Engine:
                 l1_ranges = [(prefix, i, i + n_hold) for prefix in l1_missed if prefix not in l1_still]
                 self.steady.pop(slot, None)
                 self.holding[slot] = a
+                self.held_period[(slot, id(pl))] = a
                 done = yield from self._hold(slot, per, a, n_hold, tally, ranges, interruptible=True,
                                              phase=pl.phase.name, l1_ranges=l1_ranges, still=still,
                                              l1_still=l1_still)
