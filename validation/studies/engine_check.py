@@ -198,6 +198,28 @@ def check(results: Path = DEFAULT_DIR, hw=None, on_progress=None) -> list[dict]:
     return rows
 
 
+STALLS_FILE = "outer_stalls_ncu/outer_stalls.json"  # outer_stalls_probe's record, beside lds_outer.json
+STALL_COLUMNS = ("short_scoreboard", "long_scoreboard", "not_selected", "wait", "dispatch_stall", "barrier")
+
+
+def stall_table(rows: list[dict], stalls: dict) -> str:
+    """The engine's error beside where the GPU's warps waited in the same loop (``stalls``: outer_stalls.json,
+    its profiled run): warp cycles per issued instruction, issue slots used, and the stalls of
+    :data:`STALL_COLUMNS` per issued instruction. Rows without a profile are left out."""
+    head = f"{'microbenchmark':30s} {'error':>6s} {'cyc/iss':>7s} {'issue%':>6s}" + "".join(
+        f" {c[:11]:>11s}" for c in STALL_COLUMNS)
+    lines = [head + "  (stalls: warp cycles per issued instruction, Nsight Compute)"]
+    for r in rows:
+        got = stalls.get("rows", {}).get(r["case"])
+        if got is None:
+            continue
+        s = got["summary"]
+        per = s["stalls_per_issue"]
+        lines.append(f"{r['case']:30s} {r['error'] * 100:+5.0f}% {s['cycles_per_issue']:7.2f} {s['issue_active_pct']:6.1f}"
+                     + "".join(f" {per.get(c, 0.0):11.2f}" for c in STALL_COLUMNS))
+    return "\n".join(lines)
+
+
 def group_summary(rows: list[dict], bar: float = 0.10) -> list[dict]:
     """Per microbenchmark kind (the case's first word: lds_outer, staged_outer, gstaged_outer ...), in
     order of appearance: rows, mean |error|, the most negative and most positive error, and how many
@@ -215,6 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--hbm-tiles", action="store_true",
                    help="also the hbm_tiles_probe rows (validation/studies/hbm_tiles_check.py: k-step cycles, "
                         "and the loads' part of them)")
+    p.add_argument("--stalls", action="store_true",
+                   help=f"also where the GPU's warps waited in the same loops ({STALLS_FILE}, Nsight Compute: "
+                        "validation/calibration/outer_stalls_probe.py)")
     ns = p.parse_args(argv)
     from tilesim.cli.progress import progress  # noqa: PLC0415
 
@@ -234,6 +259,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{g['beyond']:5d}")
     print(f"{'all':16s} {len(rows):4d} {sum(abs(r['error']) for r in rows) / len(rows) * 100:5.1f}%"
           f"{'':14s}{sum(abs(r['error']) > 0.10 for r in rows):5d}")
+    stalls = ns.results / STALLS_FILE
+    if ns.stalls and stalls.exists():
+        print()
+        print(stall_table(rows, json.loads(stalls.read_text())))
     tiles = ns.results / "hbm_tiles.json"
     if ns.hbm_tiles and tiles.exists():
         from validation.studies import hbm_tiles_check  # noqa: PLC0415
