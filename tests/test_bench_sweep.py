@@ -42,3 +42,21 @@ def test_the_benchmark_sweep_has_at_least_1000_valid_configurations():
 
     rows = bench_sweep_scenario().expand()
     assert sum(r.cfg is not None for r in rows) >= 1000
+
+
+def test_bench_times_every_configuration_of_a_validation_suite(monkeypatch):
+    """--suite FAMILY: each configuration of the family's suite once; tc_gemm's median against issue #9's 50 ms."""
+    import validation.harness.suite as suite
+
+    real = suite.load_suite
+    monkeypatch.setattr(suite, "load_suite", lambda family: real(family)[:3])  # three, to keep the test short
+    res = CliRunner().invoke(cli, ["bench", "--smoke", "--repeat", "1", "--no-scenarios", "--suite", "tc_gemm"])
+    assert res.exit_code == 0, res.output
+    assert "every configuration of the validation suites" in res.output
+    assert "median per tc_gemm suite configuration" in res.output and "<= 50 ms" in res.output
+
+
+def test_bench_suite_bad_family_is_one_line():
+    res = CliRunner().invoke(cli, ["bench", "--smoke", "--repeat", "1", "--suite", "no_such_family"])
+    assert res.exit_code != 0
+    assert "no_such_family" in res.output and res.output.strip().count("\n") == 0

@@ -191,6 +191,27 @@ def time_scenario_configs(scenarios, hardware=None,
     return out
 
 
+SUITE_MEDIAN_TARGETS_S = {"tc_gemm": 0.050}
+"""Issue #9's target for the tensor-core family: simulating any configuration takes at most 50 ms, the
+median over every configuration of its validation suite (``tilesim bench --suite tc_gemm``)."""
+
+
+def time_configs(family: str, configs, hardware, on_result: Callable[[ConfigWall], None] | None = None
+                 ) -> list[ConfigWall]:
+    """Simulate each of a family's ``configs`` once, in this process and in order, on ``hardware``: the
+    wall time of each, lowering included (``ConfigWall.scenario`` names the family)."""
+    fam = registry.get(family)
+    out = []
+    for cfg in configs:
+        t0 = time.perf_counter()
+        simulate(cfg, hardware)
+        got = ConfigWall(family, fam.full_label(cfg), time.perf_counter() - t0)
+        out.append(got)
+        if on_result is not None:
+            on_result(got)
+    return out
+
+
 def percentile(sorted_values, q: float) -> float:
     """The ``q``-th percentile (0-100) of ascending values, linearly interpolated."""
     if not sorted_values:

@@ -40,15 +40,19 @@ def _suite_first_config(family: str):
 @click.option("--scenario", "scenario_names", multiple=True, metavar="SCENARIO",
               help="time every configuration of these scenarios once each (repeatable) "
                    "[default: every built-in scenario]")
+@click.option("--suite", "suites", multiple=True, metavar="FAMILY",
+              help="time every configuration of FAMILY's validation suite once each (repeatable; e.g. "
+                   "tc_gemm, whose median has issue #9's 50 ms target)")
 @click.option("--no-scenarios", is_flag=True, help="skip timing the built-in scenarios' configurations")
 @click.option("--no-sweep-1000", "no_sweep_1000", is_flag=True,
               help="skip the benchmark sweep of 1,188 configurations")
-def bench(repeat, hardware, strict, smoke, sweeps, jobs, scenario_names, no_scenarios, no_sweep_1000) -> None:
+def bench(repeat, hardware, strict, smoke, sweeps, jobs, scenario_names, suites, no_scenarios, no_sweep_1000) -> None:
     """The simulator's wall time: one representative configuration per kernel family (median of
     REPEAT runs, lowering included) and the same at a problem 4x larger in every dimension; every
     configuration of the built-in scenarios once each (median, 90th percentile, worst, against the
-    targets: 0.1 s each, a 20 ms median); and whole sweeps: a benchmark sweep of 1,188 GEMM
-    configurations in worker processes (seconds per 1,000 against 30 s) and any --sweep SCENARIO."""
+    targets: 0.1 s each, a 20 ms median); every configuration of any --suite FAMILY's validation suite
+    once each; and whole sweeps: a benchmark sweep of 1,188 GEMM configurations in worker processes
+    (seconds per 1,000 against 30 s) and any --sweep SCENARIO."""
     from tilesim import bench as bench_lib
 
     if repeat < 1:
@@ -60,6 +64,7 @@ def bench(repeat, hardware, strict, smoke, sweeps, jobs, scenario_names, no_scen
     if jobs is not None and jobs < 1:
         fail(f"--jobs = {jobs}: must be >= 1")
     scenarios = _load_sweeps(sweeps)  # checked before any work
+    suite_configs = _load_suites(suites)
     timed = [] if no_scenarios else _load_sweeps(
         scenario_names or (() if smoke else _builtin_scenarios()))
     if not (smoke or no_sweep_1000):
@@ -93,6 +98,8 @@ def bench(repeat, hardware, strict, smoke, sweeps, jobs, scenario_names, no_scen
         ratio = big.median_s / base.median_s if base.median_s > 0 else float("inf")
         checks.append((f"{big_name} = {ratio:.2f}x {name} (<= {target_ratio}x)", ratio <= target_ratio))
     con.print(tab)
+    if suite_configs:
+        checks += _bench_suites(con, suite_configs, hw)
     if timed:
         checks += _bench_scenario_configs(con, timed, hw)
     if scenarios:
@@ -149,6 +156,46 @@ def _bench_scenario_configs(con, scenarios, hw) -> list[tuple[str, bool]]:
         (f"median per scenario configuration {st.median_s * 1e3:.1f} ms <= {median_target_s * 1e3:.0f} ms",
          st.median_s <= median_target_s),
     ]
+
+
+def _load_suites(families) -> list[tuple[str, list]]:
+    """(family, every configuration of its validation suite) for each of ``families``; one line and exit 2
+    for a family without one."""
+    from validation.harness.suite import load_suite
+
+    out = []
+    for family in families:
+        try:
+            registry.get(family)
+            configs = load_suite(family)
+        except (OSError, ValueError) as e:
+            fail(f"--suite {family}: {e}")
+        if not configs:
+            fail(f"--suite {family}: its validation suite has no configuration")
+        out.append((family, configs))
+    return out
+
+
+def _bench_suites(con, suites, hw) -> list[tuple[str, bool]]:
+    """Time every configuration of each family's suite once; one table row per family and the checks
+    against the families' targets (bench.SUITE_MEDIAN_TARGETS_S)."""
+    from tilesim import bench as bench_lib
+
+    tab = Table(title=f"every configuration of the validation suites, simulated once each (lowering included), "
+                      f"on {hw.display_name}")
+    for col in ("family", "configurations", "median ms", "90th pct ms", "worst s", "slowest"):
+        tab.add_column(col, justify="left" if col in ("family", "slowest") else "right", overflow="fold")
+    checks = []
+    for family, configs in suites:
+        st = bench_lib.summarize_walls(bench_lib.time_configs(family, configs, hw))
+        tab.add_row(family, str(st.count), f"{st.median_s * 1e3:.1f}", f"{st.p90_s * 1e3:.1f}", f"{st.worst_s:.3f}",
+                    st.worst.label)
+        target = bench_lib.SUITE_MEDIAN_TARGETS_S.get(family)
+        if target is not None:
+            checks.append((f"median per {family} suite configuration {st.median_s * 1e3:.1f} ms <= "
+                           f"{target * 1e3:.0f} ms", st.median_s <= target))
+    con.print(tab)
+    return checks
 
 
 def _load_sweeps(sweeps) -> list:
